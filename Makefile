@@ -1,0 +1,53 @@
+# KQueen: `make` lists the recipes. Every recipe installs what it needs first (idempotent).
+SHELL := /bin/bash
+export RUSTUP_AUTO_INSTALL := 0
+WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
+
+.DEFAULT_GOAL := help
+.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check clippy test-rust e2e test clean
+
+help: ## List the recipes
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
+
+setup: ## Install build tools (wasm32 std, wasm-bindgen, wasm-opt)
+	scripts/setup.sh run
+
+setup-test: ## Install build and test tools (adds Chromium, playwright-core)
+	scripts/setup.sh test
+
+site: setup ## Build the release wasm bundle, CSS and public/ into target/site
+	scripts/build-site.sh --release
+
+site-debug: setup ## Build a quick debug bundle into target/site
+	scripts/build-site.sh
+
+build: ## Build the server binary (target/debug/kqueen)
+	cargo build -p kqueen-server
+
+fakes: ## Build the test fakes the browser tests start (fake Kubernetes API server)
+	cargo build -p kqueen-core --example fake_kube
+
+run: site build ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
+	target/debug/kqueen serve
+
+fmt: ## Format the code
+	cargo fmt --all
+
+fmt-check: ## Check formatting
+	cargo fmt --all --check
+
+clippy: setup ## Lint the server side (ssr) and the wasm side (hydrate), warnings as errors
+	cargo clippy --workspace --exclude kqueen-frontend --all-targets -- -D warnings
+	cargo +$(WASM_TC) clippy -p kqueen-frontend --target wasm32-unknown-unknown -- -D warnings
+
+test-rust: ## Unit and integration tests (SQLite and Postgres at 127.0.0.1:5432)
+	cargo test --workspace --exclude kqueen-frontend
+
+e2e: setup-test site build fakes ## Browser tests, JavaScript off and on
+	cd end2end && npm test
+
+test: setup-test fmt-check clippy test-rust e2e ## Install everything and run every check and test
+	@echo "all checks and tests passed"
+
+clean: ## Remove build output
+	cargo clean

@@ -1,0 +1,324 @@
+//! Server functions of the cluster, provider and template pages.
+
+use leptos::prelude::*;
+
+use crate::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ProvidersPageDto, QuotaDto};
+use crate::AppError;
+
+/// Rows of one cluster list page.
+pub const CLUSTER_PAGE_SIZE: u32 = 50;
+
+#[cfg(feature = "ssr")]
+mod ssr {
+    use kqueen_core::cluster::{Cluster, ClusterState};
+    use kqueen_core::provisioner::{ParamKind, ParamSchema};
+
+    use crate::dto::{CapabilitiesDto, ClusterRowDto, ParamDto};
+
+    pub fn time(t: chrono::DateTime<chrono::Utc>) -> String {
+        t.format("%Y-%m-%d %H:%M UTC").to_string()
+    }
+
+    pub fn params(schema: &ParamSchema) -> Vec<ParamDto> {
+        schema
+            .specs()
+            .iter()
+            .map(|s| {
+                let (kind, min, max, options, max_len) = match &s.kind {
+                    ParamKind::String { max_len, .. } => {
+                        ("string", None, None, vec![], Some(*max_len))
+                    }
+                    ParamKind::Text { max_len } => ("text", None, None, vec![], Some(*max_len)),
+                    ParamKind::Integer { min, max, .. } => ("integer", *min, *max, vec![], None),
+                    ParamKind::Boolean { .. } => ("boolean", None, None, vec![], None),
+                    ParamKind::Enum { options, .. } => ("enum", None, None, options.clone(), None),
+                };
+                ParamDto {
+                    name: s.name.clone(),
+                    label: s.label.clone(),
+                    help: s.help.clone(),
+                    required: s.required,
+                    secret: s.secret,
+                    kind: kind.into(),
+                    default: s.default_text(),
+                    min,
+                    max,
+                    options,
+                    max_len,
+                }
+            })
+            .collect()
+    }
+
+    pub fn caps(c: kqueen_core::provisioner::Capabilities) -> CapabilitiesDto {
+        CapabilitiesDto {
+            scale: c.scale,
+            upgrade: c.upgrade,
+            deletes_infrastructure: c.deletes_infrastructure,
+        }
+    }
+
+    pub fn row(c: Cluster) -> ClusterRowDto {
+        ClusterRowDto {
+            id: c.id.to_string(),
+            tenant: c.tenant_slug,
+            name: c.name.to_string(),
+            template: c.template_name,
+            kind: c.provider_kind.to_string(),
+            state: c.state.to_string(),
+            state_label: c.state.label().to_owned(),
+            node_count: c.node_count,
+            endpoint: c.endpoint,
+            created: time(c.created_at),
+            expires: c.expires_at.map(time),
+        }
+    }
+
+    pub fn states() -> Vec<(String, String)> {
+        ClusterState::ALL
+            .iter()
+            .map(|s| (s.as_str().to_owned(), s.label().to_owned()))
+            .collect()
+    }
+
+    /// Tenants where the caller can request clusters: their own (all for operators).
+    pub async fn request_tenants(
+        k: &kqueen_core::Kqueen,
+        actor: &kqueen_core::Actor,
+    ) -> Result<Vec<String>, kqueen_core::Error> {
+        use kqueen_core::page::Page;
+        let list = k
+            .list_tenants(actor, &Default::default(), Page::new(Page::MAX_LIMIT, 0))
+            .await?;
+        Ok(list.into_iter().map(|t| t.slug.to_string()).collect())
+    }
+}
+
+/// One page of the clusters the caller may see.
+#[server(prefix = "/sfn", endpoint = "clusters")]
+pub async fn clusters_page(
+    tenant: Option<String>,
+    state: Option<String>,
+    name: Option<String>,
+    offset: Option<u32>,
+) -> Result<ClustersPageDto, AppError> {
+    use kqueen_core::cluster::{ClusterFilter, ClusterState};
+    use kqueen_core::page::Page;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let state = match state.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => Some(
+            ClusterState::parse(s)
+                .ok_or_else(|| AppError::Invalid(format!("unknown state '{s}'")))?,
+        ),
+        None => None,
+    };
+    let filter = ClusterFilter {
+        tenant: tenant.filter(|t| !t.is_empty()),
+        state,
+        name: name.filter(|n| !n.is_empty()),
+    };
+    let offset = offset.unwrap_or(0);
+    let (clusters, total) = k
+        .list_clusters(&actor, &filter, Page::new(CLUSTER_PAGE_SIZE, offset))
+        .await?;
+    Ok(ClustersPageDto {
+        clusters: clusters.into_iter().map(ssr::row).collect(),
+        total,
+        offset,
+        limit: CLUSTER_PAGE_SIZE,
+        tenants: ssr::request_tenants(&k, &actor).await?,
+        states: ssr::states(),
+    })
+}
+
+/// The request form: tenants, the templates offered to the chosen tenant, and the chosen
+/// template's parameters.
+#[server(prefix = "/sfn", endpoint = "new_cluster")]
+pub async fn new_cluster_page(
+    tenant: Option<String>,
+    template: Option<String>,
+) -> Result<NewClusterPageDto, AppError> {
+    use kqueen_core::page::Page;
+
+    use crate::dto::TemplateChoiceDto;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let tenants = ssr::request_tenants(&k, &actor).await?;
+    let tenant = tenant
+        .filter(|t| !t.is_empty())
+        .or_else(|| (tenants.len() == 1).then(|| tenants[0].clone()));
+    let mut page = NewClusterPageDto {
+        tenants,
+        tenant: tenant.clone(),
+        templates: vec![],
+        template: None,
+        params: vec![],
+        fixed: vec![],
+        quota: None,
+    };
+    let Some(tenant) = tenant else {
+        return Ok(page);
+    };
+    let choice = |v: &kqueen_core::TemplateView| TemplateChoiceDto {
+        name: v.template.name.clone(),
+        description: v.template.description.clone(),
+        provider: v.provider_name.clone(),
+        kind: v.provider_kind.to_string(),
+    };
+    let offered = k
+        .list_templates(&actor, Some(&tenant), Page::new(Page::MAX_LIMIT, 0))
+        .await?;
+    page.templates = offered.iter().map(choice).collect();
+    let (q, u) = k.quota(&actor, &tenant).await?;
+    let limit = |v: Option<u32>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
+    page.quota = Some(format!(
+        "{} of {} clusters, {} of {} nodes in use{}",
+        u.clusters,
+        limit(q.max_clusters),
+        u.nodes,
+        limit(q.max_nodes),
+        q.cluster_ttl_hours
+            .map(|h| format!("; clusters are deleted {h} h after creation"))
+            .unwrap_or_default()
+    ));
+    let chosen = template
+        .filter(|t| !t.is_empty())
+        .or_else(|| (offered.len() == 1).then(|| offered[0].template.name.clone()));
+    if let Some(view) =
+        chosen.and_then(|name| offered.into_iter().find(|v| v.template.name == name))
+    {
+        page.template = Some(choice(&view));
+        page.params = ssr::params(&view.schema);
+        page.fixed = view.fixed.into_iter().collect();
+    }
+    Ok(page)
+}
+
+/// A cluster with its operations and timeline.
+#[server(prefix = "/sfn", endpoint = "cluster")]
+pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
+    use kqueen_core::cluster::OperationState;
+    use kqueen_core::policy::{check, Permission};
+
+    use crate::dto::{EventDto, OperationDto};
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let d = k.cluster_detail(&actor, &id).await?;
+    let busy = d
+        .operations
+        .first()
+        .is_some_and(|o| matches!(o.state, OperationState::Pending | OperationState::Running));
+    let can_manage = check(&actor, Permission::ManageClusters(d.cluster.tenant_id)).is_ok();
+    Ok(ClusterPageDto {
+        parameters: d.cluster.parameters.clone().into_iter().collect(),
+        error: d.cluster.error.clone(),
+        created_by: d.cluster.created_by.clone(),
+        cluster: ssr::row(d.cluster),
+        capabilities: ssr::caps(d.capabilities),
+        operations: d
+            .operations
+            .into_iter()
+            .map(|o| OperationDto {
+                kind: o.kind.to_string(),
+                state: o.state.to_string(),
+                step: o.step,
+                progress: o.progress,
+                attempts: o.attempts,
+                error: o.error,
+                requested_by: o.requested_by,
+                created: ssr::time(o.created_at),
+                finished: o.finished_at.map(ssr::time),
+            })
+            .collect(),
+        events: d
+            .events
+            .into_iter()
+            .map(|e| EventDto {
+                id: e.id.to_string(),
+                time: e.occurred_at.format("%H:%M:%S").to_string(),
+                kind: e.kind.to_string(),
+                message: e.message,
+            })
+            .collect(),
+        busy,
+        admin_kubeconfig: d.admin_kubeconfig,
+        can_manage,
+    })
+}
+
+/// Providers, templates and the provisioner kinds (operators).
+#[server(prefix = "/sfn", endpoint = "providers")]
+pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
+    use kqueen_core::page::Page;
+
+    use crate::dto::{KindDto, ProviderDto, TemplateDto};
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let kinds = k.provider_kinds(&actor).await?;
+    let providers = k
+        .list_providers(&actor, Page::new(Page::MAX_LIMIT, 0))
+        .await?;
+    let templates = k
+        .list_templates(&actor, None, Page::new(Page::MAX_LIMIT, 0))
+        .await?;
+    Ok(ProvidersPageDto {
+        providers: providers
+            .into_iter()
+            .map(|p| ProviderDto {
+                name: p.name,
+                kind: p.kind.to_string(),
+                description: p.description,
+                settings: p.config.into_iter().collect(),
+                secret_fields: p.secret_fields,
+                disabled: p.disabled,
+                updated: ssr::time(p.updated_at),
+            })
+            .collect(),
+        templates: templates
+            .into_iter()
+            .map(|v| TemplateDto {
+                name: v.template.name.clone(),
+                description: v.template.description.clone(),
+                provider: v.provider_name.clone(),
+                kind: v.provider_kind.to_string(),
+                overrides: if v.template.overrides.is_empty() {
+                    String::new()
+                } else {
+                    serde_json::to_string_pretty(&v.template.overrides).unwrap_or_default()
+                },
+                tenants: v.tenant_slugs.clone(),
+                timeout_minutes: v.template.timeout_minutes,
+                disabled: v.template.disabled,
+                params: ssr::params(&v.schema),
+                fixed: v.fixed.clone().into_iter().collect(),
+            })
+            .collect(),
+        kinds: kinds
+            .into_iter()
+            .map(|i| KindDto {
+                kind: i.kind.to_string(),
+                capabilities: ssr::caps(i.capabilities),
+                provider_params: ssr::params(&i.provider_schema),
+                cluster_params: ssr::params(&i.cluster_schema),
+            })
+            .collect(),
+    })
+}
+
+/// A tenant's quota and usage.
+#[server(prefix = "/sfn", endpoint = "quota")]
+pub async fn quota(tenant: String) -> Result<QuotaDto, AppError> {
+    use kqueen_core::policy::{check, Permission};
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let (q, u) = k.quota(&actor, &tenant).await?;
+    Ok(QuotaDto {
+        max_clusters: q.max_clusters,
+        max_nodes: q.max_nodes,
+        cluster_ttl_hours: q.cluster_ttl_hours,
+        used_clusters: u.clusters,
+        used_nodes: u.nodes,
+        can_set: check(&actor, Permission::SetQuota).is_ok(),
+    })
+}

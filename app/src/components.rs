@@ -1,0 +1,190 @@
+//! Pieces shared by the pages: the app shell, stat cards, error notes, form messages.
+
+use leptos::prelude::*;
+use leptos_router::components::A;
+use leptos_router::hooks::{use_location, use_query_map};
+
+use crate::api;
+use crate::dto::MeDto;
+use crate::AppError;
+
+/// Header with the product navigation and the user menu around the page. Visitors who are
+/// not logged in are sent to the login page (server-side redirect, or client-side when
+/// hydrated).
+#[component]
+pub fn AppShell(children: Children) -> impl IntoView {
+    // Effects run only in the browser, after hydration: `data-hydrated` tells scripts, tests
+    // and styles whether the page is interactive yet.
+    let hydrated = RwSignal::new(false);
+    Effect::new(move |_| hydrated.set(true));
+    let location = use_location();
+    let on_login_page = move || location.pathname.get() == "/login";
+    let me = Resource::new(|| (), |_| api::me());
+    let login_path = move || {
+        let here = format!("{}{}", location.pathname.get(), location.search.get());
+        format!("/login?next={}", encode_query_value(&here))
+    };
+    view! {
+        <a class="skip-link" href="#main">"Skip to content"</a>
+        <header class="topbar">
+            <A href="/" attr:class="brand">
+                <img src="/favicon.svg" alt="" width="28" height="28" />
+                <span>"KQueen"</span>
+            </A>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    match me.await {
+                        Ok(Some(user)) => view! { <Nav user /> }.into_any(),
+                        Ok(None) if on_login_page() => ().into_any(),
+                        Ok(None) => view! { <GoTo path=login_path() /> }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </header>
+        <main id="main" data-hydrated=move || hydrated.get().to_string()>
+            {children()}
+        </main>
+        <footer class="footer">"KQueen — multi-cloud Kubernetes cluster manager"</footer>
+    }
+}
+
+/// Navigation and user menu for a logged-in user. Areas whose capability this release does
+/// not have yet are listed, but not as links.
+///
+/// Plain `<a>` elements: this renders inside a suspended view outside the routes, where
+/// `<A>` has no route to resolve against; the router still navigates them client-side.
+#[component]
+fn Nav(user: MeDto) -> impl IntoView {
+    let who = user
+        .display_name
+        .clone()
+        .unwrap_or_else(|| user.username.clone());
+    view! {
+        <nav aria-label="Main">
+            <ul>
+                <li><NavLink href="/clusters" label="Clusters" /></li>
+                {if user.operator {
+                    view! { <li><NavLink href="/providers" label="Providers" /></li> }.into_any()
+                } else {
+                    view! { <NavSoon label="Providers" /> }.into_any()
+                }}
+                <NavSoon label="Fleet" />
+                {user.can_audit.then(|| view! { <li><NavLink href="/audit" label="Audit" /></li> })}
+                {if user.operator {
+                    view! { <li><NavLink href="/admin" label="Admin" /></li> }.into_any()
+                } else {
+                    view! { <NavSoon label="Admin" /> }.into_any()
+                }}
+            </ul>
+        </nav>
+        <div class="user-menu">
+            <span class="user-name" id="user-name" title=user.username.clone()>{who}</span>
+            {user.operator.then(|| view! { <span class="badge badge-operator">"operator"</span> })}
+            <NavLink href="/tokens" label="API tokens" />
+            <form method="post" action="/auth/logout">
+                <button type="submit" class="link-button" id="logout">"Sign out"</button>
+            </form>
+        </div>
+    }
+}
+
+/// Sends the browser to `path`: an HTTP redirect when rendered on the server, a client-side
+/// navigation when hydrated. (The router's `<Redirect>` needs a matched route, and the app
+/// shell renders outside the routes.)
+#[component]
+fn GoTo(path: String) -> impl IntoView {
+    #[cfg(feature = "ssr")]
+    leptos_axum::redirect(&path);
+    #[cfg(not(feature = "ssr"))]
+    {
+        let navigate = leptos_router::hooks::use_navigate();
+        let target = path.clone();
+        request_animation_frame(move || navigate(&target, Default::default()));
+    }
+    view! { <p>"Please " <a href=path>"sign in"</a> "."</p> }
+}
+
+/// A link that marks itself as the current page.
+#[component]
+fn NavLink(href: &'static str, label: &'static str) -> impl IntoView {
+    let location = use_location();
+    let current = move || location.pathname.get().starts_with(href).then_some("page");
+    view! { <a href=href aria-current=current>{label}</a> }
+}
+
+/// A navigation entry for an area that is not available (yet, or to this user).
+#[component]
+fn NavSoon(label: &'static str) -> impl IntoView {
+    view! {
+        <li>
+            <span class="nav-soon" aria-disabled="true" title="Not available">
+                {label}
+            </span>
+        </li>
+    }
+}
+
+/// A labelled figure.
+#[component]
+pub fn Stat(label: &'static str, value: String) -> impl IntoView {
+    view! {
+        <div class="stat">
+            <div class="stat-value">{value}</div>
+            <div class="stat-label">{label}</div>
+        </div>
+    }
+}
+
+/// An error shown in place of content that could not be loaded.
+#[component]
+pub fn ErrorNote(error: AppError) -> impl IntoView {
+    view! {
+        <p class="error" role="alert">
+            {error.to_string()}
+        </p>
+    }
+}
+
+/// The `?error=` message a form route sent back, shown above the form.
+#[component]
+pub fn FormError() -> impl IntoView {
+    let query = use_query_map();
+    move || {
+        query
+            .read()
+            .get("error")
+            .filter(|e| !e.is_empty())
+            .map(|e| {
+                view! {
+                    <p class="error" role="alert" id="form-error">
+                        {e}
+                    </p>
+                }
+            })
+    }
+}
+
+/// Percent-encodes a query-string value (RFC 3986 unreserved characters stay as they are).
+pub fn encode_query_value(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
+            out.push(char::from(b));
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::encode_query_value;
+
+    #[test]
+    fn query_values_are_percent_encoded() {
+        assert_eq!(encode_query_value("team-a_1.~"), "team-a_1.~");
+        assert_eq!(encode_query_value("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
+    }
+}

@@ -1,0 +1,47 @@
+//! `/admin`: operators create tenants and reach every tenant's members.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::components::A;
+
+use crate::api;
+use crate::components::{ErrorNote, FormError};
+
+#[component]
+pub fn Admin() -> impl IntoView {
+    let tenants = Resource::new(|| (), |_| api::list_tenants(None));
+    view! {
+        <Title text="Admin" />
+        <h1>"Admin"</h1>
+        <section class="card" aria-labelledby="new-tenant-heading">
+            <h2 id="new-tenant-heading">"New tenant"</h2>
+            <FormError />
+            <form method="post" action="/admin/tenants" class="filter" id="create-tenant">
+                <label for="tenant-slug">"Slug"</label>
+                <input id="tenant-slug" name="slug" required maxlength="63" placeholder="team-a"
+                    pattern="[a-z0-9]([-a-z0-9]*[a-z0-9])?" title="lowercase letters, digits and '-'" />
+                <label for="tenant-name">"Name"</label>
+                <input id="tenant-name" name="display_name" maxlength="100" placeholder="Team A" />
+                <button type="submit">"Create tenant"</button>
+            </form>
+        </section>
+        <section class="card" aria-labelledby="all-tenants-heading">
+            <h2 id="all-tenants-heading">"All tenants"</h2>
+            <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || Suspend::new(async move {
+                    match tenants.await {
+                        Ok(list) if list.is_empty() => view! { <p class="empty">"No tenants yet."</p> }.into_any(),
+                        Ok(list) => view! {
+                            <ul class="tenant-links">
+                                {list.into_iter().map(|t| view! {
+                                    <li><A href=format!("/tenants/{}", t.slug)>{t.display_name}</A> " " <code class="muted">{t.slug}</code></li>
+                                }).collect_view()}
+                            </ul>
+                        }.into_any(),
+                        Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                    }
+                })}
+            </Suspense>
+        </section>
+    }
+}

@@ -1,0 +1,457 @@
+//! `/clusters` (list), `/clusters/new` (request form rendered from the template's schema) and
+//! `/clusters/:id` (state, live progress, steps and timeline, kubeconfig, delete, scale).
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::{use_params_map, use_query_map};
+
+use crate::api_clusters as api;
+use crate::components::{encode_query_value, ErrorNote, FormError};
+use crate::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ParamDto};
+
+fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
+    let q = use_query_map();
+    move || q.read().get(key).filter(|v| !v.is_empty())
+}
+
+#[component]
+pub fn Clusters() -> impl IntoView {
+    let (tenant, state, name, offset) = (
+        query("tenant"),
+        query("state"),
+        query("name"),
+        query("offset"),
+    );
+    let page = Resource::new(
+        move || {
+            (
+                tenant(),
+                state(),
+                name(),
+                offset().and_then(|o| o.parse().ok()),
+            )
+        },
+        |(t, s, n, o)| api::clusters_page(t, s, n, o),
+    );
+    view! {
+        <Title text="Clusters" />
+        <div class="page-head">
+            <h1>"Clusters"</h1>
+            <a class="button" href="/clusters/new" id="request-cluster">"Request a cluster"</a>
+        </div>
+        <Transition fallback=|| view! { <p class="muted">"Loading clusters…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! { <ClusterList page=p tenant=tenant() state=state() name=name() /> }.into_any(),
+                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn ClusterList(
+    page: ClustersPageDto,
+    tenant: Option<String>,
+    state: Option<String>,
+    name: Option<String>,
+) -> impl IntoView {
+    let filter_query = format!(
+        "tenant={}&state={}&name={}",
+        encode_query_value(tenant.as_deref().unwrap_or("")),
+        encode_query_value(state.as_deref().unwrap_or("")),
+        encode_query_value(name.as_deref().unwrap_or(""))
+    );
+    let older = (u64::from(page.offset + page.limit) < page.total).then(|| {
+        format!(
+            "/clusters?{filter_query}&offset={}",
+            page.offset + page.limit
+        )
+    });
+    let newer = (page.offset > 0).then(|| {
+        format!(
+            "/clusters?{filter_query}&offset={}",
+            page.offset.saturating_sub(page.limit)
+        )
+    });
+    let shown = page.clusters.len();
+    view! {
+        <section class="card" aria-labelledby="clusters-heading">
+            <div class="card-head"><h2 id="clusters-heading">{format!("{} cluster(s)", page.total)}</h2></div>
+            <form method="get" action="/clusters" class="filter wrap" id="cluster-filter">
+                <label for="f-tenant">"Tenant"</label>
+                <select id="f-tenant" name="tenant">
+                    <option value="">"All"</option>
+                    {page.tenants.iter().map(|t| {
+                        let selected = tenant.as_deref() == Some(t.as_str());
+                        view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
+                    }).collect_view()}
+                </select>
+                <label for="f-state">"State"</label>
+                <select id="f-state" name="state">
+                    <option value="">"Any"</option>
+                    {page.states.iter().map(|(v, l)| {
+                        let selected = state.as_deref() == Some(v.as_str());
+                        view! { <option value=v.clone() selected=selected>{l.clone()}</option> }
+                    }).collect_view()}
+                </select>
+                <label for="f-name">"Name"</label>
+                <input id="f-name" name="name" value=name.clone().unwrap_or_default() placeholder="contains…" />
+                <button type="submit">"Filter"</button>
+            </form>
+            {if shown == 0 {
+                view! { <p class="empty">"No clusters yet. Request one from a template."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="cluster-table">
+                        <caption class="visually-hidden">"Clusters"</caption>
+                        <thead><tr>
+                            <th scope="col">"Name"</th><th scope="col">"Tenant"</th><th scope="col">"State"</th>
+                            <th scope="col">"Template"</th><th scope="col">"Nodes"</th><th scope="col">"Created"</th>
+                            <th scope="col">"Expires"</th>
+                        </tr></thead>
+                        <tbody>
+                            {page.clusters.into_iter().map(|c| view! {
+                                <tr data-cluster=c.name.clone()>
+                                    <td><a href=format!("/clusters/{}", c.id)>{c.name.clone()}</a></td>
+                                    <td>{c.tenant}</td>
+                                    <td><StateBadge state=c.state label=c.state_label /></td>
+                                    <td>{c.template}" "<span class="muted">"("{c.kind}")"</span></td>
+                                    <td>{c.node_count}</td>
+                                    <td>{c.created}</td>
+                                    <td>{c.expires.unwrap_or_else(|| "never".into())}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+            <nav class="pager" aria-label="Pages">
+                {newer.map(|h| view! { <a href=h>"← Previous"</a> })}
+                {older.map(|h| view! { <a href=h>"Next →"</a> })}
+            </nav>
+        </section>
+    }
+}
+
+#[component]
+fn StateBadge(state: String, label: String) -> impl IntoView {
+    view! { <span class=format!("badge state-{state}") data-state=state.clone()>{label}</span> }
+}
+
+#[component]
+pub fn NewCluster() -> impl IntoView {
+    let (tenant, template) = (query("tenant"), query("template"));
+    let page = Resource::new(
+        move || (tenant(), template()),
+        |(t, tpl)| api::new_cluster_page(t, tpl),
+    );
+    view! {
+        <Title text="Request a cluster" />
+        <h1>"Request a cluster"</h1>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! { <RequestForm page=p /> }.into_any(),
+                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
+    let q = use_query_map();
+    let tenant = page.tenant.clone().unwrap_or_default();
+    let chosen = page
+        .template
+        .as_ref()
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
+    let no_templates = page.tenant.is_some() && page.templates.is_empty();
+    view! {
+        <section class="card" aria-labelledby="choose-heading">
+            <div class="card-head"><h2 id="choose-heading">"1. Tenant and template"</h2></div>
+            <form method="get" action="/clusters/new" class="filter wrap" id="choose-template">
+                <label for="r-tenant">"Tenant"</label>
+                <select id="r-tenant" name="tenant" required>
+                    {page.tenants.iter().map(|t| {
+                        let selected = *t == tenant;
+                        view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
+                    }).collect_view()}
+                </select>
+                <label for="r-template">"Template"</label>
+                <select id="r-template" name="template">
+                    <option value="">"Choose…"</option>
+                    {page.templates.iter().map(|t| {
+                        let selected = t.name == chosen;
+                        let label = if t.description.is_empty() { t.name.clone() } else { format!("{} — {}", t.name, t.description) };
+                        view! { <option value=t.name.clone() selected=selected>{label}</option> }
+                    }).collect_view()}
+                </select>
+                <button type="submit">"Show the form"</button>
+            </form>
+            {page.quota.clone().map(|q| view! { <p class="muted" id="quota-note">"Quota of " {tenant.clone()} ": " {q}</p> })}
+            {no_templates.then(|| view! { <p class="empty">"No template is offered to this tenant. Ask an operator."</p> })}
+        </section>
+        {page.template.clone().map(|t| {
+            let fixed = page.fixed.clone();
+            let params = page.params.clone();
+            view! {
+                <section class="card" aria-labelledby="params-heading">
+                    <div class="card-head"><h2 id="params-heading">{format!("2. Parameters of {}", t.name)}</h2></div>
+                    <p class="muted">{format!("Provisioner: {} ({})", t.provider, t.kind)}</p>
+                    <FormError />
+                    <form method="post" action="/clusters/request" class="stack" id="request-form">
+                        <input type="hidden" name="tenant" value=tenant.clone() />
+                        <input type="hidden" name="template" value=t.name.clone() />
+                        <div class="field">
+                            <label for="p-name">"Cluster name"</label>
+                            <input id="p-name" name="name" required maxlength="63" pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?"
+                                value=q.read_untracked().get("name").unwrap_or_default()
+                                aria-describedby="p-name-help" />
+                            <small id="p-name-help" class="muted">"Lowercase letters, digits and '-', unique in the tenant."</small>
+                        </div>
+                        {params.into_iter().map(|p| {
+                            let prefill = if p.secret { None } else { q.read_untracked().get(&format!("p.{}", p.name)) };
+                            view! { <ParamField param=p prefix="p." value=prefill /> }
+                        }).collect_view()}
+                        {(!fixed.is_empty()).then(|| view! {
+                            <p class="muted">"Set by the template: "
+                                {fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ")}
+                            </p>
+                        })}
+                        <button type="submit" id="request-submit">"Request cluster"</button>
+                    </form>
+                </section>
+            }
+        })}
+    }
+}
+
+/// One input rendered from a schema parameter. Field names are `<prefix><param name>`.
+#[component]
+pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) -> impl IntoView {
+    let id = format!("f-{}", param.name);
+    let name = format!("{prefix}{}", param.name);
+    let help_id = format!("{id}-help");
+    let value = value.or(param.default.clone()).unwrap_or_default();
+    let mut help = param.help.clone().unwrap_or_default();
+    if let (Some(lo), Some(hi)) = (param.min, param.max) {
+        help = format!("{help} ({lo}–{hi})").trim().to_owned();
+    }
+    if param.secret {
+        help = format!("{help} Stored encrypted; never shown again.")
+            .trim()
+            .to_owned();
+    }
+    let input = match param.kind.as_str() {
+        "integer" => view! {
+            <input type="number" id=id.clone() name=name.clone() value=value required=param.required
+                min=param.min.map(|m| m.to_string()) max=param.max.map(|m| m.to_string())
+                aria-describedby=help_id.clone() />
+        }.into_any(),
+        "boolean" => {
+            let checked = value == "true";
+            view! {
+                <input type="hidden" name=name.clone() value="false" />
+                <input type="checkbox" id=id.clone() name=name.clone() value="true" checked=checked aria-describedby=help_id.clone() />
+            }.into_any()
+        }
+        "enum" => view! {
+            <select id=id.clone() name=name.clone() aria-describedby=help_id.clone()>
+                {param.options.iter().map(|o| {
+                    let selected = *o == value;
+                    view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
+                }).collect_view()}
+            </select>
+        }.into_any(),
+        "text" => view! {
+            <textarea id=id.clone() name=name.clone() rows="8" required=param.required
+                aria-describedby=help_id.clone() spellcheck="false">{value}</textarea>
+        }.into_any(),
+        _ => view! {
+            <input type=if param.secret { "password" } else { "text" } id=id.clone() name=name.clone()
+                value=value required=param.required maxlength=param.max_len.map(|m| m.to_string())
+                autocomplete="off" aria-describedby=help_id.clone() />
+        }.into_any(),
+    };
+    view! {
+        <div class="field" data-param=param.name.clone()>
+            <label for=id>{param.label.clone()}{param.required.then_some(" *")}</label>
+            {input}
+            <small id=help_id class="muted">{help}</small>
+        </div>
+    }
+}
+
+#[component]
+pub fn ClusterView() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    // Bumped every 2 s while an operation runs (in the browser, once hydrated).
+    let tick = RwSignal::new(0u32);
+    let page = Resource::new(move || (id(), tick.get()), |(id, _)| api::cluster_page(id));
+    let busy = RwSignal::new(false);
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || {
+                if busy.get_untracked() {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_secs(2),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => {
+                        busy.set(p.busy);
+                        view! { <Cluster page=p /> }.into_any()
+                    }
+                    Err(e) => view! { <Title text="Cluster" /> <h1>"Cluster"</h1> <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Cluster(page: ClusterPageDto) -> impl IntoView {
+    let c = page.cluster.clone();
+    let base = format!("/clusters/{}", c.id);
+    let op = page.operations.first().cloned();
+    let steps: Vec<_> = page
+        .events
+        .iter()
+        .filter(|e| e.kind == "step")
+        .cloned()
+        .collect();
+    let ready = c.state == "ready" || c.state == "updating";
+    let kubeconfig_label = if page.admin_kubeconfig {
+        "Download admin kubeconfig"
+    } else {
+        "Download my kubeconfig"
+    };
+    let kubeconfig_help = if page.admin_kubeconfig {
+        "The stored admin kubeconfig (operators). The download is audited."
+    } else {
+        "A personal kubeconfig: a ServiceAccount for you in the cluster, bound to your tenant role, with a short-lived token. The download is audited."
+    };
+    view! {
+        <Title text=format!("Cluster {}", c.name) />
+        <div class="page-head">
+            <h1>{c.name.clone()} " " <StateBadge state=c.state.clone() label=c.state_label.clone() /></h1>
+            <span class="muted">{format!("tenant {}", c.tenant)}</span>
+        </div>
+        <FormError />
+        {page.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
+        {op.clone().filter(|_| page.busy).map(|o| view! {
+            <section class="card" aria-labelledby="progress-heading" id="progress">
+                <div class="card-head"><h2 id="progress-heading">{format!("{} in progress", capitalize(&o.kind))}</h2></div>
+                <progress max="100" value=o.progress.to_string() aria-labelledby="progress-heading" id="progress-bar">{format!("{}%", o.progress)}</progress>
+                <p><span id="progress-percent">{format!("{}%", o.progress)}</span> " — " <span id="current-step">{o.step.clone()}</span></p>
+                <p class="muted">"This page updates by itself; a reload shows the same state."</p>
+            </section>
+        })}
+        <div class="grid-2">
+            <section class="card" aria-labelledby="facts-heading">
+                <div class="card-head"><h2 id="facts-heading">"Cluster"</h2></div>
+                <dl class="facts">
+                    <dt>"API endpoint"</dt><dd id="endpoint">{c.endpoint.clone().unwrap_or_else(|| "not known yet".into())}</dd>
+                    <dt>"Template"</dt><dd>{format!("{} ({})", c.template, c.kind)}</dd>
+                    <dt>"Nodes"</dt><dd>{c.node_count}</dd>
+                    <dt>"Created"</dt><dd>{format!("{} by {}", c.created, page.created_by)}</dd>
+                    <dt>"Time-to-live"</dt><dd id="expires">{c.expires.clone().map_or_else(|| "none".to_owned(), |e| format!("deleted automatically at {e}"))}</dd>
+                    {page.parameters.iter().map(|(k, v)| view! { <dt>{k.clone()}</dt><dd>{v.clone()}</dd> }).collect_view()}
+                </dl>
+            </section>
+            <section class="card" aria-labelledby="actions-heading">
+                <div class="card-head"><h2 id="actions-heading">"Access and actions"</h2></div>
+                {if ready {
+                    view! {
+                        <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download" download="">{kubeconfig_label}</a></p>
+                        <p class="muted">{kubeconfig_help}</p>
+                        {(!page.admin_kubeconfig).then(|| view! {
+                            <form method="post" action=format!("{base}/revoke")>
+                                <button type="submit" class="link-button" id="revoke-access">"Revoke my access"</button>
+                            </form>
+                        })}
+                    }.into_any()
+                } else {
+                    view! { <p class="muted">"Kubeconfigs are available once the cluster is Ready."</p> }.into_any()
+                }}
+                {(page.can_manage && page.capabilities.scale && ready).then(|| view! {
+                    <form method="post" action=format!("{base}/scale") class="filter" id="scale-form">
+                        <label for="scale-nodes">"Nodes"</label>
+                        <input type="number" id="scale-nodes" name="node_count" min="1" max="1000" value=c.node_count.to_string() />
+                        <button type="submit">"Scale"</button>
+                    </form>
+                })}
+                {(page.can_manage && page.capabilities.upgrade && ready).then(|| view! {
+                    <form method="post" action=format!("{base}/upgrade") class="filter" id="upgrade-form">
+                        <label for="upgrade-version">"Kubernetes version"</label>
+                        <input id="upgrade-version" name="kubernetes_version" maxlength="20" required />
+                        <button type="submit">"Upgrade"</button>
+                    </form>
+                })}
+                {(page.can_manage && c.state != "deleting").then(|| view! {
+                    <form method="post" action=format!("{base}/delete") id="delete-form">
+                        <p class="muted">{if page.capabilities.deletes_infrastructure {
+                            "Deleting runs the provisioner's delete: the cluster's machines are removed."
+                        } else {
+                            "Deleting makes KQueen forget this cluster; nothing is removed from it."
+                        }}</p>
+                        <button type="submit" class="danger" id="delete-cluster">"Delete cluster"</button>
+                    </form>
+                })}
+            </section>
+        </div>
+        <section class="card" aria-labelledby="steps-heading">
+            <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
+            <ol class="steps" id="step-list">
+                {steps.into_iter().map(|s| view! { <li><time>{s.time}</time> " " {s.message}</li> }).collect_view()}
+            </ol>
+        </section>
+        <section class="card" aria-labelledby="timeline-heading">
+            <div class="card-head"><h2 id="timeline-heading">"Timeline"</h2></div>
+            <ol class="timeline" id="timeline">
+                {page.events.into_iter().map(|e| view! {
+                    <li class=format!("event-{}", e.kind) data-kind=e.kind.clone()><time>{e.time}</time> " " <span>{e.message}</span></li>
+                }).collect_view()}
+            </ol>
+        </section>
+        <section class="card" aria-labelledby="ops-heading">
+            <div class="card-head"><h2 id="ops-heading">"Operations"</h2></div>
+            <table class="table" id="operations">
+                <thead><tr><th scope="col">"Operation"</th><th scope="col">"State"</th><th scope="col">"Progress"</th>
+                    <th scope="col">"Attempts"</th><th scope="col">"Requested"</th><th scope="col">"Finished"</th></tr></thead>
+                <tbody>
+                    {page.operations.into_iter().map(|o| view! {
+                        <tr>
+                            <td>{o.kind}</td>
+                            <td>{o.state}{o.error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>
+                            <td>{format!("{}%", o.progress)}</td>
+                            <td>{o.attempts}</td>
+                            <td>{format!("{} by {}", o.created, o.requested_by)}</td>
+                            <td>{o.finished.unwrap_or_default()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}

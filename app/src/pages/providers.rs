@@ -1,0 +1,300 @@
+//! `/providers` (operators): providers (a provisioner backend and its settings, secrets in
+//! the vault) and templates (what tenants may request from a provider). Forms are rendered
+//! from the provisioner's schemas.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::api_clusters as api;
+use crate::components::{ErrorNote, FormError};
+use crate::dto::{KindDto, ParamDto, ProviderDto, ProvidersPageDto, TemplateDto};
+use crate::pages::clusters::ParamField;
+
+#[component]
+pub fn Providers() -> impl IntoView {
+    let page = Resource::new(|| (), |_| api::providers_page());
+    view! {
+        <Title text="Providers" />
+        <h1>"Providers and templates"</h1>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! { <Catalog page=p /> }.into_any(),
+                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn Catalog(page: ProvidersPageDto) -> impl IntoView {
+    let q = use_query_map();
+    let kind = q.read_untracked().get("kind").filter(|k| !k.is_empty());
+    let edit = q.read_untracked().get("edit").filter(|k| !k.is_empty());
+    let edit_template = q.read_untracked().get("template").filter(|k| !k.is_empty());
+    let editing = edit.and_then(|n| page.providers.iter().find(|p| p.name == n).cloned());
+    let editing_template =
+        edit_template.and_then(|n| page.templates.iter().find(|t| t.name == n).cloned());
+    let form_kind = editing.as_ref().map(|p| p.kind.clone()).or(kind);
+    let kind_dto = form_kind
+        .as_ref()
+        .and_then(|k| page.kinds.iter().find(|d| &d.kind == k).cloned());
+    let provider_names: Vec<(String, String)> = page
+        .providers
+        .iter()
+        .map(|p| (p.name.clone(), p.kind.clone()))
+        .collect();
+    view! {
+        <FormError />
+        <section class="card" aria-labelledby="providers-heading">
+            <div class="card-head"><h2 id="providers-heading">"Providers"</h2></div>
+            {if page.providers.is_empty() {
+                view! { <p class="empty">"No provider yet. Add one below."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="provider-table">
+                        <thead><tr><th scope="col">"Name"</th><th scope="col">"Kind"</th><th scope="col">"Settings"</th>
+                            <th scope="col">"Secrets"</th><th scope="col">"Status"</th><th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
+                        <tbody>
+                            {page.providers.iter().cloned().map(|p| view! { <ProviderRow p /> }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+        <section class="card" aria-labelledby="provider-form-heading">
+            <div class="card-head"><h2 id="provider-form-heading">{if editing.is_some() { "Edit provider" } else { "Add a provider" }}</h2></div>
+            {editing.is_none().then(|| view! {
+                <form method="get" action="/providers" class="filter" id="provider-kind">
+                    <label for="kind">"Kind"</label>
+                    <select id="kind" name="kind">
+                        {page.kinds.iter().map(|k| {
+                            let selected = form_kind.as_deref() == Some(k.kind.as_str());
+                            view! { <option value=k.kind.clone() selected=selected>{kind_label(&k.kind)}</option> }
+                        }).collect_view()}
+                    </select>
+                    <button type="submit">"Choose"</button>
+                </form>
+            })}
+            {kind_dto.map(|k| view! { <ProviderForm kind=k existing=editing.clone() /> })}
+        </section>
+        <section class="card" aria-labelledby="templates-heading">
+            <div class="card-head"><h2 id="templates-heading">"Templates"</h2></div>
+            {if page.templates.is_empty() {
+                view! { <p class="empty">"No template yet: tenants cannot request clusters until one exists."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="template-table">
+                        <thead><tr><th scope="col">"Name"</th><th scope="col">"Provider"</th><th scope="col">"Request form"</th>
+                            <th scope="col">"Offered to"</th><th scope="col">"Timeout"</th><th scope="col">"Status"</th>
+                            <th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
+                        <tbody>
+                            {page.templates.iter().cloned().map(|t| view! { <TemplateRow t /> }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+        <section class="card" aria-labelledby="template-form-heading">
+            <div class="card-head"><h2 id="template-form-heading">{if editing_template.is_some() { "Edit template" } else { "Add a template" }}</h2></div>
+            {if provider_names.is_empty() {
+                view! { <p class="muted">"Add a provider first."</p> }.into_any()
+            } else {
+                view! { <TemplateForm providers=provider_names kinds=page.kinds.clone() existing=editing_template /> }.into_any()
+            }}
+        </section>
+    }
+}
+
+fn kind_label(kind: &str) -> String {
+    match kind {
+        "import" => "import — an existing cluster's kubeconfig".into(),
+        "command" => "command — an installer command (kubeadm, kind, k3d, terraform…)".into(),
+        "jenkins" => "jenkins — a parameterized Jenkins job".into(),
+        other => other.into(),
+    }
+}
+
+#[component]
+fn ProviderRow(p: ProviderDto) -> impl IntoView {
+    let delete = format!("/providers/{}/delete", p.name);
+    let edit = format!("/providers?edit={}", p.name);
+    view! {
+        <tr data-provider=p.name.clone()>
+            <td>{p.name.clone()}{(!p.description.is_empty()).then(|| view! { <br /><small class="muted">{p.description.clone()}</small> })}</td>
+            <td>{p.kind}</td>
+            <td><small>{p.settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")}</small></td>
+            <td><small>{if p.secret_fields.is_empty() { "–".to_owned() } else { format!("{} (set)", p.secret_fields.join(", ")) }}</small></td>
+            <td>{if p.disabled { "disabled" } else { "enabled" }}</td>
+            <td class="actions">
+                <a href=edit>"Edit"</a>
+                <form method="post" action=delete><button type="submit" class="link-button">"Delete"</button></form>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn ProviderForm(kind: KindDto, existing: Option<ProviderDto>) -> impl IntoView {
+    let action = match &existing {
+        Some(p) => format!("/providers/{}/update", p.name),
+        None => "/providers/create".to_owned(),
+    };
+    let value_of = {
+        let existing = existing.clone();
+        move |param: &ParamDto| -> Option<String> {
+            existing.as_ref().and_then(|p| {
+                p.settings
+                    .iter()
+                    .find(|(k, _)| *k == param.name)
+                    .map(|(_, v)| v.clone())
+            })
+        }
+    };
+    let caps = &kind.capabilities;
+    let can = [
+        (caps.scale, "scale"),
+        (caps.upgrade, "upgrade"),
+        (caps.deletes_infrastructure, "delete infrastructure"),
+    ]
+    .iter()
+    .filter(|(on, _)| *on)
+    .map(|(_, n)| *n)
+    .collect::<Vec<_>>()
+    .join(", ");
+    let is_edit = existing.is_some();
+    view! {
+        <form method="post" action=action class="stack" id="provider-form">
+            <input type="hidden" name="kind" value=kind.kind.clone() />
+            <p class="muted">{format!("Kind {}: create, delete{}{}", kind.kind, if can.is_empty() { "" } else { ", " }, can)}</p>
+            <div class="field">
+                <label for="provider-name">"Name"</label>
+                <input id="provider-name" name="name" required maxlength="63" value=existing.as_ref().map(|p| p.name.clone()).unwrap_or_default() />
+            </div>
+            <div class="field">
+                <label for="provider-description">"Description"</label>
+                <input id="provider-description" name="description" maxlength="500" value=existing.as_ref().map(|p| p.description.clone()).unwrap_or_default() />
+            </div>
+            {kind.provider_params.iter().cloned().map(|mut p| {
+                let value = value_of(&p);
+                if p.secret && is_edit {
+                    p.required = false;
+                    p.help = Some(format!("{} Leave empty to keep the stored value.", p.help.unwrap_or_default()));
+                }
+                view! { <ParamField param=p prefix="s." value=value /> }
+            }).collect_view()}
+            <div class="field">
+                <label><input type="checkbox" name="disabled" value="true" checked=existing.as_ref().is_some_and(|p| p.disabled) />" Disabled (no new clusters)"</label>
+            </div>
+            <button type="submit" id="provider-submit">{if is_edit { "Save provider" } else { "Add provider" }}</button>
+        </form>
+    }
+}
+
+#[component]
+fn TemplateRow(t: TemplateDto) -> impl IntoView {
+    let delete = format!("/templates/{}/delete", t.name);
+    let edit = format!("/providers?template={}", t.name);
+    let form = t
+        .params
+        .iter()
+        .map(|p| match p.kind.as_str() {
+            "integer" => format!(
+                "{} ({}–{})",
+                p.name,
+                p.min.map_or("…".into(), |v| v.to_string()),
+                p.max.map_or("…".into(), |v| v.to_string())
+            ),
+            "enum" => format!("{} [{}]", p.name, p.options.join("|")),
+            _ => p.name.clone(),
+        })
+        .chain(t.fixed.iter().map(|(k, v)| format!("{k}={v} (fixed)")))
+        .collect::<Vec<_>>()
+        .join(", ");
+    view! {
+        <tr data-template=t.name.clone()>
+            <td>{t.name.clone()}{(!t.description.is_empty()).then(|| view! { <br /><small class="muted">{t.description.clone()}</small> })}</td>
+            <td>{format!("{} ({})", t.provider, t.kind)}</td>
+            <td><small>{form}</small></td>
+            <td>{if t.tenants.is_empty() { "every tenant".to_owned() } else { t.tenants.join(", ") }}</td>
+            <td>{format!("{} min", t.timeout_minutes)}</td>
+            <td>{if t.disabled { "disabled" } else { "enabled" }}</td>
+            <td class="actions">
+                <a href=edit>"Edit"</a>
+                <form method="post" action=delete><button type="submit" class="link-button">"Delete"</button></form>
+            </td>
+        </tr>
+    }
+}
+
+#[component]
+fn TemplateForm(
+    providers: Vec<(String, String)>,
+    kinds: Vec<KindDto>,
+    existing: Option<TemplateDto>,
+) -> impl IntoView {
+    let action = match &existing {
+        Some(t) => format!("/templates/{}/update", t.name),
+        None => "/templates/create".to_owned(),
+    };
+    let chosen = existing.as_ref().map(|t| t.provider.clone());
+    let help = kinds
+        .iter()
+        .map(|k| {
+            let params = k
+                .cluster_params
+                .iter()
+                .map(|p| format!("{} ({})", p.name, p.kind))
+                .collect::<Vec<_>>()
+                .join(", ");
+            format!("{}: {params}", k.kind)
+        })
+        .collect::<Vec<_>>()
+        .join("; ");
+    view! {
+        <form method="post" action=action class="stack" id="template-form">
+            <div class="field">
+                <label for="template-name">"Name"</label>
+                <input id="template-name" name="name" required maxlength="63" value=existing.as_ref().map(|t| t.name.clone()).unwrap_or_default() />
+            </div>
+            <div class="field">
+                <label for="template-provider">"Provider"</label>
+                <select id="template-provider" name="provider">
+                    {providers.into_iter().map(|(name, kind)| {
+                        let selected = chosen.as_deref() == Some(name.as_str());
+                        view! { <option value=name.clone() selected=selected>{format!("{name} ({kind})")}</option> }
+                    }).collect_view()}
+                </select>
+            </div>
+            <div class="field">
+                <label for="template-description">"Description"</label>
+                <input id="template-description" name="description" maxlength="500" value=existing.as_ref().map(|t| t.description.clone()).unwrap_or_default() />
+            </div>
+            <div class="field">
+                <label for="template-overrides">"Parameter refinements (JSON)"</label>
+                <textarea id="template-overrides" name="overrides" rows="6" spellcheck="false" aria-describedby="overrides-help"
+                    placeholder=r#"{"node_count": {"max": 5, "default": "3"}, "kubernetes_version": {"options": ["1.33", "1.34"]}}"#>
+                    {existing.as_ref().map(|t| t.overrides.clone()).unwrap_or_default()}
+                </textarea>
+                <small id="overrides-help" class="muted">
+                    "Per parameter: default, min, max (integers; may only narrow), options (a subset, or a choice list for text), fixed (a value tenants cannot change). Parameters by kind — "
+                    {help}
+                </small>
+            </div>
+            <div class="field">
+                <label for="template-tenants">"Offered to tenants"</label>
+                <input id="template-tenants" name="tenants" placeholder="team-a, team-b (empty: every tenant)" value=existing.as_ref().map(|t| t.tenants.join(", ")).unwrap_or_default() />
+            </div>
+            <div class="field">
+                <label for="template-timeout">"Timeout (minutes)"</label>
+                <input type="number" id="template-timeout" name="timeout_minutes" min="1" max="10080" value=existing.as_ref().map_or_else(|| "60".to_owned(), |t| t.timeout_minutes.to_string()) />
+            </div>
+            <div class="field">
+                <label><input type="checkbox" name="disabled" value="true" checked=existing.as_ref().is_some_and(|t| t.disabled) />" Disabled (not offered)"</label>
+            </div>
+            <button type="submit" id="template-submit">{if existing.is_some() { "Save template" } else { "Add template" }}</button>
+        </form>
+    }
+}

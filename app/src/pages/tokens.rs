@@ -1,0 +1,93 @@
+//! `/tokens`: the user's personal API tokens.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use crate::api;
+use crate::components::{ErrorNote, FormError};
+use crate::dto::TokensPageDto;
+
+#[component]
+pub fn Tokens() -> impl IntoView {
+    let page = Resource::new(|| (), |_| api::tokens_page());
+    view! {
+        <Title text="API tokens" />
+        <h1>"API tokens"</h1>
+        <p class="muted">
+            "Use a token with the REST API or the command line: "
+            <code>"Authorization: Bearer <token>"</code> "."
+        </p>
+        <FormError />
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! { <TokenList page=p /> }.into_any(),
+                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn TokenList(page: TokensPageDto) -> impl IntoView {
+    view! {
+        {page.new_secret.map(|secret| view! {
+            <section class="card notice" aria-live="polite">
+                <h2>"Your new token"</h2>
+                <p>"Copy it now: it is shown only this once."</p>
+                <pre><code id="new-token">{secret}</code></pre>
+            </section>
+        })}
+        <section class="card">
+            <form method="post" action="/account/tokens" class="filter" id="create-token">
+                <label for="token-name">"Name"</label>
+                <input id="token-name" name="name" required maxlength="100" placeholder="e.g. laptop" />
+                <label for="token-days">"Valid for (days)"</label>
+                <input id="token-days" name="days" type="number" min="1" max="365" value="90" />
+                <button type="submit">"Create token"</button>
+            </form>
+        </section>
+        <section class="card">
+            {if page.tokens.is_empty() {
+                view! { <p class="empty">"No tokens yet."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="token-table">
+                        <thead>
+                            <tr>
+                                <th scope="col">"Name"</th>
+                                <th scope="col">"Token"</th>
+                                <th scope="col">"Created"</th>
+                                <th scope="col">"Expires"</th>
+                                <th scope="col">"Last used"</th>
+                                <th scope="col">"State"</th>
+                                <th scope="col"><span class="visually-hidden">"Actions"</span></th>
+                            </tr>
+                        </thead>
+                        <tbody>
+                            {page.tokens.into_iter().map(|t| { let key = t.prefix.clone(); view! {
+                                <tr data-token=key>
+                                    <td>{t.name}</td>
+                                    <td><code>{t.prefix}"…"</code></td>
+                                    <td>{t.created}</td>
+                                    <td>{t.expires}</td>
+                                    <td>{t.last_used.unwrap_or_else(|| "never".into())}</td>
+                                    <td>{if t.active { "active" } else { "revoked or expired" }}</td>
+                                    <td>
+                                        {t.active.then(|| view! {
+                                            <form method="post" action="/account/tokens/revoke">
+                                                <input type="hidden" name="id" value=t.id />
+                                                <button type="submit" class="link-button">"Revoke"</button>
+                                            </form>
+                                        })}
+                                    </td>
+                                </tr>
+                            }}).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}

@@ -1,0 +1,656 @@
+//! The operation engine: background workers that execute durable operations.
+//!
+//! Provisioning never runs inside an HTTP request. A request stores an operation row; a worker
+//! claims it with a lease ([`crate::store::OperationStore::claim_operation`]), renews the lease
+//! while it works, and writes every change fenced by its owner id, so that
+//! - the request returns at once,
+//! - a restart resumes unfinished operations (the lease of a dead worker expires and another
+//!   worker claims the operation; the provisioner continues from the saved checkpoint),
+//! - two portal processes on one database never run the same operation at the same time, and a
+//!   worker that lost its lease stops and cannot overwrite the new owner's results.
+//!
+//! Operations have a deadline (the template's timeout); past it the cluster goes to Error with
+//! the reason. Transient provisioner errors are retried with back-off. The engine also deletes
+//! clusters whose time-to-live ran out.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use serde_json::json;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinSet;
+
+use crate::cluster::{
+    ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
+};
+use crate::provisioner::{ProvisionError, Report, Reporter, Step};
+use crate::store::{self, ClusterChange};
+use crate::vault::SecretRef;
+use crate::{Error, Kqueen, Result};
+
+/// How the engine runs.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// This worker's identity in leases (unique per process).
+    pub owner: String,
+    /// How long a claim is valid without renewal.
+    pub lease: Duration,
+    /// How often idle workers look for work.
+    pub poll_interval: Duration,
+    /// Operations executed at the same time by this process.
+    pub concurrency: usize,
+    /// Attempts after which a transient error becomes a failure.
+    pub max_attempts: u32,
+    /// Where provisioners keep per-cluster working directories.
+    pub work_dir: PathBuf,
+    /// How often expired clusters are looked for.
+    pub ttl_sweep_interval: Duration,
+    /// Longest pause between two calls of a waiting provisioner.
+    pub max_wait: Duration,
+}
+
+impl EngineConfig {
+    pub fn new(work_dir: PathBuf) -> Self {
+        Self {
+            owner: format!(
+                "{}-{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            lease: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            concurrency: 4,
+            max_attempts: 8,
+            work_dir,
+            ttl_sweep_interval: Duration::from_secs(60),
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}
+
+/// Executes operations of one [`Kqueen`].
+#[derive(Clone)]
+pub struct Engine {
+    kqueen: Kqueen,
+    config: Arc<EngineConfig>,
+}
+
+/// Why a run stopped without finishing the operation.
+enum Stop {
+    /// Another worker owns the operation now.
+    LostLease,
+    /// Rescheduled (transient error).
+    Rescheduled,
+}
+
+/// The engine's own part of an operation's checkpoint.
+const PHASE_CREATE: &str = "create";
+const PHASE_KUBECONFIG: &str = "kubeconfig";
+
+impl Engine {
+    pub fn new(kqueen: Kqueen, config: EngineConfig) -> Self {
+        Self {
+            kqueen,
+            config: Arc::new(config),
+        }
+    }
+
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// Runs until `shutdown` turns true; unfinished operations stay leased until their lease
+    /// expires, then any worker resumes them.
+    pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
+        let mut running = JoinSet::new();
+        let mut last_sweep: Option<tokio::time::Instant> = None;
+        tracing::info!(owner = %self.config.owner, "operation engine started");
+        loop {
+            if *shutdown.borrow() {
+                break;
+            }
+            if last_sweep.is_none_or(|t| t.elapsed() >= self.config.ttl_sweep_interval) {
+                last_sweep = Some(tokio::time::Instant::now());
+                if let Err(e) = self.sweep_expired().await {
+                    tracing::warn!(error = %e, "time-to-live sweep failed");
+                }
+            }
+            while running.len() < self.config.concurrency {
+                match self.claim().await {
+                    Ok(Some(op)) => {
+                        let me = self.clone();
+                        running.spawn(async move { me.execute(op).await });
+                    }
+                    Ok(None) => break,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "claiming an operation failed");
+                        break;
+                    }
+                }
+            }
+            tokio::select! {
+                _ = shutdown.changed() => {}
+                Some(_) = running.join_next(), if !running.is_empty() => {}
+                _ = tokio::time::sleep(self.config.poll_interval) => {}
+            }
+        }
+        running.shutdown().await;
+        tracing::info!("operation engine stopped");
+    }
+
+    /// Claims one runnable operation, if any.
+    pub async fn claim(&self) -> Result<Option<Operation>> {
+        let now = store::now();
+        let until = now + chrono_duration(self.config.lease);
+        self.kqueen
+            .store
+            .claim_operation(&self.config.owner, now, until)
+            .await
+    }
+
+    /// Claims and executes runnable operations until none is left (tests, one-shot runs).
+    pub async fn run_until_idle(&self) -> Result<usize> {
+        let mut n = 0;
+        while let Some(op) = self.claim().await? {
+            self.execute(op).await;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Executes a claimed operation to its end, or until the lease is lost.
+    pub async fn execute(&self, op: Operation) {
+        let id = op.id;
+        match self.try_execute(op).await {
+            Ok(()) | Err(Stop::Rescheduled) => {}
+            Err(Stop::LostLease) => {
+                tracing::warn!(operation = %id, "lost the lease of an operation; another worker continues it")
+            }
+        }
+    }
+
+    async fn try_execute(&self, op: Operation) -> Result<(), Stop> {
+        let store = &self.kqueen.store;
+        let owner = self.config.owner.as_str();
+        let cluster = match store.cluster(op.cluster_id).await {
+            Ok(c) => c,
+            Err(e) => {
+                return self
+                    .fail(&op, &format!("the cluster cannot be read: {e}"))
+                    .await
+            }
+        };
+        tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, attempt = op.attempts, "executing operation");
+        let mut ctx = match self
+            .kqueen
+            .op_context(&cluster, &op, &self.config.work_dir)
+            .await
+        {
+            Ok(ctx) => ctx,
+            Err(e) => return self.fail(&op, &e.to_string()).await,
+        };
+        let Some(provisioner) = self.kqueen.registry.get(cluster.provider_kind) else {
+            let msg = format!(
+                "no provisioner of kind {} in this portal",
+                cluster.provider_kind
+            );
+            return self.fail(&op, &msg).await;
+        };
+        let mut phase = op
+            .checkpoint
+            .pointer("/engine/phase")
+            .and_then(|v| v.as_str())
+            .unwrap_or(PHASE_CREATE)
+            .to_owned();
+        if op.attempts > 1 {
+            self.record(
+                &op,
+                EventKind::Step,
+                format!("Resumed by worker {owner} (attempt {})", op.attempts),
+            )
+            .await?;
+        }
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        ctx.reporter = Reporter::new(tx);
+        let deadline = op.deadline_at;
+        let mut tracker = Tracker::new(&op);
+        loop {
+            // One provisioner call, with the lease renewed and progress flushed meanwhile.
+            let outcome = {
+                let call = async {
+                    match (op.kind, phase.as_str()) {
+                        (OperationKind::Create, PHASE_KUBECONFIG) => provisioner
+                            .kubeconfig(&mut ctx)
+                            .await
+                            .map(|p| Step::Done(Some(p))),
+                        (OperationKind::Create, _) => {
+                            provisioner.create(&mut ctx).await.map(map_step)
+                        }
+                        (OperationKind::Delete, _) => {
+                            provisioner.delete(&mut ctx).await.map(map_step)
+                        }
+                        (OperationKind::Scale, _) => {
+                            let nodes = op
+                                .target
+                                .as_deref()
+                                .and_then(|t| t.parse().ok())
+                                .unwrap_or(0);
+                            provisioner.scale(&mut ctx, nodes).await.map(map_step)
+                        }
+                        (OperationKind::Upgrade, _) => {
+                            let v = op.target.clone().unwrap_or_default();
+                            provisioner.upgrade(&mut ctx, &v).await.map(map_step)
+                        }
+                    }
+                };
+                let left = (deadline - Utc::now()).to_std().unwrap_or_default();
+                let call = tokio::time::timeout(left, call);
+                tokio::pin!(call);
+                let mut tick = tokio::time::interval(self.config.lease / 3);
+                tick.tick().await;
+                loop {
+                    tokio::select! {
+                        res = &mut call => break res,
+                        Some(r) = rx.recv() => tracker.apply(r),
+                        _ = tick.tick() => {
+                            let until = store::now() + chrono_duration(self.config.lease);
+                            if !store.renew_lease(op.id, owner, until).await.unwrap_or(false) {
+                                return Err(Stop::LostLease);
+                            }
+                            self.flush(&op, &mut tracker, None).await?;
+                        }
+                    }
+                }
+            };
+            while let Ok(r) = rx.try_recv() {
+                tracker.apply(r);
+            }
+            let checkpoint = json!({"engine": {"phase": phase}, "provisioner": ctx.checkpoint});
+            match outcome {
+                Err(_elapsed) => {
+                    let minutes = (op.deadline_at - op.created_at).num_minutes();
+                    let msg = format!(
+                        "timed out after {minutes} min during step \"{}\"",
+                        tracker.step
+                    );
+                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
+                    return self.fail(&op, &msg).await;
+                }
+                Ok(Err(ProvisionError::Transient(msg))) => {
+                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
+                    if op.attempts >= self.config.max_attempts {
+                        let msg = format!("gave up after {} attempts: {msg}", op.attempts);
+                        return self.fail(&op, &msg).await;
+                    }
+                    let backoff = Duration::from_secs(2u64.saturating_pow(op.attempts.min(6)));
+                    let event = ClusterEvent::new(
+                        op.cluster_id,
+                        Some(op.id),
+                        EventKind::Error,
+                        format!("{msg} (retrying in {} s)", backoff.as_secs()),
+                        store::now(),
+                    );
+                    let run_after = store::now() + chrono_duration(backoff);
+                    return match store
+                        .reschedule(op.id, owner, run_after, &checkpoint, &[event])
+                        .await
+                    {
+                        Ok(true) => Err(Stop::Rescheduled),
+                        _ => Err(Stop::LostLease),
+                    };
+                }
+                Ok(Err(e)) => {
+                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
+                    return self.fail(&op, &e.to_string()).await;
+                }
+                Ok(Ok(Step::Wait(pause))) => {
+                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
+                    let pause = pause.min(self.config.max_wait);
+                    if Utc::now() + chrono_duration(pause) > deadline {
+                        continue; // the next call times out and reports where it stopped
+                    }
+                    self.sleep_holding_lease(&op, pause).await?;
+                }
+                Ok(Ok(Step::Done(None))) if op.kind == OperationKind::Create => {
+                    phase = PHASE_KUBECONFIG.into();
+                    tracker.step("Fetching the kubeconfig");
+                    let checkpoint =
+                        json!({"engine": {"phase": phase}, "provisioner": ctx.checkpoint});
+                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
+                }
+                Ok(Ok(Step::Done(provisioned))) => {
+                    return self.succeed(&op, &cluster, provisioned, &mut tracker).await;
+                }
+            }
+        }
+    }
+
+    async fn sleep_holding_lease(&self, op: &Operation, pause: Duration) -> Result<(), Stop> {
+        let end = tokio::time::Instant::now() + pause;
+        loop {
+            let now = tokio::time::Instant::now();
+            if now >= end {
+                return Ok(());
+            }
+            tokio::time::sleep((end - now).min(self.config.lease / 3)).await;
+            let until = store::now() + chrono_duration(self.config.lease);
+            if !self
+                .kqueen
+                .store
+                .renew_lease(op.id, &self.config.owner, until)
+                .await
+                .unwrap_or(false)
+            {
+                return Err(Stop::LostLease);
+            }
+        }
+    }
+
+    async fn flush(
+        &self,
+        op: &Operation,
+        tracker: &mut Tracker,
+        checkpoint: Option<&serde_json::Value>,
+    ) -> Result<(), Stop> {
+        if !tracker.dirty && checkpoint.is_none() {
+            return Ok(());
+        }
+        let events = std::mem::take(&mut tracker.events);
+        let saved = match checkpoint {
+            Some(c) => c.clone(),
+            None => tracker.checkpoint.clone(),
+        };
+        let ok = self
+            .kqueen
+            .store
+            .save_progress(
+                op.id,
+                &self.config.owner,
+                &tracker.step,
+                tracker.progress,
+                &saved,
+                &events,
+            )
+            .await;
+        match ok {
+            Ok(true) => {
+                tracker.dirty = false;
+                tracker.checkpoint = saved;
+                Ok(())
+            }
+            Ok(false) => Err(Stop::LostLease),
+            Err(e) => {
+                // The database is unavailable: keep the events for the next flush.
+                tracing::warn!(error = %e, "saving operation progress failed");
+                tracker.events = events;
+                Ok(())
+            }
+        }
+    }
+
+    async fn record(&self, op: &Operation, kind: EventKind, message: String) -> Result<(), Stop> {
+        let event = ClusterEvent::new(op.cluster_id, Some(op.id), kind, message, store::now());
+        let ok = self
+            .kqueen
+            .store
+            .save_progress(
+                op.id,
+                &self.config.owner,
+                &op.step,
+                op.progress,
+                &op.checkpoint,
+                &[event],
+            )
+            .await;
+        match ok {
+            Ok(false) => Err(Stop::LostLease),
+            _ => Ok(()),
+        }
+    }
+
+    async fn succeed(
+        &self,
+        op: &Operation,
+        cluster: &crate::cluster::Cluster,
+        provisioned: Option<crate::provisioner::Provisioned>,
+        tracker: &mut Tracker,
+    ) -> Result<(), Stop> {
+        let mut change = ClusterChange {
+            state: Some(ClusterState::Ready),
+            error: Some(None),
+            ..Default::default()
+        };
+        let mut events = std::mem::take(&mut tracker.events);
+        let now = store::now();
+        match op.kind {
+            OperationKind::Create => {
+                let Some(p) = provisioned else {
+                    return self
+                        .fail(op, "the provisioner returned no kubeconfig")
+                        .await;
+                };
+                let endpoint = p
+                    .endpoint
+                    .clone()
+                    .or_else(|| server_of(p.kubeconfig.expose()));
+                let at = SecretRef::tenant(cluster.tenant_id, kubeconfig_name(cluster.id));
+                if let Err(e) = self.kqueen.vault.put(&at, &p.kubeconfig).await {
+                    tracing::warn!(error = %e, "storing a kubeconfig failed; will retry");
+                    let run_after = now + chrono_duration(Duration::from_secs(5));
+                    let checkpoint = json!({"engine": {"phase": PHASE_KUBECONFIG}, "provisioner": tracker.checkpoint.get("provisioner").cloned().unwrap_or_default()});
+                    let _ = self
+                        .kqueen
+                        .store
+                        .reschedule(op.id, &self.config.owner, run_after, &checkpoint, &events)
+                        .await;
+                    return Err(Stop::Rescheduled);
+                }
+                change.endpoint = endpoint;
+                change.provisioner_state = Some(p.state);
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    "Ready: the cluster is provisioned and its kubeconfig stored",
+                    now,
+                ));
+            }
+            OperationKind::Delete => {
+                change.state = None;
+                change.deleted = true;
+                self.kqueen.forget_cluster_secrets(cluster).await;
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    "Deleted",
+                    now,
+                ));
+            }
+            OperationKind::Scale => {
+                let nodes = op.target.as_deref().and_then(|t| t.parse().ok());
+                change.node_count = nodes;
+                let mut params = cluster.parameters.clone();
+                if let Some(n) = nodes {
+                    params.insert("node_count".into(), n.to_string());
+                }
+                change.parameters = Some(params);
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    format!("Ready: scaled to {} nodes", nodes.unwrap_or_default()),
+                    now,
+                ));
+            }
+            OperationKind::Upgrade => {
+                let mut params = cluster.parameters.clone();
+                if let Some(v) = &op.target {
+                    params.insert("kubernetes_version".into(), v.clone());
+                }
+                change.parameters = Some(params);
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    format!(
+                        "Ready: upgraded to {}",
+                        op.target.clone().unwrap_or_default()
+                    ),
+                    now,
+                ));
+            }
+        }
+        match self
+            .kqueen
+            .store
+            .finish_operation(
+                op.id,
+                &self.config.owner,
+                OperationState::Succeeded,
+                None,
+                &change,
+                &events,
+                now,
+            )
+            .await
+        {
+            Ok(true) => {
+                tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, "operation succeeded");
+                Ok(())
+            }
+            _ => Err(Stop::LostLease),
+        }
+    }
+
+    /// Ends the operation as failed and puts the cluster in Error with the reason.
+    async fn fail(&self, op: &Operation, reason: &str) -> Result<(), Stop> {
+        let now = store::now();
+        let change = ClusterChange {
+            state: Some(ClusterState::Error),
+            error: Some(Some(reason.to_owned())),
+            ..Default::default()
+        };
+        let event = ClusterEvent::new(
+            op.cluster_id,
+            Some(op.id),
+            EventKind::Error,
+            format!("Error: {reason}"),
+            now,
+        );
+        tracing::warn!(operation = %op.id, kind = %op.kind, reason, "operation failed");
+        match self
+            .kqueen
+            .store
+            .finish_operation(
+                op.id,
+                &self.config.owner,
+                OperationState::Failed,
+                Some(reason),
+                &change,
+                &[event],
+                now,
+            )
+            .await
+        {
+            Ok(true) => Ok(()),
+            _ => Err(Stop::LostLease),
+        }
+    }
+
+    /// Queues the deletion of clusters whose time-to-live ran out.
+    pub async fn sweep_expired(&self) -> Result<usize> {
+        let expired = self.kqueen.store.expired_clusters(store::now(), 50).await?;
+        let mut n = 0;
+        for cluster in expired {
+            match self.kqueen.expire_cluster(&cluster).await {
+                Ok(()) => n += 1,
+                Err(Error::Conflict(_)) => {}
+                Err(e) => {
+                    tracing::warn!(cluster = %cluster.name, error = %e, "expiring a cluster failed")
+                }
+            }
+        }
+        Ok(n)
+    }
+}
+
+/// Where a cluster's admin kubeconfig lives in the vault (scope: its tenant).
+pub fn kubeconfig_name(cluster: uuid::Uuid) -> String {
+    format!("cluster/{cluster}/kubeconfig")
+}
+
+/// A create/delete/scale/upgrade step: done with nothing to hand over, or wait.
+fn map_step(s: Step<()>) -> Step<Option<crate::provisioner::Provisioned>> {
+    match s {
+        Step::Done(()) => Step::Done(None),
+        Step::Wait(d) => Step::Wait(d),
+    }
+}
+
+/// The API server URL of a kubeconfig's current context.
+fn server_of(yaml: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(yaml).ok()?;
+    let kc = kube::config::Kubeconfig::from_yaml(text).ok()?;
+    crate::kubernetes::current_server(&kc)
+}
+
+fn chrono_duration(d: Duration) -> chrono::Duration {
+    chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
+}
+
+/// Progress of the running call, flushed to the store in batches.
+struct Tracker {
+    step: String,
+    progress: u8,
+    events: Vec<ClusterEvent>,
+    checkpoint: serde_json::Value,
+    dirty: bool,
+    cluster_id: uuid::Uuid,
+    operation_id: uuid::Uuid,
+}
+
+impl Tracker {
+    fn new(op: &Operation) -> Self {
+        Self {
+            step: op.step.clone(),
+            progress: op.progress,
+            events: Vec::new(),
+            checkpoint: op.checkpoint.clone(),
+            dirty: false,
+            cluster_id: op.cluster_id,
+            operation_id: op.id,
+        }
+    }
+
+    fn step(&mut self, name: &str) {
+        self.apply(Report::Step(name.to_owned()));
+    }
+
+    fn apply(&mut self, r: Report) {
+        self.dirty = true;
+        let now: DateTime<Utc> = store::now();
+        match r {
+            Report::Step(s) => {
+                self.events.push(ClusterEvent::new(
+                    self.cluster_id,
+                    Some(self.operation_id),
+                    EventKind::Step,
+                    s.clone(),
+                    now,
+                ));
+                self.step = s.chars().take(200).collect();
+            }
+            Report::Progress(p) => self.progress = p,
+            Report::Log(line) => self.events.push(ClusterEvent::new(
+                self.cluster_id,
+                Some(self.operation_id),
+                EventKind::Log,
+                line,
+                now,
+            )),
+        }
+    }
+}

@@ -1,0 +1,419 @@
+//! Checking an uploaded kubeconfig before KQueen keeps it.
+//!
+//! A kubeconfig comes from a person's laptop and is used on the KQueen server, so everything
+//! that points at the *server's* disk (certificate, key and token files) is refused, and
+//! credential plugins (exec, auth-provider) that would run commands on the server are refused
+//! unless the provider allows them. What is kept is a minimal single-context kubeconfig: the
+//! chosen cluster, user and context only.
+
+mod checks;
+
+use std::fmt;
+
+use kube::config::{Context, Kubeconfig, NamedAuthInfo, NamedCluster};
+use kube::config::{KubeconfigError, NamedContext};
+
+use crate::vault::Secret;
+use crate::ValidationError;
+use checks::{check_cluster, check_user};
+
+/// Larger uploads are refused before parsing (real kubeconfigs are a few kilobytes).
+pub const MAX_KUBECONFIG_BYTES: usize = 1024 * 1024;
+
+/// How the chosen user authenticates to the API server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum AuthKind {
+    /// A bearer token.
+    Token,
+    /// A TLS client certificate and key.
+    ClientCertificate,
+    /// HTTP basic authentication (username and password).
+    Basic,
+    /// An exec credential plugin: a command run on the KQueen server.
+    Exec,
+    /// A legacy auth-provider (oidc, gcp…).
+    AuthProvider,
+}
+
+impl AuthKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuthKind::Token => "token",
+            AuthKind::ClientCertificate => "client_certificate",
+            AuthKind::Basic => "basic",
+            AuthKind::Exec => "exec",
+            AuthKind::AuthProvider => "auth_provider",
+        }
+    }
+}
+
+impl fmt::Display for AuthKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A kubeconfig that passed [`parse_kubeconfig`]: one context, its cluster and its user.
+/// `Debug` never shows credentials.
+#[derive(Clone)]
+pub struct ParsedKubeconfig {
+    context: String,
+    server: String,
+    auth: AuthKind,
+    ca_data: Option<String>,
+    insecure_skip_tls_verify: bool,
+    minimal: Kubeconfig,
+    yaml: Secret,
+}
+
+impl ParsedKubeconfig {
+    /// The API server URL (`https://host:port[/path]`).
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The name of the chosen context.
+    pub fn context(&self) -> &str {
+        &self.context
+    }
+
+    pub fn auth_kind(&self) -> AuthKind {
+        self.auth
+    }
+
+    /// True when the kubeconfig carries the cluster's CA (`certificate-authority-data`).
+    pub fn has_ca_data(&self) -> bool {
+        self.ca_data.is_some()
+    }
+
+    /// The cluster's CA bundle as in the kubeconfig (base64 of PEM), if any.
+    pub fn ca_data(&self) -> Option<&str> {
+        self.ca_data.as_deref()
+    }
+
+    /// True when the kubeconfig disables server certificate checks.
+    pub fn insecure_skip_tls_verify(&self) -> bool {
+        self.insecure_skip_tls_verify
+    }
+
+    /// The minimal single-context kubeconfig (YAML, `current-context` set).
+    pub fn to_yaml(&self) -> Secret {
+        self.yaml.clone()
+    }
+
+    /// The minimal kubeconfig as kube's type (for building a client).
+    pub(crate) fn kubeconfig(&self) -> &Kubeconfig {
+        &self.minimal
+    }
+}
+
+impl fmt::Debug for ParsedKubeconfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ParsedKubeconfig")
+            .field("context", &self.context)
+            .field("server", &self.server)
+            .field("auth", &self.auth)
+            .field("has_ca_data", &self.ca_data.is_some())
+            .field("insecure_skip_tls_verify", &self.insecure_skip_tls_verify)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The API server URL of the kubeconfig's current context, when it names one that leads to a
+/// cluster with a server. (No other checks: see [`parse_kubeconfig`] for those.)
+pub fn current_server(config: &Kubeconfig) -> Option<String> {
+    let current = config.current_context.as_deref()?;
+    let context = config.contexts.iter().find(|c| c.name == current)?;
+    let cluster_name = &context.context.as_ref()?.cluster;
+    let cluster = config.clusters.iter().find(|c| &c.name == cluster_name)?;
+    cluster.cluster.as_ref()?.server.clone()
+}
+
+/// Parses and checks a kubeconfig (see the module documentation). `context` picks a context
+/// by name; without it the `current-context` is used, or the only context if there is one.
+/// Errors name the field `kubeconfig` or `context` and never quote credentials.
+pub fn parse_kubeconfig(
+    yaml: &str,
+    context: Option<&str>,
+    allow_exec: bool,
+) -> Result<ParsedKubeconfig, ValidationError> {
+    if yaml.len() > MAX_KUBECONFIG_BYTES {
+        return Err(invalid(format!(
+            "is too large (at most {} KiB)",
+            MAX_KUBECONFIG_BYTES / 1024
+        )));
+    }
+    if yaml.trim().is_empty() {
+        return Err(invalid("is empty"));
+    }
+    let config = Kubeconfig::from_yaml(yaml).map_err(parse_error)?;
+
+    let named_context = choose_context(&config, context)?;
+    let ctx_name = named_context.name.clone();
+    let ctx = named_context
+        .context
+        .clone()
+        .ok_or_else(|| invalid(format!("context {} is empty", quote(&ctx_name))))?;
+
+    let named_cluster = config
+        .clusters
+        .iter()
+        .find(|c| c.name == ctx.cluster)
+        .ok_or_else(|| {
+            invalid(format!(
+                "context {} refers to cluster {}, which is not defined",
+                quote(&ctx_name),
+                quote(&ctx.cluster)
+            ))
+        })?;
+    let cluster = named_cluster.cluster.clone().unwrap_or_default();
+    let server = check_cluster(&cluster, &ctx.cluster)?;
+
+    let user_name = ctx
+        .user
+        .clone()
+        .filter(|u| !u.is_empty())
+        .ok_or_else(|| invalid(format!("context {} has no user", quote(&ctx_name))))?;
+    let named_user = config
+        .auth_infos
+        .iter()
+        .find(|u| u.name == user_name)
+        .ok_or_else(|| {
+            invalid(format!(
+                "context {} refers to user {}, which is not defined",
+                quote(&ctx_name),
+                quote(&user_name)
+            ))
+        })?;
+    let user = named_user.auth_info.clone().unwrap_or_default();
+    let auth = check_user(&user, &user_name, allow_exec)?;
+
+    let minimal = Kubeconfig {
+        api_version: Some("v1".into()),
+        kind: Some("Config".into()),
+        clusters: vec![NamedCluster {
+            name: ctx.cluster.clone(),
+            cluster: Some(cluster.clone()),
+            other: Default::default(),
+        }],
+        auth_infos: vec![NamedAuthInfo {
+            name: user_name.clone(),
+            auth_info: Some(user),
+            other: Default::default(),
+        }],
+        contexts: vec![NamedContext {
+            name: ctx_name.clone(),
+            context: Some(Context {
+                cluster: ctx.cluster.clone(),
+                user: Some(user_name),
+                namespace: ctx.namespace.clone(),
+                extensions: None,
+                other: Default::default(),
+            }),
+            other: Default::default(),
+        }],
+        current_context: Some(ctx_name.clone()),
+        ..Kubeconfig::default()
+    };
+    let text = write_kubeconfig(&minimal)
+        .map_err(|_| invalid("could not be written back as a single-context kubeconfig"))?;
+
+    Ok(ParsedKubeconfig {
+        context: ctx_name,
+        server,
+        auth,
+        ca_data: cluster.certificate_authority_data.clone(),
+        insecure_skip_tls_verify: cluster.insecure_skip_tls_verify.unwrap_or(false),
+        minimal,
+        yaml: Secret::new(text),
+    })
+}
+
+/// A kubeconfig as YAML, `apiVersion` and `kind` first (as kubectl writes them).
+pub(crate) fn write_kubeconfig(config: &Kubeconfig) -> Result<String, serde_yaml::Error> {
+    let serde_yaml::Value::Mapping(fields) = serde_yaml::to_value(config)? else {
+        return serde_yaml::to_string(config);
+    };
+    let mut ordered = serde_yaml::Mapping::new();
+    for key in ["apiVersion", "kind"] {
+        if let Some(v) = fields.get(key) {
+            ordered.insert(key.into(), v.clone());
+        }
+    }
+    for (k, v) in fields {
+        if !ordered.contains_key(&k) {
+            ordered.insert(k, v);
+        }
+    }
+    serde_yaml::to_string(&ordered)
+}
+
+fn choose_context<'a>(
+    config: &'a Kubeconfig,
+    wanted: Option<&str>,
+) -> Result<&'a NamedContext, ValidationError> {
+    let find = |name: &str| config.contexts.iter().find(|c| c.name == name);
+    if let Some(name) = wanted.map(str::trim).filter(|n| !n.is_empty()) {
+        return find(name).ok_or_else(|| {
+            ValidationError::new(
+                "context",
+                format!(
+                    "the kubeconfig has no context named {} (it has: {})",
+                    quote(name),
+                    context_list(config)
+                ),
+            )
+        });
+    }
+    if let Some(current) = config.current_context.as_deref().filter(|c| !c.is_empty()) {
+        return find(current).ok_or_else(|| {
+            invalid(format!(
+                "current-context {} is not one of its contexts",
+                quote(current)
+            ))
+        });
+    }
+    match config.contexts.as_slice() {
+        [] => Err(invalid("defines no context")),
+        [only] => Ok(only),
+        _ => Err(ValidationError::new(
+            "context",
+            format!(
+                "the kubeconfig has several contexts and no current-context; choose one of: {}",
+                context_list(config)
+            ),
+        )),
+    }
+}
+
+/// A parse error without the parser's message: that message may quote the input, and the
+/// input holds credentials. The position is enough to find the mistake.
+fn parse_error(e: KubeconfigError) -> ValidationError {
+    let position = match &e {
+        KubeconfigError::Parse(inner) => inner
+            .location()
+            .filter(|l| l.line() > 0)
+            .map(|l| format!(" (near line {}, column {})", l.line(), l.column())),
+        _ => None,
+    };
+    match e {
+        KubeconfigError::Parse(_) => invalid(format!(
+            "is not a valid kubeconfig: YAML with clusters, users and contexts is expected{}",
+            position.unwrap_or_default()
+        )),
+        KubeconfigError::KindMismatch | KubeconfigError::ApiVersionMismatch => {
+            invalid("holds several YAML documents that do not agree on kind/apiVersion")
+        }
+        _ => invalid("is not a valid kubeconfig"),
+    }
+}
+
+fn context_list(config: &Kubeconfig) -> String {
+    const SHOWN: usize = 10;
+    let mut names: Vec<String> = config
+        .contexts
+        .iter()
+        .take(SHOWN)
+        .map(|c| quote(&c.name))
+        .collect();
+    if config.contexts.len() > SHOWN {
+        names.push(format!("and {} more", config.contexts.len() - SHOWN));
+    }
+    if names.is_empty() {
+        "no contexts".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+/// A name from the kubeconfig for a message: quoted, one line, not too long.
+pub(super) fn quote(name: &str) -> String {
+    const MAX: usize = 64;
+    let mut s: String = name
+        .chars()
+        .take(MAX)
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect();
+    if name.chars().count() > MAX {
+        s.push('…');
+    }
+    format!("'{s}'")
+}
+
+pub(super) fn invalid(message: impl Into<String>) -> ValidationError {
+    ValidationError::new("kubeconfig", message)
+}
+
+#[cfg(test)]
+mod tests {
+    use base64::Engine;
+
+    use super::*;
+
+    const CA: &str = "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n";
+
+    fn b64(s: &str) -> String {
+        base64::engine::general_purpose::STANDARD.encode(s)
+    }
+
+    fn config(user: &str) -> String {
+        format!(
+            "apiVersion: v1\nkind: Config\ncurrent-context: prod\nclusters:\n- name: c1\n  \
+             cluster:\n    server: https://10.0.0.1:6443\n    certificate-authority-data: {}\n\
+             users:\n- name: u1\n  user:\n{user}\ncontexts:\n- name: prod\n  context:\n    \
+             cluster: c1\n    user: u1\n",
+            b64(CA)
+        )
+    }
+
+    #[test]
+    fn accepts_a_token_user_and_keeps_one_context() {
+        let p = parse_kubeconfig(&config("    token: abc.def"), None, false).expect("valid");
+        assert_eq!(p.server(), "https://10.0.0.1:6443");
+        assert_eq!(p.context(), "prod");
+        assert_eq!(p.auth_kind(), AuthKind::Token);
+        assert!(p.has_ca_data());
+        let again = String::from_utf8(p.to_yaml().expose().to_vec()).expect("utf-8");
+        let q = parse_kubeconfig(&again, None, false).expect("round trip");
+        assert_eq!(q.server(), p.server());
+        assert!(
+            !format!("{p:?}").contains("abc.def"),
+            "Debug hides the token"
+        );
+    }
+
+    #[test]
+    fn refuses_files_and_plugins_without_quoting_secrets() {
+        let err = |user: &str, exec: bool| {
+            parse_kubeconfig(&config(user), None, exec)
+                .expect_err("refused")
+                .message
+        };
+        assert!(err("    tokenFile: /etc/shadow", false).contains("tokenFile"));
+        assert!(err("    client-certificate: /a\n    client-key: /b", false).contains("files"));
+        let exec = "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      \
+                    command: aws";
+        assert!(err(exec, false).contains("exec plugin"));
+        let ok = parse_kubeconfig(&config(exec), None, true).expect("allowed");
+        assert_eq!(ok.auth_kind(), AuthKind::Exec);
+        let bad_token = "    token: \"sec\\nret\"";
+        let message = err(bad_token, false);
+        assert!(!message.contains("sec"), "{message}");
+        assert!(err("    username: admin", false).contains("without a password"));
+        assert!(err("    {}", false).contains("no credentials"));
+    }
+
+    #[test]
+    fn server_urls_are_checked() {
+        for bad in [
+            "ftp://x",
+            "10.0.0.1:6443",
+            "https://u:p@h",
+            "https://h/?a=b",
+            "",
+        ] {
+            let yaml = config("    token: t").replace("https://10.0.0.1:6443", bad);
+            assert!(parse_kubeconfig(&yaml, None, false).is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,32 @@
+//! KQueen's domain: tenants, users and the audit trail, the use cases that act on them, and
+//! the store that keeps them (the only place SQL lives).
+//!
+//! The web layers (`kqueen-app`, `kqueen-server`) stay thin: they authenticate, call one use
+//! case of [`Kqueen`], and map the result to a page, a server-function answer or JSON.
+
+pub mod actor;
+pub mod audit;
+pub mod cluster;
+pub mod engine;
+mod error;
+pub mod identity;
+pub mod kubernetes;
+pub mod page;
+pub mod policy;
+pub mod provisioner;
+pub mod secret;
+mod service;
+pub mod store;
+pub mod tenant;
+#[cfg(any(test, feature = "testing"))]
+pub mod testing;
+pub mod token;
+pub mod user;
+pub mod vault;
+
+pub use actor::Actor;
+pub use error::{Error, Result, ValidationError};
+pub use service::{
+    ClusterDetail, ClusterSettings, ExternalLogin, KindInfo, Kqueen, KubeconfigDownload, Overview,
+    TemplateView,
+};

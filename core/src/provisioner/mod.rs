@@ -1,0 +1,315 @@
+//! Provisioners: the plug-ins that build and delete clusters. KQueen never installs
+//! Kubernetes itself; a provisioner does (import of an existing cluster, an installer command,
+//! a Jenkins job…) and hands back a kubeconfig.
+//!
+//! Each provisioner declares what it can do ([`Capabilities`]) and what it takes (two
+//! [`ParamSchema`]s: the settings of a provider of this kind, and the parameters of a cluster
+//! request). The engine ([`crate::engine`]) drives it through durable operations: every method
+//! that acts is called again after a restart, so it must be idempotent, and long work is split
+//! into short calls that return [`Step::Wait`] with a checkpoint in [`OpContext::checkpoint`]
+//! (persisted by the engine between calls).
+
+pub mod command;
+pub mod import;
+pub mod jenkins;
+pub mod schema;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use tokio::sync::mpsc;
+use uuid::Uuid;
+
+use crate::vault::Secret;
+
+pub use schema::{ParamKind, ParamOverride, ParamSchema, ParamSpec, Params};
+
+/// The provisioner backends KQueen knows (the `kind` of a provider).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    Import,
+    Command,
+    Jenkins,
+}
+
+impl ProviderKind {
+    pub const ALL: [ProviderKind; 3] = [
+        ProviderKind::Import,
+        ProviderKind::Command,
+        ProviderKind::Jenkins,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Import => "import",
+            ProviderKind::Command => "command",
+            ProviderKind::Jenkins => "jenkins",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a provisioner can do besides create and delete.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Capabilities {
+    /// Change the number of nodes (`node_count`).
+    pub scale: bool,
+    /// Change the Kubernetes version (`kubernetes_version`).
+    pub upgrade: bool,
+    /// Delete removes the cluster's machines (false: KQueen only forgets the cluster).
+    pub deletes_infrastructure: bool,
+}
+
+/// What a provisioner hands back once a cluster exists.
+#[derive(Clone)]
+pub struct Provisioned {
+    /// The admin kubeconfig (YAML). Stored in the vault, never logged.
+    pub kubeconfig: Secret,
+    /// The API server URL, when the provisioner knows it (else read from the kubeconfig).
+    pub endpoint: Option<String>,
+    /// Facts to keep with the cluster for later operations (a build URL, a state directory).
+    pub state: serde_json::Value,
+}
+
+impl fmt::Debug for Provisioned {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Provisioned")
+            .field("kubeconfig", &self.kubeconfig)
+            .field("endpoint", &self.endpoint)
+            .field("state", &self.state)
+            .finish()
+    }
+}
+
+/// The answer of one call: finished, or call again after a pause.
+#[derive(Debug)]
+pub enum Step<T> {
+    Done(T),
+    /// Not finished yet: the engine persists the checkpoint and progress, and calls again.
+    Wait(Duration),
+}
+
+/// Why a call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProvisionError {
+    /// Permanent: the operation fails and the cluster goes to Error with this reason.
+    #[error("{0}")]
+    Failed(String),
+    /// Worth retrying (network trouble): the engine retries with back-off, up to a limit.
+    #[error("{0}")]
+    Transient(String),
+    /// The provisioner cannot do this (no such capability).
+    #[error("this provisioner cannot {0}")]
+    Unsupported(&'static str),
+}
+
+/// A progress report from a running call; the engine records it in the cluster's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Report {
+    /// A new step started (shown in the step list).
+    Step(String),
+    /// Percent done, 0-100 (the progress bar).
+    Progress(u8),
+    /// A line of output (installer stdout/stderr, Jenkins console).
+    Log(String),
+}
+
+/// Sends [`Report`]s from a provisioner to the engine. Never blocks; dropped reports are lost
+/// only when the engine is gone.
+#[derive(Clone, Debug)]
+pub struct Reporter(Option<mpsc::UnboundedSender<Report>>);
+
+impl Reporter {
+    pub fn new(tx: mpsc::UnboundedSender<Report>) -> Self {
+        Self(Some(tx))
+    }
+
+    /// A reporter that discards everything (tests, validation calls).
+    pub fn discard() -> Self {
+        Self(None)
+    }
+
+    pub fn step(&self, name: impl Into<String>) {
+        self.send(Report::Step(name.into()));
+    }
+
+    pub fn progress(&self, percent: u8) {
+        self.send(Report::Progress(percent.min(100)));
+    }
+
+    pub fn log(&self, line: impl Into<String>) {
+        self.send(Report::Log(line.into()));
+    }
+
+    fn send(&self, r: Report) {
+        if let Some(tx) = &self.0 {
+            let _ = tx.send(r);
+        }
+    }
+}
+
+/// Everything a provisioner call may use.
+#[derive(Debug, Clone)]
+pub struct OpContext {
+    pub operation_id: Uuid,
+    pub cluster_id: Uuid,
+    pub cluster_name: String,
+    pub tenant: String,
+    /// Validated cluster parameters (template defaults and fixed values applied).
+    pub params: Params,
+    /// The provider's settings (non-secret fields of its schema).
+    pub provider_config: Params,
+    /// The provider's secret settings, decrypted from the vault (by field name).
+    pub provider_secrets: BTreeMap<String, Secret>,
+    /// Secret cluster parameters (an uploaded kubeconfig), decrypted from the vault.
+    pub param_secrets: BTreeMap<String, Secret>,
+    /// What create returned in [`Provisioned::state`] (for delete, scale, upgrade).
+    pub cluster_state: serde_json::Value,
+    /// Free-form progress of this operation, persisted by the engine after every call.
+    pub checkpoint: serde_json::Value,
+    /// A working directory that survives restarts (under the data dir), one per cluster.
+    pub work_dir: std::path::PathBuf,
+    pub reporter: Reporter,
+}
+
+impl OpContext {
+    /// A provider setting, or a clear error when it is missing.
+    pub fn setting(&self, name: &str) -> Result<&str, ProvisionError> {
+        self.provider_config
+            .get(name)
+            .map(String::as_str)
+            .filter(|s| !s.is_empty())
+            .ok_or_else(|| ProvisionError::Failed(format!("provider setting '{name}' is missing")))
+    }
+
+    /// A bare context for calls outside an operation (request checks, tests).
+    pub fn new(cluster_name: &str, tenant: &str, work_dir: std::path::PathBuf) -> Self {
+        Self {
+            operation_id: Uuid::nil(),
+            cluster_id: Uuid::nil(),
+            cluster_name: cluster_name.into(),
+            tenant: tenant.into(),
+            params: Params::new(),
+            provider_config: Params::new(),
+            provider_secrets: BTreeMap::new(),
+            param_secrets: BTreeMap::new(),
+            cluster_state: serde_json::Value::Null,
+            checkpoint: serde_json::Value::Null,
+            work_dir,
+            reporter: Reporter::discard(),
+        }
+    }
+
+    pub fn secret(&self, name: &str) -> Result<&Secret, ProvisionError> {
+        self.provider_secrets
+            .get(name)
+            .ok_or_else(|| ProvisionError::Failed(format!("provider secret '{name}' is missing")))
+    }
+}
+
+/// A provisioner backend. Used as `Arc<dyn Provisioner>` from a [`Registry`].
+#[async_trait]
+pub trait Provisioner: Send + Sync + 'static {
+    fn kind(&self) -> ProviderKind;
+    fn capabilities(&self) -> Capabilities;
+    /// The settings of a provider of this kind (secret fields go to the vault).
+    fn provider_schema(&self) -> ParamSchema;
+    /// The parameters of a cluster request (templates narrow it).
+    fn cluster_schema(&self) -> ParamSchema;
+
+    /// Checks a provider's settings beyond the schema (e.g. that a command exists).
+    fn check_provider(&self, _config: &Params) -> Result<(), crate::ValidationError> {
+        Ok(())
+    }
+
+    /// Checks a cluster request before it is accepted (e.g. that an uploaded kubeconfig
+    /// parses and its API server answers). Runs inside the request: keep it short.
+    async fn check_request(&self, _ctx: &OpContext) -> Result<(), crate::ValidationError> {
+        Ok(())
+    }
+
+    /// Builds the cluster; called until it returns `Done`.
+    async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError>;
+
+    /// The admin kubeconfig of a created cluster.
+    async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError>;
+
+    /// Removes the cluster; called until it returns `Done`.
+    async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError>;
+
+    /// Changes the node count (when [`Capabilities::scale`]).
+    async fn scale(&self, _ctx: &mut OpContext, _nodes: u32) -> Result<Step<()>, ProvisionError> {
+        Err(ProvisionError::Unsupported("scale"))
+    }
+
+    /// Changes the Kubernetes version (when [`Capabilities::upgrade`]).
+    async fn upgrade(
+        &self,
+        _ctx: &mut OpContext,
+        _version: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        Err(ProvisionError::Unsupported("upgrade"))
+    }
+}
+
+/// The provisioners available in this process, by kind.
+#[derive(Clone, Default)]
+pub struct Registry {
+    by_kind: BTreeMap<ProviderKind, Arc<dyn Provisioner>>,
+}
+
+impl Registry {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in provisioners with the given options.
+    pub fn builtin(options: &RegistryOptions) -> Self {
+        let mut r = Self::new();
+        r.register(Arc::new(import::ImportProvisioner::new(
+            options.import.clone(),
+        )));
+        r.register(Arc::new(command::CommandProvisioner::new(
+            options.command.clone(),
+        )));
+        r.register(Arc::new(jenkins::JenkinsProvisioner::new(
+            options.jenkins.clone(),
+        )));
+        r
+    }
+
+    /// Adds or replaces the provisioner of its kind.
+    pub fn register(&mut self, p: Arc<dyn Provisioner>) {
+        self.by_kind.insert(p.kind(), p);
+    }
+
+    pub fn get(&self, kind: ProviderKind) -> Option<Arc<dyn Provisioner>> {
+        self.by_kind.get(&kind).cloned()
+    }
+
+    pub fn kinds(&self) -> impl Iterator<Item = ProviderKind> + '_ {
+        self.by_kind.keys().copied()
+    }
+}
+
+/// Installation-wide switches of the built-in provisioners.
+#[derive(Debug, Clone, Default)]
+pub struct RegistryOptions {
+    pub import: import::ImportOptions,
+    pub command: command::CommandOptions,
+    pub jenkins: jenkins::JenkinsOptions,
+}

@@ -1,0 +1,578 @@
+//! Parameter schemas: what a provider's settings and a cluster request consist of.
+//!
+//! A provisioner declares two schemas ([`super::Provisioner::provider_schema`] and
+//! [`super::Provisioner::cluster_schema`]); a template narrows the cluster schema with
+//! [`ParamOverride`]s (other defaults, tighter ranges, fewer choices, fixed values). The
+//! portal renders forms from the effective schema, and [`ParamSchema::validate`] checks what
+//! comes back, so the browser, the API and the CLI get the same answers.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::ValidationError;
+
+/// The type of one parameter, with its constraints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ParamKind {
+    /// One line of text, at most `max_len` characters.
+    String {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default: Option<String>,
+        #[serde(default = "default_max_len")]
+        max_len: u32,
+    },
+    /// Several lines of text (a kubeconfig, a script argument list).
+    Text {
+        #[serde(default = "default_text_len")]
+        max_len: u32,
+    },
+    Integer {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        min: Option<i64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        max: Option<i64>,
+    },
+    Boolean {
+        #[serde(default)]
+        default: bool,
+    },
+    /// One of `options` (e.g. the Kubernetes versions a template offers).
+    Enum {
+        options: Vec<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        default: Option<String>,
+    },
+}
+
+fn default_max_len() -> u32 {
+    200
+}
+
+fn default_text_len() -> u32 {
+    256 * 1024
+}
+
+/// One parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParamSpec {
+    /// Machine name: `[a-z][a-z0-9_]*`; reaches installer commands as `KQ_PARAM_<NAME>`.
+    pub name: String,
+    pub label: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub help: Option<String>,
+    #[serde(default)]
+    pub required: bool,
+    /// Credentials: stored in the vault, never shown again, never logged.
+    #[serde(default)]
+    pub secret: bool,
+    #[serde(flatten)]
+    pub kind: ParamKind,
+}
+
+impl ParamSpec {
+    pub fn new(name: &str, label: &str, kind: ParamKind) -> Self {
+        Self {
+            name: name.into(),
+            label: label.into(),
+            help: None,
+            required: false,
+            secret: false,
+            kind,
+        }
+    }
+
+    pub fn required(mut self) -> Self {
+        self.required = true;
+        self
+    }
+
+    pub fn secret(mut self) -> Self {
+        self.secret = true;
+        self
+    }
+
+    pub fn help(mut self, help: &str) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+
+    /// The default as form text, if any.
+    pub fn default_text(&self) -> Option<String> {
+        match &self.kind {
+            ParamKind::String { default, .. } => default.clone(),
+            ParamKind::Integer { default, .. } => default.map(|d| d.to_string()),
+            ParamKind::Boolean { default } => Some(default.to_string()),
+            ParamKind::Enum { default, options } => {
+                default.clone().or_else(|| options.first().cloned())
+            }
+            ParamKind::Text { .. } => None,
+        }
+    }
+}
+
+/// A template's refinement of one cluster parameter.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParamOverride {
+    /// A new default (text form of the value).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max: Option<i64>,
+    /// Allowed choices: a subset of the provisioner's, or (for strings) a new enumeration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+    /// A value tenants cannot change (hidden from the request form).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fixed: Option<String>,
+}
+
+/// Validated parameter values as text, by name (what reaches provisioners).
+pub type Params = BTreeMap<String, String>;
+
+/// An ordered list of parameters.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct ParamSchema(pub Vec<ParamSpec>);
+
+fn invalid(field: &str, message: impl Into<String>) -> ValidationError {
+    // Field names of schemas are dynamic; the error names it in the message.
+    ValidationError::new("parameters", format!("{field}: {}", message.into()))
+}
+
+impl ParamSchema {
+    pub fn new(specs: Vec<ParamSpec>) -> Self {
+        Self(specs)
+    }
+
+    pub fn specs(&self) -> &[ParamSpec] {
+        &self.0
+    }
+
+    pub fn get(&self, name: &str) -> Option<&ParamSpec> {
+        self.0.iter().find(|s| s.name == name)
+    }
+
+    /// Checks that the schema itself is well formed (names, ranges, defaults within them).
+    pub fn check(&self) -> Result<(), ValidationError> {
+        let mut seen = std::collections::BTreeSet::new();
+        for spec in &self.0 {
+            let ok_name = spec.name.len() <= 40
+                && spec.name.starts_with(|c: char| c.is_ascii_lowercase())
+                && spec
+                    .name
+                    .chars()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+            if !ok_name {
+                return Err(invalid(
+                    &spec.name,
+                    "names are 1-40 characters of a-z, 0-9 and _, starting with a letter",
+                ));
+            }
+            if !seen.insert(spec.name.as_str()) {
+                return Err(invalid(&spec.name, "appears twice"));
+            }
+            match &spec.kind {
+                ParamKind::Integer { default, min, max } => {
+                    if let (Some(lo), Some(hi)) = (min, max) {
+                        if lo > hi {
+                            return Err(invalid(&spec.name, "min is greater than max"));
+                        }
+                    }
+                    if let Some(d) = default {
+                        check_range(&spec.name, *d, *min, *max)?;
+                    }
+                }
+                ParamKind::Enum { options, default } => {
+                    if options.is_empty() {
+                        return Err(invalid(&spec.name, "needs at least one option"));
+                    }
+                    if let Some(d) = default {
+                        if !options.contains(d) {
+                            return Err(invalid(&spec.name, "default is not one of the options"));
+                        }
+                    }
+                }
+                ParamKind::String { default, max_len } => {
+                    if let Some(d) = default {
+                        if d.chars().count() > *max_len as usize {
+                            return Err(invalid(&spec.name, "default is too long"));
+                        }
+                    }
+                }
+                ParamKind::Text { .. } | ParamKind::Boolean { .. } => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The schema a template offers: this one narrowed by `overrides`. Refuses overrides that
+    /// name unknown parameters or widen a range.
+    pub fn refine(
+        &self,
+        overrides: &BTreeMap<String, ParamOverride>,
+    ) -> Result<(ParamSchema, Params), ValidationError> {
+        for name in overrides.keys() {
+            if self.get(name).is_none() {
+                return Err(invalid(name, "is not a parameter of this provisioner"));
+            }
+        }
+        let mut specs = Vec::new();
+        let mut fixed = Params::new();
+        for spec in &self.0 {
+            let Some(o) = overrides.get(&spec.name) else {
+                specs.push(spec.clone());
+                continue;
+            };
+            let mut spec = spec.clone();
+            spec.kind = match spec.kind {
+                ParamKind::Integer { default, min, max } => {
+                    let narrow = |outer: Option<i64>, inner: Option<i64>, lower: bool| match (
+                        outer, inner,
+                    ) {
+                        (Some(a), Some(b)) if (lower && b < a) || (!lower && b > a) => Err(
+                            invalid(&spec.name, "a template may narrow a range, not widen it"),
+                        ),
+                        (_, Some(b)) => Ok(Some(b)),
+                        (a, None) => Ok(a),
+                    };
+                    let min = narrow(min, o.min, true)?;
+                    let max = narrow(max, o.max, false)?;
+                    let default = match &o.default {
+                        Some(d) => Some(
+                            d.trim()
+                                .parse()
+                                .map_err(|_| invalid(&spec.name, "default must be an integer"))?,
+                        ),
+                        None => default,
+                    };
+                    ParamKind::Integer { default, min, max }
+                }
+                ParamKind::Enum { options, default } => {
+                    let options = match &o.options {
+                        Some(sub) => {
+                            if let Some(bad) = sub.iter().find(|v| !options.contains(v)) {
+                                return Err(invalid(
+                                    &spec.name,
+                                    format!("'{bad}' is not offered by the provisioner"),
+                                ));
+                            }
+                            sub.clone()
+                        }
+                        None => options,
+                    };
+                    let default = o
+                        .default
+                        .clone()
+                        .or(default)
+                        .filter(|d| options.contains(d));
+                    ParamKind::Enum { options, default }
+                }
+                ParamKind::String { default, max_len } => match &o.options {
+                    Some(options) => ParamKind::Enum {
+                        options: options.clone(),
+                        default: o.default.clone(),
+                    },
+                    None => ParamKind::String {
+                        default: o.default.clone().or(default),
+                        max_len,
+                    },
+                },
+                ParamKind::Boolean { default } => ParamKind::Boolean {
+                    default: match o.default.as_deref() {
+                        Some(d) => parse_bool(d)
+                            .ok_or_else(|| invalid(&spec.name, "default must be true or false"))?,
+                        None => default,
+                    },
+                },
+                other => other,
+            };
+            if (o.min.is_some() || o.max.is_some())
+                && !matches!(spec.kind, ParamKind::Integer { .. })
+            {
+                return Err(invalid(&spec.name, "min/max apply to integers only"));
+            }
+            if let Some(value) = &o.fixed {
+                let one = ParamSchema(vec![spec.clone()]);
+                let mut input = Params::new();
+                input.insert(spec.name.clone(), value.clone());
+                let v = one.validate(&input)?;
+                fixed.extend(v);
+                continue;
+            }
+            specs.push(spec);
+        }
+        let refined = ParamSchema(specs);
+        refined.check()?;
+        Ok((refined, fixed))
+    }
+
+    /// Validates submitted values (form text or JSON scalars rendered as text): unknown names
+    /// are refused, missing ones take their default, required ones must be present.
+    pub fn validate(&self, input: &Params) -> Result<Params, ValidationError> {
+        for name in input.keys() {
+            if self.get(name).is_none() {
+                return Err(invalid(name, "unknown parameter"));
+            }
+        }
+        let mut out = Params::new();
+        for spec in &self.0 {
+            let raw = input
+                .get(&spec.name)
+                .map(|v| {
+                    if matches!(spec.kind, ParamKind::Text { .. }) {
+                        v.clone()
+                    } else {
+                        v.trim().to_owned()
+                    }
+                })
+                .filter(|v| !v.is_empty());
+            let value = match (raw, &spec.kind) {
+                (None, ParamKind::Boolean { default }) if !input.contains_key(&spec.name) => {
+                    Some(default.to_string())
+                }
+                // A checkbox that is not ticked sends nothing: false.
+                (None, ParamKind::Boolean { .. }) => Some("false".into()),
+                (None, _) => spec.default_text(),
+                (Some(v), _) => Some(v),
+            };
+            let Some(value) = value else {
+                if spec.required {
+                    return Err(invalid(&spec.name, "is required"));
+                }
+                continue;
+            };
+            let value = match &spec.kind {
+                ParamKind::String { max_len, .. } | ParamKind::Text { max_len } => {
+                    if value.chars().count() > *max_len as usize {
+                        return Err(invalid(
+                            &spec.name,
+                            format!("must be at most {max_len} characters"),
+                        ));
+                    }
+                    if matches!(spec.kind, ParamKind::String { .. })
+                        && value.chars().any(char::is_control)
+                    {
+                        return Err(invalid(&spec.name, "must be one line of text"));
+                    }
+                    value
+                }
+                ParamKind::Integer { min, max, .. } => {
+                    let n: i64 = value
+                        .parse()
+                        .map_err(|_| invalid(&spec.name, "must be a whole number"))?;
+                    check_range(&spec.name, n, *min, *max)?;
+                    n.to_string()
+                }
+                ParamKind::Boolean { .. } => parse_bool(&value)
+                    .ok_or_else(|| invalid(&spec.name, "must be true or false"))?
+                    .to_string(),
+                ParamKind::Enum { options, .. } => {
+                    if !options.contains(&value) {
+                        return Err(invalid(
+                            &spec.name,
+                            format!("must be one of: {}", options.join(", ")),
+                        ));
+                    }
+                    value
+                }
+            };
+            out.insert(spec.name.clone(), value);
+        }
+        Ok(out)
+    }
+}
+
+fn check_range(
+    name: &str,
+    n: i64,
+    min: Option<i64>,
+    max: Option<i64>,
+) -> Result<(), ValidationError> {
+    if let Some(lo) = min {
+        if n < lo {
+            return Err(invalid(name, format!("must be at least {lo}")));
+        }
+    }
+    if let Some(hi) = max {
+        if n > hi {
+            return Err(invalid(name, format!("must be at most {hi}")));
+        }
+    }
+    Ok(())
+}
+
+fn parse_bool(s: &str) -> Option<bool> {
+    match s.trim() {
+        "true" | "on" | "yes" | "1" => Some(true),
+        "false" | "off" | "no" | "0" => Some(false),
+        _ => None,
+    }
+}
+
+/// Converts a JSON object of scalars to [`Params`] (API input).
+pub fn params_from_json(
+    value: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Params, ValidationError> {
+    let mut out = Params::new();
+    for (k, v) in value {
+        let text = match v {
+            serde_json::Value::String(s) => s.clone(),
+            serde_json::Value::Number(n) => n.to_string(),
+            serde_json::Value::Bool(b) => b.to_string(),
+            serde_json::Value::Null => continue,
+            _ => return Err(invalid(k, "must be a string, number or boolean")),
+        };
+        out.insert(k.clone(), text);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn schema() -> ParamSchema {
+        ParamSchema::new(vec![
+            ParamSpec::new(
+                "node_count",
+                "Nodes",
+                ParamKind::Integer {
+                    default: Some(3),
+                    min: Some(1),
+                    max: Some(50),
+                },
+            ),
+            ParamSpec::new(
+                "version",
+                "Kubernetes version",
+                ParamKind::Enum {
+                    options: vec!["1.33".into(), "1.34".into(), "1.35".into()],
+                    default: Some("1.35".into()),
+                },
+            ),
+            ParamSpec::new("ha", "HA", ParamKind::Boolean { default: false }),
+            ParamSpec::new(
+                "region",
+                "Region",
+                ParamKind::String {
+                    default: None,
+                    max_len: 20,
+                },
+            )
+            .required(),
+        ])
+    }
+
+    fn input(pairs: &[(&str, &str)]) -> Params {
+        pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect()
+    }
+
+    #[test]
+    fn validates_with_defaults_and_ranges() {
+        let s = schema();
+        s.check().expect("well formed");
+        let v = s.validate(&input(&[("region", "eu-1")])).expect("valid");
+        assert_eq!(v["node_count"], "3");
+        assert_eq!(v["version"], "1.35");
+        assert_eq!(v["ha"], "false");
+        let err = |i: &[(&str, &str)]| s.validate(&input(i)).expect_err("invalid").message;
+        assert!(err(&[]).contains("region: is required"));
+        assert!(err(&[("region", "x"), ("node_count", "0")]).contains("at least 1"));
+        assert!(err(&[("region", "x"), ("node_count", "51")]).contains("at most 50"));
+        assert!(err(&[("region", "x"), ("node_count", "two")]).contains("whole number"));
+        assert!(err(&[("region", "x"), ("version", "1.20")]).contains("one of"));
+        assert!(err(&[("region", "x"), ("color", "red")]).contains("unknown"));
+        assert!(err(&[("region", "x\ny")]).contains("one line"));
+        assert!(err(&[("region", &"x".repeat(21))]).contains("at most 20"));
+    }
+
+    #[test]
+    fn templates_narrow_but_never_widen() {
+        let s = schema();
+        let mut o = BTreeMap::new();
+        o.insert(
+            "node_count".to_owned(),
+            ParamOverride {
+                max: Some(5),
+                default: Some("2".into()),
+                ..Default::default()
+            },
+        );
+        o.insert(
+            "version".to_owned(),
+            ParamOverride {
+                options: Some(vec!["1.34".into(), "1.35".into()]),
+                ..Default::default()
+            },
+        );
+        o.insert(
+            "region".to_owned(),
+            ParamOverride {
+                fixed: Some("eu-1".into()),
+                ..Default::default()
+            },
+        );
+        let (refined, fixed) = s.refine(&o).expect("narrows");
+        assert_eq!(fixed["region"], "eu-1");
+        assert!(
+            refined.get("region").is_none(),
+            "fixed values are not asked"
+        );
+        assert_eq!(
+            refined.get("node_count").map(|p| p.kind.clone()),
+            Some(ParamKind::Integer {
+                default: Some(2),
+                min: Some(1),
+                max: Some(5)
+            })
+        );
+        assert!(refined.validate(&input(&[("version", "1.33")])).is_err());
+
+        let widen = BTreeMap::from([(
+            "node_count".to_owned(),
+            ParamOverride {
+                max: Some(500),
+                ..Default::default()
+            },
+        )]);
+        assert!(s.refine(&widen).is_err());
+        let unknown = BTreeMap::from([("nope".to_owned(), ParamOverride::default())]);
+        assert!(s.refine(&unknown).is_err());
+        let bad_default = BTreeMap::from([(
+            "node_count".to_owned(),
+            ParamOverride {
+                default: Some("99".into()),
+                ..Default::default()
+            },
+        )]);
+        assert!(s.refine(&bad_default).is_err(), "default outside the range");
+    }
+
+    #[test]
+    fn malformed_schemas_are_refused() {
+        let bad = ParamSchema::new(vec![ParamSpec::new(
+            "Bad-Name",
+            "x",
+            ParamKind::Boolean { default: false },
+        )]);
+        assert!(bad.check().is_err());
+        let twice = ParamSchema::new(vec![
+            ParamSpec::new("a", "a", ParamKind::Boolean { default: false }),
+            ParamSpec::new("a", "a", ParamKind::Boolean { default: false }),
+        ]);
+        assert!(twice.check().is_err());
+        let json = r#"[{"name":"n","label":"N","type":"integer","min":1,"max":3,"default":2}]"#;
+        let parsed: ParamSchema = serde_json::from_str(json).expect("json schema");
+        parsed.check().expect("valid");
+    }
+}

@@ -1,0 +1,511 @@
+//! Providers and templates: the operators' catalogue of what tenants may request.
+
+use std::collections::BTreeMap;
+
+use uuid::Uuid;
+
+use super::Kqueen;
+use crate::audit::{action, AuditEvent, Outcome};
+use crate::cluster::{
+    parse_description, parse_object_name, Provider, ProviderInput, Template, TemplateInput,
+};
+use crate::page::Page;
+use crate::policy::{self, Permission};
+use crate::provisioner::{
+    Capabilities, ParamOverride, ParamSchema, Params, ProviderKind, Provisioner,
+};
+use crate::store;
+use crate::tenant::TenantSlug;
+use crate::vault::{Secret, SecretRef};
+use crate::{Actor, Error, Result, ValidationError};
+
+/// A provisioner kind as the portal shows it.
+#[derive(Debug, Clone)]
+pub struct KindInfo {
+    pub kind: ProviderKind,
+    pub capabilities: Capabilities,
+    pub provider_schema: ParamSchema,
+    pub cluster_schema: ParamSchema,
+}
+
+/// A template as tenants see it: the provider's kind and capabilities and the effective
+/// request schema (the provisioner's, narrowed by the template; fixed values not asked).
+#[derive(Debug, Clone)]
+pub struct TemplateView {
+    pub template: Template,
+    pub provider_name: String,
+    pub provider_kind: ProviderKind,
+    pub capabilities: Capabilities,
+    pub schema: ParamSchema,
+    pub fixed: Params,
+    /// Slugs of the tenants it is limited to (empty: all).
+    pub tenant_slugs: Vec<String>,
+}
+
+/// Where a provider's secret setting lives in the vault.
+pub(crate) fn provider_secret_ref(provider: Uuid, field: &str) -> SecretRef {
+    SecretRef::global(format!("provider/{provider}/{field}"))
+}
+
+impl Kqueen {
+    pub(super) fn provisioner(
+        &self,
+        kind: ProviderKind,
+    ) -> Result<std::sync::Arc<dyn Provisioner>> {
+        self.registry.get(kind).ok_or_else(|| {
+            Error::Invalid(ValidationError::new(
+                "kind",
+                format!("no provisioner of kind '{kind}' in this portal"),
+            ))
+        })
+    }
+
+    /// The provisioner kinds this portal offers (operators).
+    pub async fn provider_kinds(&self, actor: &Actor) -> Result<Vec<KindInfo>> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::PROVIDER_VIEW,
+            "kinds",
+            None,
+        )
+        .await?;
+        Ok(self
+            .registry
+            .kinds()
+            .filter_map(|k| self.registry.get(k))
+            .map(|p| KindInfo {
+                kind: p.kind(),
+                capabilities: p.capabilities(),
+                provider_schema: p.provider_schema(),
+                cluster_schema: p.cluster_schema(),
+            })
+            .collect())
+    }
+
+    pub async fn create_provider(&self, actor: &Actor, input: ProviderInput) -> Result<Provider> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::PROVIDER_CREATE,
+            &input.name,
+            None,
+        )
+        .await?;
+        let result = self.save_provider(actor, None, &input).await;
+        self.audited(actor, action::PROVIDER_CREATE, &input.name, None, result)
+            .await
+    }
+
+    pub async fn update_provider(
+        &self,
+        actor: &Actor,
+        name: &str,
+        input: ProviderInput,
+    ) -> Result<Provider> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::PROVIDER_UPDATE,
+            name,
+            None,
+        )
+        .await?;
+        let result = async {
+            let existing = self.find_provider(name).await?;
+            self.save_provider(actor, Some(existing), &input).await
+        }
+        .await;
+        self.audited(actor, action::PROVIDER_UPDATE, name, None, result)
+            .await
+    }
+
+    async fn save_provider(
+        &self,
+        actor: &Actor,
+        existing: Option<Provider>,
+        input: &ProviderInput,
+    ) -> Result<Provider> {
+        let name = parse_object_name(&input.name)?;
+        let description = parse_description(&input.description)?;
+        let kind = match &existing {
+            Some(p) => p.kind,
+            None => ProviderKind::parse(input.kind.trim()).ok_or_else(|| {
+                ValidationError::new("kind", "must be one of: import, command, jenkins")
+            })?,
+        };
+        let provisioner = self.provisioner(kind)?;
+        let schema = provisioner.provider_schema();
+        // Secret fields left empty on edit keep their stored value.
+        let mut settings = input.settings.clone();
+        let kept: Vec<String> = match &existing {
+            Some(p) => schema
+                .specs()
+                .iter()
+                .filter(|s| s.secret)
+                .filter(|s| settings.get(&s.name).is_none_or(|v| v.is_empty()))
+                .filter(|s| p.secret_fields.contains(&s.name))
+                .map(|s| s.name.clone())
+                .collect(),
+            None => Vec::new(),
+        };
+        for k in &kept {
+            // A placeholder that passes validation; the stored secret is not touched.
+            settings.insert(k.clone(), "kept".into());
+        }
+        let valid = schema.validate(&settings)?;
+        let (secrets, config): (Params, Params) = valid
+            .into_iter()
+            .partition(|(k, _)| schema.get(k).is_some_and(|s| s.secret));
+        provisioner.check_provider(&config)?;
+        let now = store::now();
+        let provider = Provider {
+            id: existing.as_ref().map_or_else(Uuid::now_v7, |p| p.id),
+            name,
+            kind,
+            description,
+            config,
+            secret_fields: secrets.keys().cloned().collect(),
+            disabled: input.disabled,
+            created_at: existing.as_ref().map_or(now, |p| p.created_at),
+            updated_at: now,
+        };
+        for (field, value) in &secrets {
+            if kept.contains(field) {
+                continue;
+            }
+            self.vault
+                .put(
+                    &provider_secret_ref(provider.id, field),
+                    &Secret::new(value.as_bytes()),
+                )
+                .await?;
+        }
+        let (verb, what) = if existing.is_some() {
+            (action::PROVIDER_UPDATE, "updated")
+        } else {
+            (action::PROVIDER_CREATE, "created")
+        };
+        let audit = AuditEvent::now(actor, verb, &provider.name, Outcome::Success)
+            .with_detail(format!("kind {kind}"));
+        if existing.is_some() {
+            self.store.update_provider(&provider, &audit).await?;
+        } else {
+            self.store.create_provider(&provider, &audit).await?;
+        }
+        tracing::info!(provider = %provider.name, %kind, "provider {what}");
+        Ok(provider)
+    }
+
+    async fn find_provider(&self, name_or_id: &str) -> Result<Provider> {
+        if let Ok(id) = Uuid::parse_str(name_or_id) {
+            return self.store.provider(id).await;
+        }
+        self.store
+            .provider_by_name(name_or_id.trim())
+            .await?
+            .ok_or(Error::NotFound("provider"))
+    }
+
+    pub async fn delete_provider(&self, actor: &Actor, name: &str) -> Result<()> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::PROVIDER_DELETE,
+            name,
+            None,
+        )
+        .await?;
+        let result = async {
+            let p = self.find_provider(name).await?;
+            let audit = AuditEvent::now(actor, action::PROVIDER_DELETE, &p.name, Outcome::Success);
+            if !self.store.delete_provider(p.id, &audit).await? {
+                return Err(Error::NotFound("provider"));
+            }
+            for field in &p.secret_fields {
+                self.vault.delete(&provider_secret_ref(p.id, field)).await?;
+            }
+            Ok(())
+        }
+        .await;
+        self.audited(actor, action::PROVIDER_DELETE, name, None, result)
+            .await
+    }
+
+    pub async fn provider(&self, actor: &Actor, name: &str) -> Result<Provider> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::PROVIDER_VIEW,
+            name,
+            None,
+        )
+        .await?;
+        self.find_provider(name).await
+    }
+
+    pub async fn list_providers(&self, actor: &Actor, page: Page) -> Result<Vec<Provider>> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::PROVIDER_VIEW,
+            "providers",
+            None,
+        )
+        .await?;
+        self.store.list_providers(page).await
+    }
+
+    pub async fn create_template(
+        &self,
+        actor: &Actor,
+        input: TemplateInput,
+    ) -> Result<TemplateView> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::TEMPLATE_CREATE,
+            &input.name,
+            None,
+        )
+        .await?;
+        let result = self.save_template(actor, None, &input).await;
+        self.audited(actor, action::TEMPLATE_CREATE, &input.name, None, result)
+            .await
+    }
+
+    pub async fn update_template(
+        &self,
+        actor: &Actor,
+        name: &str,
+        input: TemplateInput,
+    ) -> Result<TemplateView> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::TEMPLATE_UPDATE,
+            name,
+            None,
+        )
+        .await?;
+        let result = async {
+            let existing = self.find_template(name).await?;
+            self.save_template(actor, Some(existing), &input).await
+        }
+        .await;
+        self.audited(actor, action::TEMPLATE_UPDATE, name, None, result)
+            .await
+    }
+
+    async fn save_template(
+        &self,
+        actor: &Actor,
+        existing: Option<Template>,
+        input: &TemplateInput,
+    ) -> Result<TemplateView> {
+        let name = parse_object_name(&input.name)?;
+        let description = parse_description(&input.description)?;
+        let provider = match self.find_provider(input.provider.trim()).await {
+            Ok(p) => p,
+            Err(Error::NotFound(_)) => {
+                return Err(ValidationError::new("provider", "no such provider").into())
+            }
+            Err(e) => return Err(e),
+        };
+        let text = input.overrides.trim();
+        let overrides: BTreeMap<String, ParamOverride> = if text.is_empty() {
+            BTreeMap::new()
+        } else {
+            serde_json::from_str(text).map_err(|e| {
+                ValidationError::new(
+                    "overrides",
+                    format!("must be a JSON object of parameter refinements: {e}"),
+                )
+            })?
+        };
+        let provisioner = self.provisioner(provider.kind)?;
+        provisioner.cluster_schema().refine(&overrides)?;
+        let timeout_minutes = input.timeout_minutes.unwrap_or(60);
+        if !(1..=7 * 24 * 60).contains(&timeout_minutes) {
+            return Err(ValidationError::new(
+                "timeout_minutes",
+                "must be between 1 and 10080 (a week)",
+            )
+            .into());
+        }
+        let mut tenants = Vec::new();
+        for raw in input
+            .tenants
+            .iter()
+            .map(|s| s.trim())
+            .filter(|s| !s.is_empty())
+        {
+            let slug = TenantSlug::parse(raw)
+                .map_err(|_| ValidationError::new("tenants", format!("'{raw}' is not a tenant")))?;
+            match self.store.tenant_by_slug(&slug).await {
+                Ok(t) => tenants.push(t.id),
+                Err(Error::NotFound(_)) => {
+                    return Err(
+                        ValidationError::new("tenants", format!("no tenant '{raw}'")).into(),
+                    )
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        tenants.sort();
+        tenants.dedup();
+        let now = store::now();
+        let template = Template {
+            id: existing.as_ref().map_or_else(Uuid::now_v7, |t| t.id),
+            provider_id: provider.id,
+            name,
+            description,
+            overrides,
+            tenants,
+            timeout_minutes,
+            disabled: input.disabled,
+            created_at: existing.as_ref().map_or(now, |t| t.created_at),
+            updated_at: now,
+        };
+        let verb = if existing.is_some() {
+            action::TEMPLATE_UPDATE
+        } else {
+            action::TEMPLATE_CREATE
+        };
+        let audit = AuditEvent::now(actor, verb, &template.name, Outcome::Success)
+            .with_detail(format!("provider {}", provider.name));
+        if existing.is_some() {
+            self.store.update_template(&template, &audit).await?;
+        } else {
+            self.store.create_template(&template, &audit).await?;
+        }
+        self.template_view(template).await
+    }
+
+    async fn find_template(&self, name_or_id: &str) -> Result<Template> {
+        if let Ok(id) = Uuid::parse_str(name_or_id) {
+            return self.store.template(id).await;
+        }
+        self.store
+            .template_by_name(name_or_id.trim())
+            .await?
+            .ok_or(Error::NotFound("template"))
+    }
+
+    pub(crate) async fn template_view(&self, template: Template) -> Result<TemplateView> {
+        let provider = self.store.provider(template.provider_id).await?;
+        let provisioner = self.provisioner(provider.kind)?;
+        let (schema, fixed) = provisioner
+            .cluster_schema()
+            .refine(&template.overrides)
+            .map_err(|e| Error::Corrupt(format!("template {}: {e}", template.name)))?;
+        let mut tenant_slugs = Vec::new();
+        if !template.tenants.is_empty() {
+            // Few tenants per template: resolve through the tenant list.
+            let all = self
+                .store
+                .list_tenants(&Default::default(), None, Page::new(Page::MAX_LIMIT, 0))
+                .await?;
+            tenant_slugs = all
+                .into_iter()
+                .filter(|t| template.tenants.contains(&t.id))
+                .map(|t| t.slug.as_str().to_owned())
+                .collect();
+        }
+        Ok(TemplateView {
+            provider_name: provider.name,
+            provider_kind: provider.kind,
+            capabilities: provisioner.capabilities(),
+            schema,
+            fixed,
+            tenant_slugs,
+            template,
+        })
+    }
+
+    pub async fn delete_template(&self, actor: &Actor, name: &str) -> Result<()> {
+        self.authorize(
+            actor,
+            Permission::ManageCatalog,
+            action::TEMPLATE_DELETE,
+            name,
+            None,
+        )
+        .await?;
+        let result = async {
+            let t = self.find_template(name).await?;
+            let audit = AuditEvent::now(actor, action::TEMPLATE_DELETE, &t.name, Outcome::Success);
+            if !self.store.delete_template(t.id, &audit).await? {
+                return Err(Error::NotFound("template"));
+            }
+            Ok(())
+        }
+        .await;
+        self.audited(actor, action::TEMPLATE_DELETE, name, None, result)
+            .await
+    }
+
+    /// Templates: all of them for operators (with `tenant: None`); with a tenant, those
+    /// offered to it (members of the tenant and operators).
+    pub async fn list_templates(
+        &self,
+        actor: &Actor,
+        tenant: Option<&str>,
+        page: Page,
+    ) -> Result<Vec<TemplateView>> {
+        let templates = match tenant {
+            None => {
+                self.authorize(
+                    actor,
+                    Permission::ManageCatalog,
+                    action::TEMPLATE_VIEW,
+                    "templates",
+                    None,
+                )
+                .await?;
+                self.store.list_templates(None, page).await?
+            }
+            Some(slug) => {
+                let t = self
+                    .visible_tenant(actor, slug, action::TEMPLATE_VIEW)
+                    .await?;
+                self.store.list_templates(Some(t.id), page).await?
+            }
+        };
+        let mut out = Vec::with_capacity(templates.len());
+        for t in templates {
+            out.push(self.template_view(t).await?);
+        }
+        Ok(out)
+    }
+
+    /// One template; tenants see it only when it is offered to one of their tenants.
+    pub async fn template(&self, actor: &Actor, name: &str) -> Result<TemplateView> {
+        let found = match self.find_template(name).await {
+            Ok(t) => Some(t),
+            Err(Error::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
+        let allowed = match (&found, actor.identity()) {
+            (Some(_), _) if policy::check(actor, Permission::ManageCatalog).is_ok() => true,
+            (Some(t), Some(who)) if !t.disabled => {
+                t.tenants.is_empty() && !who.memberships.is_empty()
+                    || t.tenants.iter().any(|id| who.role_in(*id).is_some())
+            }
+            _ => false,
+        };
+        match found {
+            Some(t) if allowed => self.template_view(t).await,
+            _ => {
+                let e = if actor.identity().is_none() && !actor.is_trusted() {
+                    Error::Unauthenticated
+                } else {
+                    Error::NotFound("template")
+                };
+                self.audit_refusal(actor, action::TEMPLATE_VIEW, name, None, &e)
+                    .await?;
+                Err(e)
+            }
+        }
+    }
+}

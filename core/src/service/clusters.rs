@@ -1,0 +1,872 @@
+//! Clusters: request, list, view, scale, upgrade, delete; quotas; the engine's helpers.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use uuid::Uuid;
+
+use super::catalog::provider_secret_ref;
+use super::Kqueen;
+use crate::audit::{action, AuditEvent, Outcome};
+use crate::cluster::{
+    Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterRequest, ClusterState, EventKind,
+    Operation, OperationKind, Quota, Usage,
+};
+use crate::engine::kubeconfig_name;
+use crate::page::Page;
+use crate::policy::{self, Permission};
+use crate::provisioner::{Capabilities, OpContext, Params};
+use crate::store;
+use crate::tenant::{Tenant, TenantSlug};
+use crate::vault::{Secret, SecretRef};
+use crate::{Actor, Error, Result, ValidationError};
+
+/// A cluster with what its page shows.
+#[derive(Debug, Clone)]
+pub struct ClusterDetail {
+    pub cluster: Cluster,
+    pub capabilities: Capabilities,
+    /// Newest first.
+    pub operations: Vec<Operation>,
+    /// Oldest first (the newest entries).
+    pub events: Vec<ClusterEvent>,
+    /// Whether the caller gets the admin kubeconfig (operators) or a per-user one.
+    pub admin_kubeconfig: bool,
+}
+
+/// A downloaded kubeconfig.
+#[derive(Debug, Clone)]
+pub struct KubeconfigDownload {
+    pub file_name: String,
+    pub yaml: Secret,
+    /// Per-user kubeconfigs expire; the admin one does not.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+fn access_error(e: crate::kubernetes::AccessError) -> Error {
+    use crate::kubernetes::AccessError as A;
+    match e {
+        A::Invalid(v) => Error::Invalid(v),
+        A::Unsupported(reason) => Error::Conflict(format!(
+            "this cluster cannot issue per-user kubeconfigs: {reason}"
+        )),
+        A::Transient(reason) => {
+            Error::Conflict(format!("the cluster did not answer ({reason}); try again"))
+        }
+    }
+}
+
+/// Where a secret cluster parameter (an uploaded kubeconfig) lives in the vault.
+fn param_secret_ref(tenant: Uuid, cluster: Uuid, name: &str) -> SecretRef {
+    SecretRef::tenant(tenant, format!("cluster/{cluster}/param/{name}"))
+}
+
+impl Kqueen {
+    /// Accepts a cluster request: validates it against the template, checks the quota, stores
+    /// the cluster and its create operation. Provisioning happens in the background.
+    #[tracing::instrument(skip_all, fields(actor = %actor, tenant = %req.tenant, name = %req.name))]
+    pub async fn request_cluster(
+        &self,
+        actor: &Actor,
+        req: ClusterRequest,
+    ) -> Result<(Cluster, Operation)> {
+        let tenant = self
+            .visible_tenant(actor, &req.tenant, action::CLUSTER_CREATE)
+            .await?;
+        self.authorize(
+            actor,
+            Permission::ManageClusters(tenant.id),
+            action::CLUSTER_CREATE,
+            &req.name,
+            Some(tenant.id),
+        )
+        .await?;
+        let result = self.try_request_cluster(actor, &tenant, &req).await;
+        self.audited(
+            actor,
+            action::CLUSTER_CREATE,
+            &req.name,
+            Some(tenant.id),
+            result,
+        )
+        .await
+    }
+
+    async fn try_request_cluster(
+        &self,
+        actor: &Actor,
+        tenant: &Tenant,
+        req: &ClusterRequest,
+    ) -> Result<(Cluster, Operation)> {
+        let name = ClusterName::parse(req.name.trim())?;
+        let view = match self.template(actor, req.template.trim()).await {
+            Ok(v) => v,
+            Err(Error::NotFound(_)) => {
+                return Err(ValidationError::new("template", "no such template").into())
+            }
+            Err(e) => return Err(e),
+        };
+        let t = &view.template;
+        if t.disabled || (!t.tenants.is_empty() && !t.tenants.contains(&tenant.id)) {
+            return Err(ValidationError::new(
+                "template",
+                format!(
+                    "template '{}' is not offered to tenant {}",
+                    t.name, tenant.slug
+                ),
+            )
+            .into());
+        }
+        let provider = self.store.provider(t.provider_id).await?;
+        if provider.disabled {
+            return Err(
+                ValidationError::new("template", "the template's provider is disabled").into(),
+            );
+        }
+        let mut values = view.schema.validate(&req.parameters)?;
+        values.extend(view.fixed.clone());
+        let (secret_params, params): (Params, Params) = values
+            .into_iter()
+            .partition(|(k, _)| view.schema.get(k).is_some_and(|s| s.secret));
+        let node_count = params
+            .get("node_count")
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or(0);
+        let quota = self.store.quota(tenant.id).await?;
+        let usage = self.store.usage(tenant.id).await?;
+        quota.admit(usage, node_count).map_err(Error::Conflict)?;
+
+        let id = Uuid::now_v7();
+        let provisioner = self.provisioner(provider.kind)?;
+        // Request-time checks (e.g. an imported cluster answers), with a bounded time.
+        let mut ctx = OpContext::new(
+            name.as_str(),
+            tenant.slug.as_str(),
+            self.settings.work_dir.join(id.to_string()),
+        );
+        ctx.cluster_id = id;
+        ctx.params = params.clone();
+        ctx.provider_config = provider.config.clone();
+        ctx.provider_secrets = self.provider_secrets(&provider).await?;
+        ctx.param_secrets = secret_params
+            .iter()
+            .map(|(k, v)| (k.clone(), Secret::new(v.as_bytes())))
+            .collect();
+        match tokio::time::timeout(
+            self.settings.request_check_timeout,
+            provisioner.check_request(&ctx),
+        )
+        .await
+        {
+            Ok(r) => r?,
+            Err(_) => {
+                return Err(ValidationError::new(
+                    "parameters",
+                    "the provisioner's checks did not finish in time",
+                )
+                .into())
+            }
+        }
+
+        let now = store::now();
+        let who = actor.to_string();
+        let cluster = Cluster {
+            id,
+            tenant_id: tenant.id,
+            tenant_slug: tenant.slug.as_str().to_owned(),
+            name,
+            template_id: Some(t.id),
+            template_name: t.name.clone(),
+            provider_id: provider.id,
+            provider_kind: provider.kind,
+            state: ClusterState::Provisioning,
+            parameters: params,
+            node_count,
+            endpoint: None,
+            provisioner_state: serde_json::Value::Null,
+            error: None,
+            expires_at: quota
+                .cluster_ttl_hours
+                .map(|h| now + chrono::Duration::hours(i64::from(h))),
+            created_by: who.clone(),
+            created_at: now,
+            updated_at: now,
+        };
+        let op = Operation::new(
+            id,
+            OperationKind::Create,
+            None,
+            &who,
+            now,
+            chrono::Duration::minutes(i64::from(t.timeout_minutes)),
+        );
+        for (k, v) in &ctx.param_secrets {
+            self.vault
+                .put(&param_secret_ref(tenant.id, id, k), v)
+                .await?;
+        }
+        let event = ClusterEvent::new(
+            id,
+            Some(op.id),
+            EventKind::State,
+            format!("Requested by {who} from template {}", t.name),
+            now,
+        );
+        let audit = AuditEvent::now(
+            actor,
+            action::CLUSTER_CREATE,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(tenant.id)
+        .with_detail(format!("template {}, provider {}", t.name, provider.name));
+        if let Err(e) = self
+            .store
+            .create_cluster(&cluster, &op, &event, &audit)
+            .await
+        {
+            for k in ctx.param_secrets.keys() {
+                let _ = self.vault.delete(&param_secret_ref(tenant.id, id, k)).await;
+            }
+            return Err(e);
+        }
+        tracing::info!(cluster = %cluster.name, tenant = %tenant.slug, "cluster requested");
+        Ok((cluster, op))
+    }
+
+    /// What the provisioner of `kind` can do (nothing, when this portal has none).
+    fn capabilities_of(&self, kind: crate::provisioner::ProviderKind) -> Capabilities {
+        self.registry
+            .get(kind)
+            .map(|p| p.capabilities())
+            .unwrap_or_default()
+    }
+
+    async fn provider_secrets(
+        &self,
+        provider: &crate::cluster::Provider,
+    ) -> Result<BTreeMap<String, Secret>> {
+        let mut out = BTreeMap::new();
+        for field in &provider.secret_fields {
+            if let Some(s) = self
+                .vault
+                .get(&provider_secret_ref(provider.id, field))
+                .await?
+            {
+                out.insert(field.clone(), s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// The tenants whose clusters the actor sees (`None`: all).
+    fn cluster_scope(&self, actor: &Actor) -> Result<Option<Vec<Uuid>>> {
+        if policy::check(actor, Permission::ListAllTenants).is_ok() {
+            return Ok(None);
+        }
+        match actor.identity() {
+            Some(who) => Ok(Some(who.memberships.iter().map(|m| m.tenant_id).collect())),
+            None => Err(Error::Unauthenticated),
+        }
+    }
+
+    /// Clusters the actor may see, filtered and paginated, with the total count.
+    pub async fn list_clusters(
+        &self,
+        actor: &Actor,
+        filter: &ClusterFilter,
+        page: Page,
+    ) -> Result<(Vec<Cluster>, u64)> {
+        let scope = match self.cluster_scope(actor) {
+            Ok(s) => s,
+            Err(e) => {
+                self.audit_refusal(actor, action::CLUSTER_LIST, "clusters", None, &e)
+                    .await?;
+                return Err(e);
+            }
+        };
+        let clusters = self
+            .store
+            .list_clusters(filter, scope.as_deref(), page)
+            .await?;
+        let total = self.store.count_clusters(filter, scope.as_deref()).await?;
+        Ok((clusters, total))
+    }
+
+    /// A cluster the actor may view; others answer "not found" (and are audited).
+    pub(crate) async fn visible_cluster(
+        &self,
+        actor: &Actor,
+        id: &str,
+        action: &str,
+    ) -> Result<Cluster> {
+        let found = match Uuid::parse_str(id.trim()) {
+            Ok(uuid) => match self.store.cluster(uuid).await {
+                Ok(c) => Some(c),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        };
+        let tenant = found.as_ref().map(|c| c.tenant_id);
+        let error = match found {
+            Some(c) => match policy::check(actor, Permission::ViewTenant(c.tenant_id)) {
+                Ok(()) => return Ok(c),
+                Err(Error::Unauthenticated) => Error::Unauthenticated,
+                Err(_) => Error::NotFound("cluster"),
+            },
+            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
+            None => Error::NotFound("cluster"),
+        };
+        self.audit_refusal(actor, action, id, tenant, &error)
+            .await?;
+        Err(error)
+    }
+
+    pub async fn cluster_detail(&self, actor: &Actor, id: &str) -> Result<ClusterDetail> {
+        let cluster = self
+            .visible_cluster(actor, id, action::CLUSTER_VIEW)
+            .await?;
+        let capabilities = self.capabilities_of(cluster.provider_kind);
+        let operations = self.store.operations_of(cluster.id, 10).await?;
+        let events = self.store.events_of(cluster.id, None, 300).await?;
+        Ok(ClusterDetail {
+            admin_kubeconfig: policy::check(actor, Permission::AdminKubeconfig).is_ok(),
+            cluster,
+            capabilities,
+            operations,
+            events,
+        })
+    }
+
+    /// Timeline entries after `after` (for live updates).
+    pub async fn cluster_events(
+        &self,
+        actor: &Actor,
+        id: &str,
+        after: Option<Uuid>,
+    ) -> Result<Vec<ClusterEvent>> {
+        let cluster = self
+            .visible_cluster(actor, id, action::CLUSTER_VIEW)
+            .await?;
+        self.store.events_of(cluster.id, after, 500).await
+    }
+
+    async fn enqueue(
+        &self,
+        actor: &Actor,
+        id: &str,
+        kind: OperationKind,
+        target: Option<String>,
+        verb: &str,
+    ) -> Result<Operation> {
+        let cluster = self.visible_cluster(actor, id, verb).await?;
+        self.authorize(
+            actor,
+            Permission::ManageClusters(cluster.tenant_id),
+            verb,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+        )
+        .await?;
+        let result = self.try_enqueue(actor, &cluster, kind, target, verb).await;
+        self.audited(
+            actor,
+            verb,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+            result,
+        )
+        .await
+    }
+
+    async fn try_enqueue(
+        &self,
+        actor: &Actor,
+        cluster: &Cluster,
+        kind: OperationKind,
+        target: Option<String>,
+        verb: &str,
+    ) -> Result<Operation> {
+        let caps = self.capabilities_of(cluster.provider_kind);
+        let state = match kind {
+            OperationKind::Delete => ClusterState::Deleting,
+            OperationKind::Scale if !caps.scale => {
+                return Err(Error::Conflict(format!(
+                    "{} clusters cannot be scaled",
+                    cluster.provider_kind
+                )))
+            }
+            OperationKind::Upgrade if !caps.upgrade => {
+                return Err(Error::Conflict(format!(
+                    "{} clusters cannot be upgraded",
+                    cluster.provider_kind
+                )))
+            }
+            _ if cluster.state != ClusterState::Ready => {
+                return Err(Error::Conflict(format!(
+                    "the cluster is {}; it can be changed when Ready",
+                    cluster.state.label()
+                )))
+            }
+            _ => ClusterState::Updating,
+        };
+        if kind == OperationKind::Scale {
+            let nodes: u32 = target.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
+            let usage = self.store.usage(cluster.tenant_id).await?;
+            let quota = self.store.quota(cluster.tenant_id).await?;
+            let others = Usage {
+                clusters: usage.clusters.saturating_sub(1),
+                nodes: usage.nodes.saturating_sub(cluster.node_count),
+            };
+            quota.admit(others, nodes).map_err(Error::Conflict)?;
+        }
+        let now = store::now();
+        let who = actor.to_string();
+        let timeout = match cluster.template_id {
+            Some(t) => self
+                .store
+                .template(t)
+                .await
+                .map(|t| t.timeout_minutes)
+                .unwrap_or(60),
+            None => 60,
+        };
+        let op = Operation::new(
+            cluster.id,
+            kind,
+            target.clone(),
+            &who,
+            now,
+            chrono::Duration::minutes(i64::from(timeout)),
+        );
+        let what = match (&kind, &target) {
+            (OperationKind::Scale, Some(n)) => format!("Scale to {n} nodes requested by {who}"),
+            (OperationKind::Upgrade, Some(v)) => format!("Upgrade to {v} requested by {who}"),
+            _ => format!("Deletion requested by {who}"),
+        };
+        let event = ClusterEvent::new(cluster.id, Some(op.id), EventKind::State, what, now);
+        let mut audit = AuditEvent::now(actor, verb, cluster.name.as_str(), Outcome::Success)
+            .in_tenant(cluster.tenant_id);
+        if let Some(t) = &target {
+            audit = audit.with_detail(t.clone());
+        }
+        self.store
+            .enqueue_operation(&op, state, &event, &audit)
+            .await?;
+        Ok(op)
+    }
+
+    /// Queues the deletion of a cluster.
+    pub async fn delete_cluster(&self, actor: &Actor, id: &str) -> Result<Operation> {
+        self.enqueue(
+            actor,
+            id,
+            OperationKind::Delete,
+            None,
+            action::CLUSTER_DELETE,
+        )
+        .await
+    }
+
+    /// Queues a change of the node count (provisioners that can scale).
+    pub async fn scale_cluster(&self, actor: &Actor, id: &str, nodes: u32) -> Result<Operation> {
+        if !(1..=1000).contains(&nodes) {
+            return Err(ValidationError::new("node_count", "must be between 1 and 1000").into());
+        }
+        self.enqueue(
+            actor,
+            id,
+            OperationKind::Scale,
+            Some(nodes.to_string()),
+            action::CLUSTER_SCALE,
+        )
+        .await
+    }
+
+    /// Queues a Kubernetes upgrade (provisioners that can upgrade).
+    pub async fn upgrade_cluster(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+    ) -> Result<Operation> {
+        let v = version.trim();
+        if v.is_empty()
+            || v.len() > 20
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+        {
+            return Err(ValidationError::new(
+                "kubernetes_version",
+                "must look like 1.34 or v1.34.2",
+            )
+            .into());
+        }
+        self.enqueue(
+            actor,
+            id,
+            OperationKind::Upgrade,
+            Some(v.to_owned()),
+            action::CLUSTER_UPGRADE,
+        )
+        .await
+    }
+
+    /// A tenant's quota and what it uses (members of the tenant and operators).
+    pub async fn quota(&self, actor: &Actor, tenant: &str) -> Result<(Quota, Usage)> {
+        let t = self
+            .visible_tenant(actor, tenant, action::TENANT_VIEW)
+            .await?;
+        Ok((self.store.quota(t.id).await?, self.store.usage(t.id).await?))
+    }
+
+    /// Sets a tenant's quota (operators).
+    pub async fn set_quota(&self, actor: &Actor, tenant: &str, quota: Quota) -> Result<Quota> {
+        self.authorize(actor, Permission::SetQuota, action::QUOTA_SET, tenant, None)
+            .await?;
+        let slug = TenantSlug::parse(tenant.trim())?;
+        let t = self.store.tenant_by_slug(&slug).await?;
+        for (field, v, max) in [
+            ("max_clusters", quota.max_clusters, 100_000),
+            ("max_nodes", quota.max_nodes, 1_000_000),
+            ("cluster_ttl_hours", quota.cluster_ttl_hours, 24 * 365 * 10),
+        ] {
+            if v.is_some_and(|v| v == 0 || v > max) {
+                let e: Error = ValidationError::new(
+                    field,
+                    format!("must be empty (unlimited) or between 1 and {max}"),
+                )
+                .into();
+                self.audit_refusal(actor, action::QUOTA_SET, tenant, Some(t.id), &e)
+                    .await?;
+                return Err(e);
+            }
+        }
+        let detail = format!(
+            "max_clusters={:?} max_nodes={:?} cluster_ttl_hours={:?}",
+            quota.max_clusters, quota.max_nodes, quota.cluster_ttl_hours
+        );
+        let audit = AuditEvent::now(actor, action::QUOTA_SET, t.slug.as_str(), Outcome::Success)
+            .in_tenant(t.id)
+            .with_detail(detail);
+        self.store.set_quota(t.id, &quota, &audit).await?;
+        Ok(quota)
+    }
+
+    /// The admin kubeconfig of a cluster (operators). Audited.
+    pub async fn admin_kubeconfig(&self, actor: &Actor, id: &str) -> Result<KubeconfigDownload> {
+        let cluster = self
+            .visible_cluster(actor, id, action::KUBECONFIG_ADMIN)
+            .await?;
+        self.authorize(
+            actor,
+            Permission::AdminKubeconfig,
+            action::KUBECONFIG_ADMIN,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+        )
+        .await?;
+        let yaml = self.stored_kubeconfig(&cluster).await?;
+        let audit = AuditEvent::now(
+            actor,
+            action::KUBECONFIG_ADMIN,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(cluster.tenant_id);
+        self.store.record_audit(&audit).await?;
+        Ok(KubeconfigDownload {
+            file_name: format!("{}-{}-admin.kubeconfig", cluster.tenant_slug, cluster.name),
+            yaml,
+            expires_at: None,
+        })
+    }
+
+    /// The caller's kubeconfig: operators get the stored admin kubeconfig; tenant members a
+    /// per-user, short-lived one whose identity the cluster sees (a ServiceAccount in
+    /// `kqueen-users` bound to their tenant role, a token from the TokenRequest API).
+    pub async fn kubeconfig(&self, actor: &Actor, id: &str) -> Result<KubeconfigDownload> {
+        if policy::check(actor, Permission::AdminKubeconfig).is_ok() {
+            return self.admin_kubeconfig(actor, id).await;
+        }
+        let cluster = self
+            .visible_cluster(actor, id, action::KUBECONFIG_ISSUE)
+            .await?;
+        let Some(who) = actor.identity() else {
+            return Err(Error::Unauthenticated);
+        };
+        let Some(role) = who.role_in(cluster.tenant_id) else {
+            return Err(Error::NotFound("cluster"));
+        };
+        let result = self
+            .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role)
+            .await;
+        self.audited(
+            actor,
+            action::KUBECONFIG_ISSUE,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+            result,
+        )
+        .await
+    }
+
+    async fn admin_client(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<(kube::Client, crate::kubernetes::ParsedKubeconfig)> {
+        let admin = self.stored_kubeconfig(cluster).await?;
+        let text = std::str::from_utf8(admin.expose())
+            .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
+        // The stored kubeconfig passed the provider's checks when it was stored.
+        let parsed = crate::kubernetes::parse_kubeconfig(text, None, true).map_err(|e| {
+            Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
+        })?;
+        let client = crate::kubernetes::client(&parsed, self.settings.request_check_timeout)
+            .await
+            .map_err(|e| Error::Conflict(format!("cannot reach the cluster: {e}")))?;
+        Ok((client, parsed))
+    }
+
+    async fn issue_user_kubeconfig(
+        &self,
+        actor: &Actor,
+        cluster: &Cluster,
+        username: &str,
+        user_id: Uuid,
+        role: crate::identity::Role,
+    ) -> Result<KubeconfigDownload> {
+        if cluster.state != ClusterState::Ready && cluster.state != ClusterState::Updating {
+            return Err(Error::Conflict(format!(
+                "the cluster is {}; kubeconfigs are issued when it is Ready",
+                cluster.state.label()
+            )));
+        }
+        let (client, parsed) = self.admin_client(cluster).await?;
+        let mut req = crate::kubernetes::UserAccess::new(
+            username,
+            &cluster.tenant_slug,
+            role,
+            self.settings.user_token_ttl,
+        );
+        req.context_name = Some(format!("{}-{}", cluster.tenant_slug, cluster.name));
+        let issued = tokio::time::timeout(
+            self.settings.request_check_timeout * 2,
+            crate::kubernetes::issue_user_kubeconfig(
+                client,
+                parsed.server(),
+                parsed.ca_data(),
+                &req,
+            ),
+        )
+        .await
+        .map_err(|_| Error::Conflict("the cluster did not answer in time; try again".into()))?
+        .map_err(access_error)?;
+        let audit = AuditEvent::now(
+            actor,
+            action::KUBECONFIG_ISSUE,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(cluster.tenant_id)
+        .with_detail(format!(
+            "service account {}, role {role}, expires {}",
+            issued.service_account,
+            issued.expires_at.to_rfc3339()
+        ));
+        self.store
+            .put_access(
+                cluster.id,
+                user_id,
+                &issued.service_account,
+                role.as_str(),
+                issued.expires_at,
+                &audit,
+            )
+            .await?;
+        Ok(KubeconfigDownload {
+            file_name: format!(
+                "{}-{}-{}.kubeconfig",
+                cluster.tenant_slug, cluster.name, issued.service_account
+            ),
+            yaml: issued.yaml,
+            expires_at: Some(issued.expires_at),
+        })
+    }
+
+    /// Revokes a user's access to a cluster (their own, or anyone's for tenant admins and
+    /// operators): deletes the ServiceAccount, which invalidates every token issued to it.
+    pub async fn revoke_access(&self, actor: &Actor, id: &str, user: Option<&str>) -> Result<()> {
+        let cluster = self
+            .visible_cluster(actor, id, action::ACCESS_REVOKE)
+            .await?;
+        let own = actor.identity().map(|i| i.username.as_str());
+        let target = match (user.map(str::trim).filter(|u| !u.is_empty()), own) {
+            (Some(u), Some(me)) if u == me => me.to_owned(),
+            (None, Some(me)) => me.to_owned(),
+            (Some(u), _) => {
+                self.authorize(
+                    actor,
+                    Permission::ManageAccess(cluster.tenant_id),
+                    action::ACCESS_REVOKE,
+                    u,
+                    Some(cluster.tenant_id),
+                )
+                .await?;
+                u.to_owned()
+            }
+            (None, None) => {
+                return Err(
+                    ValidationError::new("user", "name the user whose access to revoke").into(),
+                )
+            }
+        };
+        let result = async {
+            let user = self
+                .store
+                .user_by_username(&target)
+                .await?
+                .ok_or_else(|| Error::Invalid(ValidationError::new("user", "no such user")))?;
+            let (client, _) = self.admin_client(&cluster).await?;
+            let removed = crate::kubernetes::revoke_user_access(client, &target)
+                .await
+                .map_err(access_error)?;
+            let audit = AuditEvent::now(
+                actor,
+                action::ACCESS_REVOKE,
+                cluster.name.as_str(),
+                Outcome::Success,
+            )
+            .in_tenant(cluster.tenant_id)
+            .with_detail(format!(
+                "user {target}{}",
+                if removed { "" } else { " (had no access)" }
+            ));
+            if !self
+                .store
+                .delete_access(cluster.id, user.id, &audit)
+                .await?
+                && !removed
+            {
+                self.store.record_audit(&audit).await?;
+            }
+            Ok(())
+        }
+        .await;
+        self.audited(
+            actor,
+            action::ACCESS_REVOKE,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+            result,
+        )
+        .await
+    }
+
+    pub(crate) async fn stored_kubeconfig(&self, cluster: &Cluster) -> Result<Secret> {
+        if cluster.state == ClusterState::Provisioning {
+            return Err(Error::Conflict(
+                "the cluster is still being provisioned".into(),
+            ));
+        }
+        self.vault
+            .get(&SecretRef::tenant(
+                cluster.tenant_id,
+                kubeconfig_name(cluster.id),
+            ))
+            .await?
+            .ok_or_else(|| Error::Conflict("no kubeconfig is stored for this cluster".into()))
+    }
+
+    /// Builds the context of a provisioner call for an operation (engine).
+    pub(crate) async fn op_context(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+        work_root: &Path,
+    ) -> Result<OpContext> {
+        let provider = self.store.provider(cluster.provider_id).await?;
+        let mut ctx = OpContext::new(
+            cluster.name.as_str(),
+            &cluster.tenant_slug,
+            work_root.join(cluster.id.to_string()),
+        );
+        ctx.operation_id = op.id;
+        ctx.cluster_id = cluster.id;
+        ctx.params = cluster.parameters.clone();
+        ctx.provider_config = provider.config.clone();
+        ctx.provider_secrets = self.provider_secrets(&provider).await?;
+        if let Some(p) = self.registry.get(provider.kind) {
+            for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
+                if let Some(s) = self
+                    .vault
+                    .get(&param_secret_ref(cluster.tenant_id, cluster.id, &spec.name))
+                    .await?
+                {
+                    ctx.param_secrets.insert(spec.name.clone(), s);
+                }
+            }
+        }
+        ctx.cluster_state = cluster.provisioner_state.clone();
+        ctx.checkpoint = op
+            .checkpoint
+            .get("provisioner")
+            .cloned()
+            .unwrap_or(serde_json::Value::Null);
+        Ok(ctx)
+    }
+
+    /// Removes a deleted cluster's secrets from the vault (engine).
+    pub(crate) async fn forget_cluster_secrets(&self, cluster: &Cluster) {
+        let mut refs = vec![SecretRef::tenant(
+            cluster.tenant_id,
+            kubeconfig_name(cluster.id),
+        )];
+        if let Some(p) = self.registry.get(cluster.provider_kind) {
+            for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
+                refs.push(param_secret_ref(cluster.tenant_id, cluster.id, &spec.name));
+            }
+        }
+        for r in refs {
+            if let Err(e) = self.vault.delete(&r).await {
+                tracing::warn!(error = %e, "removing a deleted cluster's secret failed");
+            }
+        }
+    }
+
+    /// Queues the deletion of a cluster whose time-to-live ran out (engine).
+    pub(crate) async fn expire_cluster(&self, cluster: &Cluster) -> Result<()> {
+        let system = Actor::system();
+        let now = store::now();
+        let op = Operation::new(
+            cluster.id,
+            OperationKind::Delete,
+            None,
+            "system",
+            now,
+            chrono::Duration::hours(1),
+        );
+        let event = ClusterEvent::new(
+            cluster.id,
+            Some(op.id),
+            EventKind::State,
+            "Time-to-live expired: deletion queued",
+            now,
+        );
+        let audit = AuditEvent::now(
+            &system,
+            action::CLUSTER_EXPIRE,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(cluster.tenant_id)
+        .with_detail("time-to-live expired");
+        self.store
+            .enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
+            .await?;
+        tracing::info!(cluster = %cluster.name, tenant = %cluster.tenant_slug, "cluster expired; deletion queued");
+        Ok(())
+    }
+}

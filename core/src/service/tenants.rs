@@ -1,0 +1,111 @@
+//! Tenants: create, view, list.
+
+use super::Kqueen;
+use crate::audit::{action, AuditEvent, Outcome};
+use crate::page::Page;
+use crate::policy::{self, Permission};
+use crate::store;
+use crate::tenant::{DisplayName, NewTenant, Tenant, TenantFilter, TenantSlug};
+use crate::{Actor, Error, Result};
+
+impl Kqueen {
+    /// Creates a tenant (operators). Refusals, invalid input and name clashes are audited.
+    #[tracing::instrument(skip_all, fields(actor = %actor, slug = %input.slug))]
+    pub async fn create_tenant(&self, actor: &Actor, input: NewTenant) -> Result<Tenant> {
+        self.authorize(
+            actor,
+            Permission::CreateTenant,
+            action::TENANT_CREATE,
+            &input.slug,
+            None,
+        )
+        .await?;
+        let result = self.try_create_tenant(actor, &input).await;
+        self.audited(actor, action::TENANT_CREATE, &input.slug, None, result)
+            .await
+    }
+
+    async fn try_create_tenant(&self, actor: &Actor, input: &NewTenant) -> Result<Tenant> {
+        let slug = TenantSlug::parse(input.slug.trim())?;
+        let display_name = match input.display_name.as_deref().map(str::trim) {
+            Some(name) if !name.is_empty() => DisplayName::parse(name)?,
+            _ => DisplayName::parse(slug.as_str())?,
+        };
+        let tenant = Tenant {
+            id: uuid::Uuid::now_v7(),
+            slug,
+            display_name,
+            created_at: store::now(),
+        };
+        let audit = AuditEvent::now(
+            actor,
+            action::TENANT_CREATE,
+            tenant.slug.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(tenant.id);
+        self.store.create_tenant(&tenant, &audit).await?;
+        tracing::info!(tenant = %tenant.slug, "tenant created");
+        Ok(tenant)
+    }
+
+    /// A tenant the actor may view. Tenants the actor may not view are "not found" (their
+    /// existence does not leak), and the attempt is audited.
+    pub async fn tenant(&self, actor: &Actor, slug: &str) -> Result<Tenant> {
+        self.visible_tenant(actor, slug, action::TENANT_VIEW).await
+    }
+
+    /// Resolves `slug` for an action about that tenant, refusing (and auditing `action`) when
+    /// the actor may not even view it.
+    pub(super) async fn visible_tenant(
+        &self,
+        actor: &Actor,
+        slug: &str,
+        action: &str,
+    ) -> Result<Tenant> {
+        let found = match TenantSlug::parse(slug) {
+            Ok(s) => match self.store.tenant_by_slug(&s).await {
+                Ok(t) => Some(t),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        };
+        let tenant_id = found.as_ref().map(|t| t.id);
+        let error = match found {
+            Some(t) => match policy::check(actor, Permission::ViewTenant(t.id)) {
+                Ok(()) => return Ok(t),
+                Err(Error::Unauthenticated) => Error::Unauthenticated,
+                // Not viewable answers like absent, so that tenant names do not leak.
+                Err(_) => Error::NotFound("tenant"),
+            },
+            None => Error::NotFound("tenant"),
+        };
+        self.audit_refusal(actor, action, slug, tenant_id, &error)
+            .await?;
+        Err(error)
+    }
+
+    /// Tenants the actor may see: all for operators, their own for everyone else.
+    pub async fn list_tenants(
+        &self,
+        actor: &Actor,
+        filter: &TenantFilter,
+        page: Page,
+    ) -> Result<Vec<Tenant>> {
+        let member = if policy::check(actor, Permission::ListAllTenants).is_ok() {
+            None
+        } else {
+            self.authorize(
+                actor,
+                Permission::SelfService,
+                action::TENANT_LIST,
+                "tenants",
+                None,
+            )
+            .await?;
+            actor.identity().map(|i| i.user_id)
+        };
+        self.store.list_tenants(filter, member, page).await
+    }
+}

@@ -1,0 +1,127 @@
+//! Personal API tokens: created and revoked by their owner, shown once, stored hashed.
+
+use chrono::Duration;
+use uuid::Uuid;
+
+use super::Kqueen;
+use crate::audit::{action, AuditEvent, Outcome};
+use crate::identity::Identity;
+use crate::policy::Permission;
+use crate::secret::{self, TOKEN_PREFIX};
+use crate::store;
+use crate::token::{ApiToken, IssuedToken};
+use crate::{Actor, Error, Result, ValidationError};
+
+/// Longest token lifetime.
+pub const MAX_TOKEN_DAYS: u32 = 365;
+
+impl Kqueen {
+    /// Issues a token for the acting user, valid for `days` days (1 to 365).
+    pub async fn create_token(&self, actor: &Actor, name: &str, days: u32) -> Result<IssuedToken> {
+        self.authorize(
+            actor,
+            Permission::SelfService,
+            action::TOKEN_CREATE,
+            name,
+            None,
+        )
+        .await?;
+        let owner = actor.identity().ok_or(Error::Unauthenticated)?;
+        let name = name.trim();
+        if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+            return Err(
+                ValidationError::new("name", "must be 1 to 100 printable characters").into(),
+            );
+        }
+        if !(1..=MAX_TOKEN_DAYS).contains(&days) {
+            return Err(ValidationError::new("days", "must be between 1 and 365").into());
+        }
+        let secret = secret::random_secret(TOKEN_PREFIX);
+        let now = store::now();
+        let token = ApiToken {
+            id: Uuid::now_v7(),
+            user_id: owner.user_id,
+            name: name.to_owned(),
+            prefix: secret.chars().take(TOKEN_PREFIX.len() + 6).collect(),
+            created_at: now,
+            expires_at: now + Duration::days(i64::from(days)),
+            last_used_at: None,
+            revoked_at: None,
+        };
+        let audit = AuditEvent::now(actor, action::TOKEN_CREATE, &token.prefix, Outcome::Success)
+            .with_detail(format!("'{}', {days} days", token.name));
+        self.store
+            .create_token(&token, &secret::token_hash(&secret), &audit)
+            .await?;
+        Ok(IssuedToken { token, secret })
+    }
+
+    /// The acting user's tokens, newest first.
+    pub async fn tokens(&self, actor: &Actor) -> Result<Vec<ApiToken>> {
+        self.authorize(
+            actor,
+            Permission::SelfService,
+            action::TOKEN_LIST,
+            "tokens",
+            None,
+        )
+        .await?;
+        let owner = actor.identity().ok_or(Error::Unauthenticated)?;
+        self.store.tokens_of(owner.user_id).await
+    }
+
+    /// Revokes one of the acting user's tokens; other users' tokens are "not found".
+    pub async fn revoke_token(&self, actor: &Actor, id: Uuid) -> Result<()> {
+        let target = id.to_string();
+        self.authorize(
+            actor,
+            Permission::SelfService,
+            action::TOKEN_REVOKE,
+            &target,
+            None,
+        )
+        .await?;
+        let owner = actor.identity().ok_or(Error::Unauthenticated)?;
+        let audit = AuditEvent::now(actor, action::TOKEN_REVOKE, &target, Outcome::Success);
+        if self
+            .store
+            .revoke_token(owner.user_id, id, store::now(), &audit)
+            .await?
+        {
+            Ok(())
+        } else {
+            let e = Error::NotFound("token");
+            self.audit_refusal(actor, action::TOKEN_REVOKE, &target, None, &e)
+                .await?;
+            Err(e)
+        }
+    }
+
+    /// The identity behind a bearer token, or `None` for unknown, revoked or expired tokens
+    /// and disabled users.
+    pub async fn authenticate_token(&self, secret: &str) -> Result<Option<Identity>> {
+        if !secret.starts_with(TOKEN_PREFIX) || secret.len() > 200 {
+            return Ok(None);
+        }
+        let now = store::now();
+        let Some(token) = self
+            .store
+            .token_by_hash(&secret::token_hash(secret))
+            .await?
+        else {
+            return Ok(None);
+        };
+        if !token.is_active(now) {
+            return Ok(None);
+        }
+        // "Last used" is shown to the minute: record it at most once a minute, not as a
+        // database write on every API request.
+        if token
+            .last_used_at
+            .is_none_or(|t| now - t >= chrono::Duration::minutes(1))
+        {
+            self.store.touch_token(token.id, now).await?;
+        }
+        self.identity(token.user_id).await
+    }
+}

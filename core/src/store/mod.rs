@@ -1,0 +1,332 @@
+//! Persistence. [`Store`] is the only door to the database, made of capability-sized traits;
+//! [`connect`] opens SQLite or Postgres from a URL and brings the schema up to date.
+//!
+//! State changes take the audit event that records them, and write both in one transaction:
+//! a change is never stored without its audit entry, nor the reverse.
+
+mod sql;
+
+use async_trait::async_trait;
+use chrono::{DateTime, SubsecRound, Utc};
+use uuid::Uuid;
+
+use crate::audit::{AuditEvent, AuditQuery};
+use crate::cluster::{
+    Cluster, ClusterEvent, ClusterFilter, ClusterState, Operation, OperationState, Provider, Quota,
+    Template, Usage,
+};
+use crate::identity::{Member, Membership, MembershipSource, Role};
+use crate::page::Page;
+use crate::tenant::{Tenant, TenantFilter, TenantSlug};
+use crate::token::ApiToken;
+use crate::user::User;
+use crate::Result;
+
+pub use sql::{connect, SqlStore};
+
+/// Which SQL dialect a store speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// Row counts shown on the overview page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    pub tenants: u64,
+    pub users: u64,
+    pub audit_events: u64,
+}
+
+#[async_trait]
+pub trait TenantStore: Send + Sync {
+    async fn create_tenant(&self, tenant: &Tenant, audit: &AuditEvent) -> Result<()>;
+    async fn tenant_by_slug(&self, slug: &TenantSlug) -> Result<Tenant>;
+    /// Tenants by slug; with `member` only those that user belongs to.
+    async fn list_tenants(
+        &self,
+        filter: &TenantFilter,
+        member: Option<Uuid>,
+        page: Page,
+    ) -> Result<Vec<Tenant>>;
+}
+
+#[async_trait]
+pub trait UserStore: Send + Sync {
+    async fn create_user(
+        &self,
+        user: &User,
+        password_hash: Option<&str>,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn user_by_id(&self, id: Uuid) -> Result<User>;
+    async fn user_by_subject(&self, subject: &str) -> Result<Option<User>>;
+    async fn user_by_username(&self, username: &str) -> Result<Option<User>>;
+    async fn password_hash(&self, user_id: Uuid) -> Result<Option<String>>;
+    async fn list_users(&self, page: Page) -> Result<Vec<User>>;
+    /// Whether any operator who is not disabled exists.
+    async fn has_active_operator(&self) -> Result<bool>;
+    /// Inserts or updates a user who logged in through the identity provider, replaces their
+    /// provider-derived memberships, and records the login: one transaction.
+    async fn upsert_external_login(
+        &self,
+        user: &User,
+        memberships: &[(Uuid, Role)],
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Records a successful local login.
+    async fn record_login(
+        &self,
+        user_id: Uuid,
+        at: DateTime<Utc>,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+}
+
+#[async_trait]
+pub trait MembershipStore: Send + Sync {
+    async fn memberships_of(&self, user_id: Uuid) -> Result<Vec<Membership>>;
+    async fn members_of(&self, tenant_id: Uuid) -> Result<Vec<Member>>;
+    async fn put_membership(
+        &self,
+        tenant_id: Uuid,
+        user_id: Uuid,
+        role: Role,
+        source: MembershipSource,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// False when there was no such membership.
+    async fn delete_membership(
+        &self,
+        tenant_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditEvent,
+    ) -> Result<bool>;
+}
+
+#[async_trait]
+pub trait TokenStore: Send + Sync {
+    async fn create_token(&self, token: &ApiToken, hash: &str, audit: &AuditEvent) -> Result<()>;
+    async fn tokens_of(&self, user_id: Uuid) -> Result<Vec<ApiToken>>;
+    async fn token_by_hash(&self, hash: &str) -> Result<Option<ApiToken>>;
+    /// False when the user has no such active token.
+    async fn revoke_token(
+        &self,
+        user_id: Uuid,
+        id: Uuid,
+        at: DateTime<Utc>,
+        audit: &AuditEvent,
+    ) -> Result<bool>;
+    async fn touch_token(&self, id: Uuid, at: DateTime<Utc>) -> Result<()>;
+}
+
+/// Server-side session records (opaque data, owned by the web layer's session manager).
+#[async_trait]
+pub trait SessionStore: Send + Sync {
+    /// The data and expiry of a session that has not expired at `now`.
+    async fn session_load(
+        &self,
+        id: &str,
+        now: DateTime<Utc>,
+    ) -> Result<Option<(String, DateTime<Utc>)>>;
+    async fn session_save(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<()>;
+    async fn session_delete(&self, id: &str) -> Result<()>;
+    async fn sessions_purge_expired(&self, now: DateTime<Utc>) -> Result<u64>;
+}
+
+#[async_trait]
+pub trait AuditStore: Send + Sync {
+    /// Records an event that accompanies no state change (a refusal, a failed attempt, a logout).
+    async fn record_audit(&self, event: &AuditEvent) -> Result<()>;
+    /// Newest first.
+    async fn list_audit(&self, query: &AuditQuery, page: Page) -> Result<Vec<AuditEvent>>;
+}
+
+/// Providers and templates (operators' catalogue).
+#[async_trait]
+pub trait CatalogStore: Send + Sync {
+    async fn create_provider(&self, provider: &Provider, audit: &AuditEvent) -> Result<()>;
+    async fn update_provider(&self, provider: &Provider, audit: &AuditEvent) -> Result<()>;
+    /// False when there was none; `Conflict` while templates or live clusters use it.
+    async fn delete_provider(&self, id: Uuid, audit: &AuditEvent) -> Result<bool>;
+    async fn provider(&self, id: Uuid) -> Result<Provider>;
+    async fn provider_by_name(&self, name: &str) -> Result<Option<Provider>>;
+    async fn list_providers(&self, page: Page) -> Result<Vec<Provider>>;
+    async fn create_template(&self, template: &Template, audit: &AuditEvent) -> Result<()>;
+    async fn update_template(&self, template: &Template, audit: &AuditEvent) -> Result<()>;
+    async fn delete_template(&self, id: Uuid, audit: &AuditEvent) -> Result<bool>;
+    async fn template(&self, id: Uuid) -> Result<Template>;
+    async fn template_by_name(&self, name: &str) -> Result<Option<Template>>;
+    /// All templates, or (with `offered_to`) the enabled ones of enabled providers offered to
+    /// that tenant.
+    async fn list_templates(&self, offered_to: Option<Uuid>, page: Page) -> Result<Vec<Template>>;
+}
+
+/// A change to a cluster that finishes an operation.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterChange {
+    pub state: Option<ClusterState>,
+    /// `Some(None)` clears the error.
+    pub error: Option<Option<String>>,
+    pub endpoint: Option<String>,
+    pub provisioner_state: Option<serde_json::Value>,
+    pub node_count: Option<u32>,
+    pub parameters: Option<crate::provisioner::Params>,
+    /// The cluster is gone: hide it (its name becomes free).
+    pub deleted: bool,
+}
+
+/// Clusters, their quota, timelines and per-user access records.
+#[async_trait]
+pub trait ClusterStore: Send + Sync {
+    async fn quota(&self, tenant_id: Uuid) -> Result<Quota>;
+    async fn set_quota(&self, tenant_id: Uuid, quota: &Quota, audit: &AuditEvent) -> Result<()>;
+    async fn usage(&self, tenant_id: Uuid) -> Result<Usage>;
+    /// Stores a new cluster with its create operation and first timeline entry, after checking
+    /// the tenant's quota inside the same transaction (concurrent requests cannot both pass).
+    async fn create_cluster(
+        &self,
+        cluster: &Cluster,
+        operation: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// A live (not deleted) cluster.
+    async fn cluster(&self, id: Uuid) -> Result<Cluster>;
+    /// Live clusters, by tenant slug and name; `tenants` restricts to those tenants.
+    async fn list_clusters(
+        &self,
+        filter: &ClusterFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<Vec<Cluster>>;
+    async fn count_clusters(&self, filter: &ClusterFilter, tenants: Option<&[Uuid]>)
+        -> Result<u64>;
+    /// Queues an operation on a cluster and moves it to `state`. `Conflict` while another
+    /// operation of that cluster is unfinished.
+    async fn enqueue_operation(
+        &self,
+        operation: &Operation,
+        state: ClusterState,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Newest first.
+    async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>>;
+    async fn operation(&self, id: Uuid) -> Result<Operation>;
+    /// Oldest first, at most `limit`, after the event `after` when given.
+    async fn events_of(
+        &self,
+        cluster_id: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Vec<ClusterEvent>>;
+    /// Live clusters whose time-to-live ran out and that have no unfinished operation.
+    async fn expired_clusters(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<Cluster>>;
+    async fn put_access(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        service_account: &str,
+        role: &str,
+        expires_at: DateTime<Utc>,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// The ServiceAccount recorded for a user in a cluster.
+    async fn access_of(&self, cluster_id: Uuid, user_id: Uuid) -> Result<Option<String>>;
+    async fn delete_access(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditEvent,
+    ) -> Result<bool>;
+}
+
+/// The workers' side of operations: claims with a lease, fenced writes.
+#[async_trait]
+pub trait OperationStore: Send + Sync {
+    /// Claims the oldest runnable operation (pending or running with an expired lease, due
+    /// at `now`) for `owner` until `lease_until`, counting an attempt. Two workers never get
+    /// the same operation while a lease is valid (Postgres: `FOR UPDATE SKIP LOCKED`).
+    async fn claim_operation(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<Operation>>;
+    /// Extends the lease; false when `owner` no longer holds it.
+    async fn renew_lease(&self, id: Uuid, owner: &str, lease_until: DateTime<Utc>) -> Result<bool>;
+    /// Records progress and timeline entries while `owner` holds the lease.
+    async fn save_progress(
+        &self,
+        id: Uuid,
+        owner: &str,
+        step: &str,
+        progress: u8,
+        checkpoint: &serde_json::Value,
+        events: &[ClusterEvent],
+    ) -> Result<bool>;
+    /// Releases the lease and makes the operation runnable again at `run_after`.
+    async fn reschedule(
+        &self,
+        id: Uuid,
+        owner: &str,
+        run_after: DateTime<Utc>,
+        checkpoint: &serde_json::Value,
+        events: &[ClusterEvent],
+    ) -> Result<bool>;
+    /// Ends the operation (`Succeeded` or `Failed` with `error`) and applies `change` to its
+    /// cluster, in one transaction, while `owner` holds the lease.
+    #[allow(clippy::too_many_arguments)]
+    async fn finish_operation(
+        &self,
+        id: Uuid,
+        owner: &str,
+        state: OperationState,
+        error: Option<&str>,
+        change: &ClusterChange,
+        events: &[ClusterEvent],
+        now: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Unfinished operations (for the operators' view and tests).
+    async fn unfinished_operations(&self, limit: u32) -> Result<Vec<Operation>>;
+}
+
+/// Everything KQueen keeps.
+#[async_trait]
+pub trait Store:
+    TenantStore
+    + UserStore
+    + MembershipStore
+    + TokenStore
+    + SessionStore
+    + AuditStore
+    + CatalogStore
+    + ClusterStore
+    + OperationStore
+    + crate::vault::SecretBackend
+    + 'static
+{
+    fn backend(&self) -> Backend;
+    /// Succeeds when the database answers a trivial query.
+    async fn ping(&self) -> Result<()>;
+    async fn counts(&self) -> Result<Counts>;
+    /// Waits for open connections to finish and closes them (graceful shutdown).
+    async fn close(&self);
+}
+
+/// The current time at the precision every backend keeps (microseconds), so that a value read
+/// back equals the value written.
+pub fn now() -> DateTime<Utc> {
+    Utc::now().trunc_subsecs(6)
+}

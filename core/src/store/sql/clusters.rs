@@ -1,0 +1,769 @@
+//! Clusters, quotas, timelines, per-user access records; the workers' operation queue.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::catalog::{json, to_json};
+use super::{contains_pattern, limit_offset, Pool, SqlStore, INSERT_AUDIT};
+use crate::audit::AuditEvent;
+use crate::cluster::{
+    Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind, Operation,
+    OperationKind, OperationState, Quota, Usage,
+};
+use crate::page::Page;
+use crate::provisioner::ProviderKind;
+use crate::store::{ClusterChange, ClusterStore, OperationStore};
+use crate::{Error, Result};
+
+#[derive(FromRow)]
+struct ClusterRow {
+    id: Uuid,
+    tenant_id: Uuid,
+    tenant_slug: String,
+    name: String,
+    template_id: Option<Uuid>,
+    template_name: String,
+    provider_id: Uuid,
+    provider_kind: String,
+    state: String,
+    parameters: String,
+    node_count: i32,
+    endpoint: Option<String>,
+    provisioner_state: String,
+    error: Option<String>,
+    expires_at: Option<DateTime<Utc>>,
+    created_by: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+}
+
+const CLUSTER_COLS: &str = "c.id, c.tenant_id, t.slug AS tenant_slug, c.name, c.template_id, \
+     c.template_name, c.provider_id, c.provider_kind, c.state, c.parameters, c.node_count, \
+     c.endpoint, c.provisioner_state, c.error, c.expires_at, c.created_by, c.created_at, \
+     c.updated_at";
+
+impl TryFrom<ClusterRow> for Cluster {
+    type Error = Error;
+    fn try_from(r: ClusterRow) -> Result<Self> {
+        let corrupt = |what: &str| Error::Corrupt(format!("cluster {}: {what}", r.id));
+        Ok(Cluster {
+            name: ClusterName::parse(&r.name).map_err(|_| corrupt("name"))?,
+            provider_kind: ProviderKind::parse(&r.provider_kind).ok_or_else(|| corrupt("kind"))?,
+            state: ClusterState::parse(&r.state).ok_or_else(|| corrupt("state"))?,
+            parameters: json("cluster", r.id, &r.parameters)?,
+            provisioner_state: json("cluster", r.id, &r.provisioner_state)?,
+            node_count: u32::try_from(r.node_count).unwrap_or(0),
+            id: r.id,
+            tenant_id: r.tenant_id,
+            tenant_slug: r.tenant_slug,
+            template_id: r.template_id,
+            template_name: r.template_name,
+            provider_id: r.provider_id,
+            endpoint: r.endpoint,
+            error: r.error,
+            expires_at: r.expires_at,
+            created_by: r.created_by,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct OperationRow {
+    id: Uuid,
+    cluster_id: Uuid,
+    kind: String,
+    state: String,
+    step: String,
+    progress: i32,
+    attempts: i32,
+    error: Option<String>,
+    target: Option<String>,
+    checkpoint: String,
+    requested_by: String,
+    created_at: DateTime<Utc>,
+    updated_at: DateTime<Utc>,
+    started_at: Option<DateTime<Utc>>,
+    finished_at: Option<DateTime<Utc>>,
+    deadline_at: DateTime<Utc>,
+    run_after: DateTime<Utc>,
+    lease_owner: Option<String>,
+    lease_expires_at: Option<DateTime<Utc>>,
+}
+
+const OP_COLS: &str = "id, cluster_id, kind, state, step, progress, attempts, error, target, \
+     checkpoint, requested_by, created_at, updated_at, started_at, finished_at, deadline_at, \
+     run_after, lease_owner, lease_expires_at";
+
+impl TryFrom<OperationRow> for Operation {
+    type Error = Error;
+    fn try_from(r: OperationRow) -> Result<Self> {
+        let corrupt = |what: &str| Error::Corrupt(format!("operation {}: {what}", r.id));
+        Ok(Operation {
+            kind: OperationKind::parse(&r.kind).ok_or_else(|| corrupt("kind"))?,
+            state: OperationState::parse(&r.state).ok_or_else(|| corrupt("state"))?,
+            checkpoint: json("operation", r.id, &r.checkpoint)?,
+            progress: u8::try_from(r.progress.clamp(0, 100)).unwrap_or(0),
+            attempts: u32::try_from(r.attempts).unwrap_or(0),
+            id: r.id,
+            cluster_id: r.cluster_id,
+            step: r.step,
+            error: r.error,
+            target: r.target,
+            requested_by: r.requested_by,
+            created_at: r.created_at,
+            updated_at: r.updated_at,
+            started_at: r.started_at,
+            finished_at: r.finished_at,
+            deadline_at: r.deadline_at,
+            run_after: r.run_after,
+            lease_owner: r.lease_owner,
+            lease_expires_at: r.lease_expires_at,
+        })
+    }
+}
+
+#[derive(FromRow)]
+struct EventRow {
+    id: Uuid,
+    cluster_id: Uuid,
+    operation_id: Option<Uuid>,
+    occurred_at: DateTime<Utc>,
+    kind: String,
+    message: String,
+}
+
+const INSERT_EVENT: &str = "INSERT INTO cluster_events \
+     (id, cluster_id, operation_id, occurred_at, kind, message) VALUES ($1, $2, $3, $4, $5, $6)";
+
+/// Inserts timeline entries on `$tx`.
+macro_rules! insert_events {
+    ($tx:ident, $events:expr) => {
+        for e in $events {
+            sqlx::query(INSERT_EVENT)
+                .bind(e.id)
+                .bind(e.cluster_id)
+                .bind(e.operation_id)
+                .bind(e.occurred_at)
+                .bind(e.kind.as_str())
+                .bind(&e.message)
+                .execute(&mut *$tx)
+                .await?;
+        }
+    };
+}
+
+const INSERT_OP: &str = "INSERT INTO operations (id, cluster_id, kind, state, step, progress, \
+     attempts, error, target, checkpoint, requested_by, created_at, updated_at, deadline_at, \
+     run_after) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)";
+
+macro_rules! insert_op {
+    ($tx:ident, $op:expr, $checkpoint:expr) => {
+        sqlx::query(INSERT_OP)
+            .bind($op.id)
+            .bind($op.cluster_id)
+            .bind($op.kind.as_str())
+            .bind($op.state.as_str())
+            .bind(&$op.step)
+            .bind(i32::from($op.progress))
+            .bind(0_i32)
+            .bind(&$op.error)
+            .bind(&$op.target)
+            .bind($checkpoint)
+            .bind(&$op.requested_by)
+            .bind($op.created_at)
+            .bind($op.updated_at)
+            .bind($op.deadline_at)
+            .bind($op.run_after)
+            .execute(&mut *$tx)
+            .await?
+    };
+}
+
+/// The WHERE clause and its text binds for a cluster list (binds start at `$first`).
+fn cluster_where(
+    filter: &ClusterFilter,
+    tenants: Option<&[Uuid]>,
+    first: usize,
+) -> (String, Vec<String>, Vec<Uuid>) {
+    let mut clauses = vec!["c.deleted_at IS NULL".to_owned()];
+    let mut texts = Vec::new();
+    let mut n = first;
+    if let Some(t) = &filter.tenant {
+        clauses.push(format!("t.slug = ${n}"));
+        texts.push(t.clone());
+        n += 1;
+    }
+    if let Some(s) = filter.state {
+        clauses.push(format!("c.state = ${n}"));
+        texts.push(s.as_str().to_owned());
+        n += 1;
+    }
+    if let Some(name) = filter.name.as_deref().filter(|s| !s.is_empty()) {
+        clauses.push(format!("c.name LIKE ${n} ESCAPE '\\'"));
+        texts.push(contains_pattern(name));
+        n += 1;
+    }
+    let mut ids = Vec::new();
+    if let Some(tenants) = tenants {
+        if tenants.is_empty() {
+            clauses.push("1 = 0".into());
+        } else {
+            let ps: Vec<String> = (0..tenants.len()).map(|i| format!("${}", n + i)).collect();
+            clauses.push(format!("c.tenant_id IN ({})", ps.join(", ")));
+            ids.extend_from_slice(tenants);
+        }
+    }
+    (clauses.join(" AND "), texts, ids)
+}
+
+#[async_trait]
+impl ClusterStore for SqlStore {
+    async fn quota(&self, tenant_id: Uuid) -> Result<Quota> {
+        const SQL: &str =
+            "SELECT max_clusters, max_nodes, cluster_ttl_hours FROM tenants WHERE id = $1";
+        let row: Option<(Option<i32>, Option<i32>, Option<i32>)> = on_pool!(self, p => {
+            sqlx::query_as(SQL).bind(tenant_id).fetch_optional(p).await?
+        });
+        let (c, n, t) = row.ok_or(Error::NotFound("tenant"))?;
+        let u = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
+        Ok(Quota {
+            max_clusters: u(c),
+            max_nodes: u(n),
+            cluster_ttl_hours: u(t),
+        })
+    }
+
+    async fn set_quota(&self, tenant_id: Uuid, q: &Quota, audit: &AuditEvent) -> Result<()> {
+        let i = |v: Option<u32>| v.map(|v| i32::try_from(v).unwrap_or(i32::MAX));
+        audited_tx!(self, audit, |tx| {
+            let done = sqlx::query(
+                "UPDATE tenants SET max_clusters = $2, max_nodes = $3, cluster_ttl_hours = $4 \
+                 WHERE id = $1",
+            )
+            .bind(tenant_id)
+            .bind(i(q.max_clusters))
+            .bind(i(q.max_nodes))
+            .bind(i(q.cluster_ttl_hours))
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(Error::NotFound("tenant"));
+            }
+        });
+        Ok(())
+    }
+
+    async fn usage(&self, tenant_id: Uuid) -> Result<Usage> {
+        const SQL: &str = "SELECT COUNT(*), COALESCE(SUM(node_count), 0) FROM clusters \
+             WHERE tenant_id = $1 AND deleted_at IS NULL";
+        let (c, n): (i64, i64) = on_pool!(self, p => {
+            sqlx::query_as(SQL).bind(tenant_id).fetch_one(p).await?
+        });
+        Ok(Usage {
+            clusters: u32::try_from(c).unwrap_or(u32::MAX),
+            nodes: u32::try_from(n).unwrap_or(u32::MAX),
+        })
+    }
+
+    async fn create_cluster(
+        &self,
+        c: &Cluster,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()> {
+        let params = to_json(&c.parameters)?;
+        let pstate = to_json(&c.provisioner_state)?;
+        let checkpoint = to_json(&op.checkpoint)?;
+        let postgres = matches!(self.pool, Pool::Postgres(_));
+        audited_tx!(self, audit, |tx| {
+            // Serialise requests of one tenant (Postgres row lock; SQLite has one writer).
+            let lock = if postgres {
+                "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1 FOR UPDATE"
+            } else {
+                "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1"
+            };
+            let (max_c, max_n): (Option<i32>, Option<i32>) = sqlx::query_as(lock)
+                .bind(c.tenant_id)
+                .fetch_one(&mut *tx)
+                .await?;
+            let (used_c, used_n): (i64, i64) = sqlx::query_as(
+                "SELECT COUNT(*), COALESCE(SUM(node_count), 0) FROM clusters \
+                 WHERE tenant_id = $1 AND deleted_at IS NULL",
+            )
+            .bind(c.tenant_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            let quota = Quota {
+                max_clusters: max_c.and_then(|v| u32::try_from(v).ok()),
+                max_nodes: max_n.and_then(|v| u32::try_from(v).ok()),
+                cluster_ttl_hours: None,
+            };
+            let usage = Usage {
+                clusters: u32::try_from(used_c).unwrap_or(u32::MAX),
+                nodes: u32::try_from(used_n).unwrap_or(u32::MAX),
+            };
+            quota.admit(usage, c.node_count).map_err(Error::Conflict)?;
+            sqlx::query(
+                "INSERT INTO clusters (id, tenant_id, name, template_id, template_name, \
+                 provider_id, provider_kind, state, parameters, node_count, endpoint, \
+                 provisioner_state, error, expires_at, created_by, created_at, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)",
+            )
+            .bind(c.id)
+            .bind(c.tenant_id)
+            .bind(c.name.as_str())
+            .bind(c.template_id)
+            .bind(&c.template_name)
+            .bind(c.provider_id)
+            .bind(c.provider_kind.as_str())
+            .bind(c.state.as_str())
+            .bind(&params)
+            .bind(i32::try_from(c.node_count).unwrap_or(i32::MAX))
+            .bind(&c.endpoint)
+            .bind(&pstate)
+            .bind(&c.error)
+            .bind(c.expires_at)
+            .bind(&c.created_by)
+            .bind(c.created_at)
+            .bind(c.updated_at)
+            .execute(&mut *tx)
+            .await
+            .map_err(super::conflict_as(|| {
+                format!("the tenant already has a cluster named '{}'", c.name)
+            }))?;
+            insert_op!(tx, op, &checkpoint);
+            insert_events!(tx, [event]);
+        });
+        Ok(())
+    }
+
+    async fn cluster(&self, id: Uuid) -> Result<Cluster> {
+        let sql = format!(
+            "SELECT {CLUSTER_COLS} FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
+             WHERE c.id = $1 AND c.deleted_at IS NULL"
+        );
+        let row: Option<ClusterRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+        });
+        row.ok_or(Error::NotFound("cluster"))?.try_into()
+    }
+
+    async fn list_clusters(
+        &self,
+        filter: &ClusterFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<Vec<Cluster>> {
+        let (wh, texts, ids) = cluster_where(filter, tenants, 3);
+        let sql = format!(
+            "SELECT {CLUSTER_COLS} FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
+             WHERE {wh} ORDER BY t.slug, c.name LIMIT $1 OFFSET $2"
+        );
+        let (limit, offset) = limit_offset(page);
+        let rows: Vec<ClusterRow> = on_pool!(self, p => {
+            let mut q = sqlx::query_as(&sql).bind(limit).bind(offset);
+            for t in &texts {
+                q = q.bind(t);
+            }
+            for id in &ids {
+                q = q.bind(*id);
+            }
+            q.fetch_all(p).await?
+        });
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn count_clusters(
+        &self,
+        filter: &ClusterFilter,
+        tenants: Option<&[Uuid]>,
+    ) -> Result<u64> {
+        let (wh, texts, ids) = cluster_where(filter, tenants, 1);
+        let sql = format!(
+            "SELECT COUNT(*) FROM clusters c JOIN tenants t ON t.id = c.tenant_id WHERE {wh}"
+        );
+        let n: i64 = on_pool!(self, p => {
+            let mut q = sqlx::query_scalar(&sql);
+            for t in &texts {
+                q = q.bind(t);
+            }
+            for id in &ids {
+                q = q.bind(*id);
+            }
+            q.fetch_one(p).await?
+        });
+        Ok(u64::try_from(n).unwrap_or(0))
+    }
+
+    async fn enqueue_operation(
+        &self,
+        op: &Operation,
+        state: ClusterState,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()> {
+        let checkpoint = to_json(&op.checkpoint)?;
+        audited_tx!(self, audit, |tx| {
+            // Claim the cluster first (the row write serialises concurrent requests).
+            let done = sqlx::query(
+                "UPDATE clusters SET state = $2, updated_at = $3 WHERE id = $1 AND deleted_at IS NULL",
+            )
+            .bind(op.cluster_id)
+            .bind(state.as_str())
+            .bind(op.created_at)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Err(Error::NotFound("cluster"));
+            }
+            let busy: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM operations WHERE cluster_id = $1 \
+                 AND state IN ('pending', 'running')",
+            )
+            .bind(op.cluster_id)
+            .fetch_one(&mut *tx)
+            .await?;
+            if busy > 0 {
+                return Err(Error::Conflict(
+                    "another operation of this cluster is still running".into(),
+                ));
+            }
+            insert_op!(tx, op, &checkpoint);
+            insert_events!(tx, [event]);
+        });
+        Ok(())
+    }
+
+    async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>> {
+        let sql = format!(
+            "SELECT {OP_COLS} FROM operations WHERE cluster_id = $1 \
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        let rows: Vec<OperationRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(cluster_id).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn operation(&self, id: Uuid) -> Result<Operation> {
+        let sql = format!("SELECT {OP_COLS} FROM operations WHERE id = $1");
+        let row: Option<OperationRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+        });
+        row.ok_or(Error::NotFound("operation"))?.try_into()
+    }
+
+    async fn events_of(
+        &self,
+        cluster_id: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Vec<ClusterEvent>> {
+        let rows: Vec<EventRow> = match after {
+            Some(after) => {
+                const SQL: &str =
+                    "SELECT id, cluster_id, operation_id, occurred_at, kind, message \
+                     FROM cluster_events WHERE cluster_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+                on_pool!(self, p => {
+                    sqlx::query_as(SQL).bind(cluster_id).bind(after).bind(i64::from(limit)).fetch_all(p).await?
+                })
+            }
+            None => {
+                // The newest `limit`, returned oldest first.
+                const SQL: &str =
+                    "SELECT * FROM (SELECT id, cluster_id, operation_id, occurred_at, \
+                     kind, message FROM cluster_events WHERE cluster_id = $1 ORDER BY id DESC \
+                     LIMIT $2) e ORDER BY id";
+                on_pool!(self, p => {
+                    sqlx::query_as(SQL).bind(cluster_id).bind(i64::from(limit)).fetch_all(p).await?
+                })
+            }
+        };
+        rows.into_iter()
+            .map(|r| {
+                Ok(ClusterEvent {
+                    kind: EventKind::parse(&r.kind)
+                        .ok_or_else(|| Error::Corrupt(format!("event {}: kind", r.id)))?,
+                    id: r.id,
+                    cluster_id: r.cluster_id,
+                    operation_id: r.operation_id,
+                    occurred_at: r.occurred_at,
+                    message: r.message,
+                })
+            })
+            .collect()
+    }
+
+    async fn expired_clusters(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<Cluster>> {
+        let sql = format!(
+            "SELECT {CLUSTER_COLS} FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
+             WHERE c.deleted_at IS NULL AND c.expires_at IS NOT NULL AND c.expires_at < $1 \
+             AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id \
+                             AND o.state IN ('pending', 'running')) \
+             ORDER BY c.expires_at LIMIT $2"
+        );
+        let rows: Vec<ClusterRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(now).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn put_access(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        service_account: &str,
+        role: &str,
+        expires_at: DateTime<Utc>,
+        audit: &AuditEvent,
+    ) -> Result<()> {
+        audited_tx!(self, audit, |tx| {
+            sqlx::query(
+                "INSERT INTO cluster_access (cluster_id, user_id, service_account, role, \
+                 last_issued_at, expires_at) VALUES ($1, $2, $3, $4, $5, $6) \
+                 ON CONFLICT (cluster_id, user_id) DO UPDATE SET service_account = excluded.service_account, \
+                 role = excluded.role, last_issued_at = excluded.last_issued_at, expires_at = excluded.expires_at",
+            )
+            .bind(cluster_id)
+            .bind(user_id)
+            .bind(service_account)
+            .bind(role)
+            .bind(audit.occurred_at)
+            .bind(expires_at)
+            .execute(&mut *tx)
+            .await?;
+        });
+        Ok(())
+    }
+
+    async fn access_of(&self, cluster_id: Uuid, user_id: Uuid) -> Result<Option<String>> {
+        const SQL: &str =
+            "SELECT service_account FROM cluster_access WHERE cluster_id = $1 AND user_id = $2";
+        let sa: Option<String> = on_pool!(self, p => {
+            sqlx::query_scalar(SQL).bind(cluster_id).bind(user_id).fetch_optional(p).await?
+        });
+        Ok(sa)
+    }
+
+    async fn delete_access(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditEvent,
+    ) -> Result<bool> {
+        audited_tx!(self, audit, |tx| {
+            let done =
+                sqlx::query("DELETE FROM cluster_access WHERE cluster_id = $1 AND user_id = $2")
+                    .bind(cluster_id)
+                    .bind(user_id)
+                    .execute(&mut *tx)
+                    .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+        });
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl OperationStore for SqlStore {
+    async fn claim_operation(
+        &self,
+        owner: &str,
+        now: DateTime<Utc>,
+        lease_until: DateTime<Utc>,
+    ) -> Result<Option<Operation>> {
+        // The outer WHERE repeats the lease test: Postgres re-checks it on the locked row.
+        let pick = "SELECT id FROM operations WHERE state IN ('pending', 'running') \
+             AND run_after <= $2 AND (lease_expires_at IS NULL OR lease_expires_at < $2) \
+             ORDER BY run_after, created_at LIMIT 1";
+        let lock = match self.pool {
+            Pool::Postgres(_) => " FOR UPDATE SKIP LOCKED",
+            Pool::Sqlite(_) => "",
+        };
+        let sql = format!(
+            "UPDATE operations SET state = 'running', lease_owner = $1, lease_expires_at = $3, \
+             attempts = attempts + 1, started_at = COALESCE(started_at, $2), updated_at = $2 \
+             WHERE id = ({pick}{lock}) \
+             AND (lease_expires_at IS NULL OR lease_expires_at < $2) RETURNING {OP_COLS}"
+        );
+        let row: Option<OperationRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(owner).bind(now).bind(lease_until).fetch_optional(p).await?
+        });
+        row.map(TryInto::try_into).transpose()
+    }
+
+    async fn renew_lease(&self, id: Uuid, owner: &str, lease_until: DateTime<Utc>) -> Result<bool> {
+        const SQL: &str = "UPDATE operations SET lease_expires_at = $3 \
+             WHERE id = $1 AND lease_owner = $2 AND state = 'running'";
+        let n = on_pool!(self, p => {
+            sqlx::query(SQL).bind(id).bind(owner).bind(lease_until).execute(p).await?.rows_affected()
+        });
+        Ok(n == 1)
+    }
+
+    async fn save_progress(
+        &self,
+        id: Uuid,
+        owner: &str,
+        step: &str,
+        progress: u8,
+        checkpoint: &serde_json::Value,
+        events: &[ClusterEvent],
+    ) -> Result<bool> {
+        let checkpoint = to_json(checkpoint)?;
+        on_pool!(self, p => {
+            let mut tx = p.begin().await?;
+            let done = sqlx::query(
+                "UPDATE operations SET step = $3, progress = $4, checkpoint = $5, updated_at = $6 \
+                 WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(step)
+            .bind(i32::from(progress))
+            .bind(&checkpoint)
+            .bind(crate::store::now())
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            insert_events!(tx, events);
+            tx.commit().await?;
+        });
+        Ok(true)
+    }
+
+    async fn reschedule(
+        &self,
+        id: Uuid,
+        owner: &str,
+        run_after: DateTime<Utc>,
+        checkpoint: &serde_json::Value,
+        events: &[ClusterEvent],
+    ) -> Result<bool> {
+        let checkpoint = to_json(checkpoint)?;
+        on_pool!(self, p => {
+            let mut tx = p.begin().await?;
+            let done = sqlx::query(
+                "UPDATE operations SET run_after = $3, checkpoint = $4, lease_owner = NULL, \
+                 lease_expires_at = NULL, updated_at = $5 \
+                 WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(run_after)
+            .bind(&checkpoint)
+            .bind(crate::store::now())
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+            insert_events!(tx, events);
+            tx.commit().await?;
+        });
+        Ok(true)
+    }
+
+    async fn finish_operation(
+        &self,
+        id: Uuid,
+        owner: &str,
+        state: OperationState,
+        error: Option<&str>,
+        change: &ClusterChange,
+        events: &[ClusterEvent],
+        now: DateTime<Utc>,
+    ) -> Result<bool> {
+        let pstate = change.provisioner_state.as_ref().map(to_json).transpose()?;
+        let params = change.parameters.as_ref().map(to_json).transpose()?;
+        let progress: i32 = if state == OperationState::Succeeded {
+            100
+        } else {
+            -1
+        };
+        on_pool!(self, p => {
+            let mut tx = p.begin().await?;
+            let cluster_id: Option<Uuid> = sqlx::query_scalar(
+                "UPDATE operations SET state = $3, error = $4, finished_at = $5, updated_at = $5, \
+                 progress = CASE WHEN $6 >= 0 THEN $6 ELSE progress END, \
+                 lease_owner = NULL, lease_expires_at = NULL \
+                 WHERE id = $1 AND lease_owner = $2 AND state = 'running' RETURNING cluster_id",
+            )
+            .bind(id)
+            .bind(owner)
+            .bind(state.as_str())
+            .bind(error)
+            .bind(now)
+            .bind(progress)
+            .fetch_optional(&mut *tx)
+            .await?;
+            let Some(cluster_id) = cluster_id else {
+                return Ok(false);
+            };
+            sqlx::query(
+                "UPDATE clusters SET state = COALESCE($2, state), \
+                 error = CASE WHEN $3 THEN $4 ELSE error END, \
+                 endpoint = COALESCE($5, endpoint), \
+                 provisioner_state = COALESCE($6, provisioner_state), \
+                 node_count = COALESCE($7, node_count), \
+                 parameters = COALESCE($8, parameters), \
+                 deleted_at = CASE WHEN $9 THEN $10 ELSE deleted_at END, \
+                 updated_at = $10 WHERE id = $1",
+            )
+            .bind(cluster_id)
+            .bind(change.state.map(|s| s.as_str()))
+            .bind(change.error.is_some())
+            .bind(change.error.clone().flatten())
+            .bind(&change.endpoint)
+            .bind(&pstate)
+            .bind(change.node_count.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
+            .bind(&params)
+            .bind(change.deleted)
+            .bind(now)
+            .execute(&mut *tx)
+            .await?;
+            insert_events!(tx, events);
+            tx.commit().await?;
+        });
+        Ok(true)
+    }
+
+    async fn unfinished_operations(&self, limit: u32) -> Result<Vec<Operation>> {
+        let sql = format!(
+            "SELECT {OP_COLS} FROM operations WHERE state IN ('pending', 'running') \
+             ORDER BY created_at LIMIT $1"
+        );
+        let rows: Vec<OperationRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+}
+
+/// Test hooks: move a cluster's clock-driven dates instead of waiting for them.
+#[cfg(any(test, feature = "testing"))]
+impl SqlStore {
+    /// Sets the deadline of the cluster's unfinished operations.
+    pub async fn testing_set_deadline(&self, cluster: Uuid, at: DateTime<Utc>) -> Result<()> {
+        const SQL: &str = "UPDATE operations SET deadline_at = $2 \
+             WHERE cluster_id = $1 AND state IN ('pending', 'running')";
+        on_pool!(self, p => sqlx::query(SQL).bind(cluster).bind(at).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+
+    /// Sets when the cluster's time-to-live runs out.
+    pub async fn testing_set_expiry(&self, cluster: Uuid, at: DateTime<Utc>) -> Result<()> {
+        const SQL: &str = "UPDATE clusters SET expires_at = $2 WHERE id = $1";
+        on_pool!(self, p => sqlx::query(SQL).bind(cluster).bind(at).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+}

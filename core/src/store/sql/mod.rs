@@ -1,0 +1,208 @@
+//! The SQL store, one implementation for SQLite and Postgres.
+//!
+//! Both dialects run the same SQL text (`$n` placeholders work in both); only the schema
+//! migrations differ (`migrations/sqlite`, `migrations/postgres`). Queries are built at run
+//! time with `query_as` + `FromRow` rather than compile-time macros, because one query serves
+//! two databases. [`on_pool!`] expands a body once per dialect, so each copy is type-checked
+//! against its own driver with no generic bounds to carry around.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::migrate::Migrator;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
+use sqlx::{PgPool, SqlitePool};
+
+use super::{Backend, Counts, Store};
+use crate::page::Page;
+use crate::{Error, Result};
+
+static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
+static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
+
+#[derive(Clone, Debug)]
+enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+/// A [`Store`] on SQLite or Postgres.
+#[derive(Clone, Debug)]
+pub struct SqlStore {
+    pool: Pool,
+}
+
+/// Runs `$body` with `$p` bound to the concrete pool of the store's dialect.
+macro_rules! on_pool {
+    ($store:expr, $p:ident => $body:expr) => {
+        match &$store.pool {
+            Pool::Sqlite($p) => $body,
+            Pool::Postgres($p) => $body,
+        }
+    };
+}
+
+const INSERT_AUDIT: &str = "INSERT INTO audit_events \
+     (id, occurred_at, actor, tenant_id, action, target, outcome, source_ip, detail) \
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
+
+/// Binds an [`AuditEvent`] to [`INSERT_AUDIT`].
+macro_rules! audit_insert {
+    ($e:expr) => {
+        sqlx::query(INSERT_AUDIT)
+            .bind($e.id)
+            .bind($e.occurred_at)
+            .bind(&$e.actor)
+            .bind($e.tenant_id)
+            .bind(&$e.action)
+            .bind(&$e.target)
+            .bind($e.outcome.as_str())
+            .bind(&$e.source_ip)
+            .bind(&$e.detail)
+    };
+}
+
+/// Runs `$body` (statements on `$tx`) and the insertion of the audit event `$audit` in one
+/// transaction of the store's dialect: both are stored, or neither.
+macro_rules! audited_tx {
+    ($store:expr, $audit:expr, |$tx:ident| $body:block) => {
+        on_pool!($store, p => {
+            let mut $tx = p.begin().await?;
+            $body
+            audit_insert!($audit).execute(&mut *$tx).await?;
+            $tx.commit().await?;
+        })
+    };
+}
+
+mod audit;
+mod catalog;
+mod clusters;
+mod secrets;
+mod sessions;
+mod tenants;
+mod tokens;
+mod users;
+
+/// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies pending
+/// migrations. A SQLite file and its directory are created when missing.
+#[tracing::instrument(skip_all, fields(backend))]
+pub async fn connect(url: &str) -> Result<SqlStore> {
+    let pool = if url.starts_with("sqlite:") {
+        tracing::Span::current().record("backend", "sqlite");
+        let opts = SqliteConnectOptions::from_str(url)
+            .map_err(|_| Error::UnsupportedDatabase("malformed sqlite URL".into()))?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(5));
+        if let Some(dir) = opts.get_filename().parent() {
+            if !dir.as_os_str().is_empty() {
+                std::fs::create_dir_all(dir).map_err(|e| {
+                    Error::UnsupportedDatabase(format!("cannot create {}: {e}", dir.display()))
+                })?;
+            }
+        }
+        let pool = SqlitePoolOptions::new()
+            .max_connections(8)
+            .connect_with(opts)
+            .await?;
+        SQLITE_MIGRATIONS.run(&pool).await?;
+        Pool::Sqlite(pool)
+    } else if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        tracing::Span::current().record("backend", "postgres");
+        // The URL may hold a password: never echo it.
+        let opts = PgConnectOptions::from_str(url)
+            .map_err(|_| Error::UnsupportedDatabase("malformed postgres URL".into()))?;
+        let pool = PgPoolOptions::new()
+            .max_connections(16)
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(opts)
+            .await?;
+        POSTGRES_MIGRATIONS.run(&pool).await?;
+        Pool::Postgres(pool)
+    } else {
+        // Name the scheme only when there clearly is one: anything else may be a secret.
+        let scheme = url
+            .split_once("://")
+            .map(|(s, _)| s)
+            .filter(|s| s.len() <= 16 && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '+'));
+        let got = scheme.map_or_else(|| "no scheme".to_owned(), |s| format!("scheme '{s}'"));
+        return Err(Error::UnsupportedDatabase(format!(
+            "{got} (expected sqlite:// or postgres://)"
+        )));
+    };
+    Ok(SqlStore { pool })
+}
+
+/// `%needle%` for `LIKE … ESCAPE '\'`, lower-cased, with the pattern characters escaped.
+pub(super) fn contains_pattern(needle: &str) -> String {
+    let mut p = String::with_capacity(needle.len() + 2);
+    p.push('%');
+    for c in needle.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            p.push('\\');
+        }
+        p.push(c);
+    }
+    p.push('%');
+    p
+}
+
+pub(super) fn limit_offset(page: Page) -> (i64, i64) {
+    (i64::from(page.limit()), i64::from(page.offset()))
+}
+
+/// Replaces the generic "already exists" of a unique violation with a message naming `what`.
+pub(super) fn conflict_as(what: impl FnOnce() -> String) -> impl FnOnce(sqlx::Error) -> Error {
+    move |e| match Error::from(e) {
+        Error::Conflict(_) => Error::Conflict(what()),
+        other => other,
+    }
+}
+
+#[async_trait]
+impl Store for SqlStore {
+    fn backend(&self) -> Backend {
+        match self.pool {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    async fn ping(&self) -> Result<()> {
+        on_pool!(self, p => sqlx::query("SELECT 1").execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+
+    async fn counts(&self) -> Result<Counts> {
+        const SQL: &str = "SELECT (SELECT COUNT(*) FROM tenants), (SELECT COUNT(*) FROM users), \
+             (SELECT COUNT(*) FROM audit_events)";
+        let (t, u, a): (i64, i64, i64) = on_pool!(self, p => {
+            sqlx::query_as(SQL).fetch_one(p).await?
+        });
+        let n = |v: i64| u64::try_from(v).unwrap_or_default();
+        Ok(Counts {
+            tenants: n(t),
+            users: n(u),
+            audit_events: n(a),
+        })
+    }
+
+    async fn close(&self) {
+        on_pool!(self, p => p.close().await);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::contains_pattern;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(contains_pattern("Team"), "%team%");
+        assert_eq!(contains_pattern("50%_off\\"), "%50\\%\\_off\\\\%");
+    }
+}

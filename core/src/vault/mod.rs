@@ -1,0 +1,130 @@
+//! The credential vault: kubeconfigs and provider secrets encrypted at rest.
+//!
+//! Secrets are sealed with XChaCha20-Poly1305 (RustCrypto `chacha20poly1305`) under the
+//! current key of a [`Keyring`], with the secret's address (scope and name) as associated
+//! data, so a ciphertext copied to another slot does not open. Sealed form:
+//! `kqv1.<key id>.<base64url(nonce ‖ ciphertext)>`. Rotation: a new key becomes current, old
+//! keys stay in the ring to open old ciphertexts until [`Vault::rotate`] re-seals them.
+//! Backends store only sealed strings ([`SecretBackend`]).
+
+mod etcd;
+mod keyring;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+pub use etcd::EtcdBackend;
+pub use keyring::{Keyring, VaultError};
+
+use crate::Result;
+
+/// Where a secret lives: a tenant's (`tenant/<uuid>`) or installation-wide (`global`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SecretRef {
+    pub scope: String,
+    pub name: String,
+}
+
+impl SecretRef {
+    pub fn global(name: impl Into<String>) -> Self {
+        Self {
+            scope: "global".into(),
+            name: name.into(),
+        }
+    }
+
+    pub fn tenant(tenant: uuid::Uuid, name: impl Into<String>) -> Self {
+        Self {
+            scope: format!("tenant/{tenant}"),
+            name: name.into(),
+        }
+    }
+
+    /// The associated data that binds a ciphertext to this address.
+    fn aad(&self) -> Vec<u8> {
+        format!("kqueen-secret:{}/{}", self.scope, self.name).into_bytes()
+    }
+}
+
+/// A decrypted secret. `Debug` and `Display` never show it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(Vec<u8>);
+
+impl Secret {
+    pub fn new(bytes: impl Into<Vec<u8>>) -> Self {
+        Self(bytes.into())
+    }
+
+    pub fn expose(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret([redacted])")
+    }
+}
+
+/// Storage of sealed secrets.
+#[async_trait]
+pub trait SecretBackend: Send + Sync {
+    async fn put_sealed(&self, at: &SecretRef, sealed: &str) -> Result<()>;
+    async fn get_sealed(&self, at: &SecretRef) -> Result<Option<String>>;
+    /// False when there was nothing.
+    async fn delete_sealed(&self, at: &SecretRef) -> Result<bool>;
+    /// Every stored secret (for rotation).
+    async fn list_sealed(&self) -> Result<Vec<(SecretRef, String)>>;
+}
+
+/// Seals and opens secrets in a backend.
+#[derive(Clone)]
+pub struct Vault {
+    keyring: Arc<Keyring>,
+    backend: Arc<dyn SecretBackend>,
+}
+
+impl Vault {
+    pub fn new(keyring: Keyring, backend: Arc<dyn SecretBackend>) -> Self {
+        Self {
+            keyring: Arc::new(keyring),
+            backend,
+        }
+    }
+
+    pub async fn put(&self, at: &SecretRef, secret: &Secret) -> Result<()> {
+        let sealed = self.keyring.seal(&at.aad(), secret.expose())?;
+        self.backend.put_sealed(at, &sealed).await
+    }
+
+    /// The secret at `at`, or `None`. Fails closed: a ciphertext that does not open (unknown
+    /// key, wrong key, tampered, moved) is an error, never garbage.
+    pub async fn get(&self, at: &SecretRef) -> Result<Option<Secret>> {
+        match self.backend.get_sealed(at).await? {
+            Some(sealed) => Ok(Some(Secret(self.keyring.open(&at.aad(), &sealed)?))),
+            None => Ok(None),
+        }
+    }
+
+    pub async fn delete(&self, at: &SecretRef) -> Result<bool> {
+        self.backend.delete_sealed(at).await
+    }
+
+    /// Re-seals every secret not sealed under the current key; returns how many.
+    pub async fn rotate(&self) -> Result<usize> {
+        let mut n = 0;
+        for (at, sealed) in self.backend.list_sealed().await? {
+            if self.keyring.is_current(&sealed) {
+                continue;
+            }
+            let plain = self.keyring.open(&at.aad(), &sealed)?;
+            self.backend
+                .put_sealed(&at, &self.keyring.seal(&at.aad(), &plain)?)
+                .await?;
+            n += 1;
+        }
+        Ok(n)
+    }
+}

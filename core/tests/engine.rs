@@ -1,0 +1,593 @@
+//! The cluster use cases and the operation engine, with a provisioner written for tests:
+//! requests return at once, a killed worker's operation is resumed by another, leases expire
+//! and fence the old owner, two workers on one database never run an operation twice,
+//! timeouts put the cluster in Error, quotas refuse, time-to-live deletes.
+
+#![allow(clippy::unwrap_used)]
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use kqueen_core::audit::AuditQuery;
+use kqueen_core::cluster::{
+    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationState, ProviderInput, Quota,
+    TemplateInput,
+};
+use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::identity::GroupMap;
+use kqueen_core::page::Page;
+use kqueen_core::provisioner::{
+    Capabilities, OpContext, ParamKind, ParamSchema, ParamSpec, ProviderKind, ProvisionError,
+    Provisioned, Provisioner, Registry, Step,
+};
+use kqueen_core::testing::TestDatabase;
+use kqueen_core::vault::Secret;
+use kqueen_core::{Actor, Error, ExternalLogin, Kqueen};
+use serde_json::json;
+
+/// Behaviour by cluster name prefix: `ok-` (two calls), `fail-`, `slow-` (never ends),
+/// `flaky-` (one transient error), `hang-` (second call blocks while `hang` is set).
+#[derive(Default)]
+struct Scripted {
+    creates: Mutex<BTreeMap<String, u32>>,
+    deletes: Mutex<BTreeMap<String, u32>>,
+    hang: AtomicBool,
+}
+
+#[async_trait]
+impl Provisioner for Scripted {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::Command
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            scale: true,
+            upgrade: false,
+            deletes_infrastructure: true,
+        }
+    }
+    fn provider_schema(&self) -> ParamSchema {
+        ParamSchema::new(vec![ParamSpec::new(
+            "password",
+            "Password",
+            ParamKind::String {
+                default: None,
+                max_len: 50,
+            },
+        )
+        .secret()])
+    }
+    fn cluster_schema(&self) -> ParamSchema {
+        ParamSchema::new(vec![ParamSpec::new(
+            "node_count",
+            "Nodes",
+            ParamKind::Integer {
+                default: Some(1),
+                min: Some(1),
+                max: Some(10),
+            },
+        )])
+    }
+    async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
+        *self
+            .creates
+            .lock()
+            .unwrap()
+            .entry(ctx.cluster_name.clone())
+            .or_default() += 1;
+        assert_eq!(
+            ctx.secret("password").unwrap().expose(),
+            b"s3cret",
+            "provider secrets reach the provisioner"
+        );
+        let calls = ctx.checkpoint["calls"].as_u64().unwrap_or(0);
+        ctx.checkpoint = json!({ "calls": calls + 1 });
+        let name = ctx.cluster_name.clone();
+        if name.starts_with("fail-") {
+            return Err(ProvisionError::Failed("the installer said no".into()));
+        }
+        if name.starts_with("slow-") {
+            std::future::pending::<()>().await;
+        }
+        if name.starts_with("flaky-") && calls == 0 {
+            return Err(ProvisionError::Transient("network is down".into()));
+        }
+        if name.starts_with("hang-") && calls >= 1 && self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        if calls == 0 {
+            ctx.reporter.step("Building machines");
+            ctx.reporter.progress(50);
+            ctx.reporter.log("machine 1 up");
+            return Ok(Step::Wait(Duration::from_millis(10)));
+        }
+        ctx.reporter.step("Installing Kubernetes");
+        Ok(Step::Done(()))
+    }
+    async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError> {
+        let yaml = format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{}.test:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t0ken\n",
+            ctx.cluster_name
+        );
+        Ok(Provisioned {
+            kubeconfig: Secret::new(yaml),
+            endpoint: None,
+            state: json!({"built": ctx.cluster_name}),
+        })
+    }
+    async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
+        assert_eq!(ctx.cluster_state["built"], ctx.cluster_name.as_str());
+        *self
+            .deletes
+            .lock()
+            .unwrap()
+            .entry(ctx.cluster_name.clone())
+            .or_default() += 1;
+        Ok(Step::Done(()))
+    }
+    async fn scale(&self, _ctx: &mut OpContext, _nodes: u32) -> Result<Step<()>, ProvisionError> {
+        Ok(Step::Done(()))
+    }
+}
+
+struct Setup {
+    k: Kqueen,
+    scripted: Arc<Scripted>,
+    alice: Actor,
+    bob: Actor,
+    work: tempfile::TempDir,
+    _db: Arc<TestDatabase>,
+}
+
+async fn setup(db: TestDatabase) -> Setup {
+    let db = Arc::new(db);
+    let scripted = Arc::new(Scripted::default());
+    let mut registry = Registry::new();
+    registry.register(scripted.clone());
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_registry(registry)
+        .with_group_map(GroupMap::parse("team-a=team-a:member,team-b=team-b:member").unwrap());
+    let login = |sub: &str, group: &str| ExternalLogin {
+        issuer: "http://idp.test".into(),
+        subject: sub.into(),
+        preferred_username: Some(sub.into()),
+        email: None,
+        name: None,
+        groups: vec![group.into()],
+    };
+    let alice = Actor::user(
+        k.login_external(&login("alice", "team-a"), None)
+            .await
+            .unwrap(),
+    );
+    let bob = Actor::user(
+        k.login_external(&login("bob", "team-b"), None)
+            .await
+            .unwrap(),
+    );
+    let ops = Actor::cli(Some("ops".into()));
+    k.create_provider(
+        &ops,
+        ProviderInput {
+            name: "lab".into(),
+            kind: "command".into(),
+            settings: [("password".to_owned(), "s3cret".to_owned())].into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    k.create_template(
+        &ops,
+        TemplateInput {
+            name: "small".into(),
+            provider: "lab".into(),
+            overrides: r#"{"node_count": {"max": 3}}"#.into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    Setup {
+        k,
+        scripted,
+        alice,
+        bob,
+        work: tempfile::tempdir().unwrap(),
+        _db: db,
+    }
+}
+
+impl Setup {
+    fn engine(&self, owner: &str, lease: Duration) -> Engine {
+        let mut c = EngineConfig::new(self.work.path().to_owned());
+        c.owner = owner.into();
+        c.lease = lease;
+        c.poll_interval = Duration::from_millis(20);
+        Engine::new(self.k.clone(), c)
+    }
+
+    async fn request(&self, name: &str) -> Result<kqueen_core::cluster::Cluster, Error> {
+        self.request_nodes(name, "1").await
+    }
+
+    async fn request_nodes(
+        &self,
+        name: &str,
+        nodes: &str,
+    ) -> Result<kqueen_core::cluster::Cluster, Error> {
+        self.k
+            .request_cluster(
+                &self.alice,
+                ClusterRequest {
+                    tenant: "team-a".into(),
+                    name: name.into(),
+                    template: "small".into(),
+                    parameters: [("node_count".to_owned(), nodes.to_owned())].into(),
+                },
+            )
+            .await
+            .map(|(c, _)| c)
+    }
+
+    async fn state(&self, id: uuid::Uuid) -> ClusterState {
+        self.k
+            .cluster_detail(&self.alice, &id.to_string())
+            .await
+            .unwrap()
+            .cluster
+            .state
+    }
+}
+
+async fn request_returns_at_once_and_the_engine_provisions(db: TestDatabase) {
+    let s = setup(db).await;
+    let c = s.request("ok-one").await.unwrap();
+    assert_eq!(c.state, ClusterState::Provisioning);
+    assert!(
+        s.scripted.creates.lock().unwrap().is_empty(),
+        "nothing runs inside the request"
+    );
+
+    assert_eq!(
+        s.engine("w1", Duration::from_secs(30))
+            .run_until_idle()
+            .await
+            .unwrap(),
+        1
+    );
+    let d =
+        s.k.cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Ready);
+    assert_eq!(
+        d.cluster.endpoint.as_deref(),
+        Some("https://ok-one.test:6443")
+    );
+    assert_eq!(d.operations[0].state, OperationState::Succeeded);
+    assert_eq!(d.operations[0].progress, 100);
+    let steps: Vec<_> = d
+        .events
+        .iter()
+        .filter(|e| e.kind == EventKind::Step)
+        .map(|e| e.message.as_str())
+        .collect();
+    assert_eq!(
+        steps,
+        [
+            "Building machines",
+            "Installing Kubernetes",
+            "Fetching the kubeconfig"
+        ]
+    );
+    assert!(d.events.iter().any(|e| e.message == "machine 1 up"));
+    assert!(d.events.last().unwrap().message.starts_with("Ready"));
+
+    // Operators download the stored admin kubeconfig; members may not; the download is audited.
+    let ops = Actor::cli(Some("ops".into()));
+    let kc = s.k.admin_kubeconfig(&ops, &c.id.to_string()).await.unwrap();
+    assert!(String::from_utf8_lossy(kc.yaml.expose()).contains("ok-one.test"));
+    assert!(matches!(
+        s.k.admin_kubeconfig(&s.alice, &c.id.to_string()).await,
+        Err(Error::Forbidden)
+    ));
+    // Another tenant does not even see it.
+    assert!(matches!(
+        s.k.cluster_detail(&s.bob, &c.id.to_string()).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        s.k.delete_cluster(&s.bob, &c.id.to_string()).await,
+        Err(Error::NotFound(_))
+    ));
+    let (bobs, total) =
+        s.k.list_clusters(&s.bob, &ClusterFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert!(bobs.is_empty() && total == 0);
+
+    // Delete: the provisioner deletes, the cluster disappears, its name is free again.
+    s.k.delete_cluster(&s.alice, &c.id.to_string())
+        .await
+        .unwrap();
+    assert_eq!(s.state(c.id).await, ClusterState::Deleting);
+    s.engine("w1", Duration::from_secs(30))
+        .run_until_idle()
+        .await
+        .unwrap();
+    assert_eq!(s.scripted.deletes.lock().unwrap()["ok-one"], 1);
+    assert!(matches!(
+        s.k.cluster_detail(&s.alice, &c.id.to_string()).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(s.k.admin_kubeconfig(&ops, &c.id.to_string()).await.is_err());
+    s.request("ok-one").await.unwrap();
+}
+
+async fn a_killed_worker_is_resumed_by_another_after_its_lease(db: TestDatabase) {
+    let s = setup(db).await;
+    s.scripted.hang.store(true, Ordering::SeqCst);
+    let c = s.request("hang-one").await.unwrap();
+    let a = s.engine("worker-a", Duration::from_millis(1500));
+    let op = a.claim().await.unwrap().unwrap();
+    let killed = tokio::spawn(async move { a.execute(op).await });
+    // Wait until the first call's checkpoint is saved, then kill worker A mid-operation.
+    for _ in 0..200 {
+        let d =
+            s.k.cluster_detail(&s.alice, &c.id.to_string())
+                .await
+                .unwrap();
+        if d.operations[0].checkpoint.pointer("/provisioner/calls") == Some(&json!(1)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    killed.abort();
+    let _ = killed.await;
+    s.scripted.hang.store(false, Ordering::SeqCst);
+
+    let b = s.engine("worker-b", Duration::from_secs(30));
+    assert!(
+        b.claim().await.unwrap().is_none(),
+        "A's lease is still valid"
+    );
+    tokio::time::sleep(Duration::from_millis(1600)).await;
+    assert_eq!(b.run_until_idle().await.unwrap(), 1);
+    let d =
+        s.k.cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Ready);
+    assert_eq!(d.operations[0].attempts, 2);
+    assert_eq!(
+        d.operations[0].checkpoint.pointer("/provisioner/calls"),
+        Some(&json!(2)),
+        "resumed from the checkpoint"
+    );
+    assert!(d
+        .events
+        .iter()
+        .any(|e| e.message.starts_with("Resumed by worker worker-b")));
+}
+
+async fn a_worker_that_lost_its_lease_cannot_write(db: TestDatabase) {
+    let s = setup(db).await;
+    let c = s.request("ok-fenced").await.unwrap();
+    let a = s.engine("worker-a", Duration::from_millis(300));
+    let op = a.claim().await.unwrap().unwrap();
+    // A stalls (does not renew) past its lease; B takes the operation over and finishes it.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let b = s.engine("worker-b", Duration::from_secs(30));
+    assert_eq!(b.run_until_idle().await.unwrap(), 1);
+    assert_eq!(s.state(c.id).await, ClusterState::Ready);
+    // A wakes up with its stale claim: every write is refused, nothing changes.
+    a.execute(op).await;
+    let d =
+        s.k.cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Ready);
+    assert_eq!(d.operations[0].state, OperationState::Succeeded);
+    assert_eq!(d.operations[0].lease_owner, None);
+}
+
+async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
+    let s = setup(db).await;
+    let ops = Actor::cli(None);
+    s.k.set_quota(&ops, "team-a", Quota::default())
+        .await
+        .unwrap();
+    let mut ids = Vec::new();
+    for i in 0..24 {
+        ids.push(s.request(&format!("ok-{i}")).await.unwrap().id);
+    }
+    let (a, b) = (
+        s.engine("worker-a", Duration::from_secs(30)),
+        s.engine("worker-b", Duration::from_secs(30)),
+    );
+    let (ra, rb) = tokio::join!(
+        tokio::spawn(async move { a.run_until_idle().await.unwrap() }),
+        tokio::spawn(async move { b.run_until_idle().await.unwrap() })
+    );
+    assert_eq!(ra.unwrap() + rb.unwrap(), 24);
+    let creates = s.scripted.creates.lock().unwrap().clone();
+    assert_eq!(creates.len(), 24);
+    for (name, calls) in &creates {
+        assert_eq!(
+            *calls, 2,
+            "{name}: one run of two calls, never a second run"
+        );
+    }
+    for id in ids {
+        assert_eq!(s.state(id).await, ClusterState::Ready);
+    }
+}
+
+async fn failures_timeouts_and_retries(db: TestDatabase) {
+    let s = setup(db).await;
+    let failed = s.request("fail-one").await.unwrap();
+    let flaky = s.request("flaky-one").await.unwrap();
+    let slow = s.request("slow-one").await.unwrap();
+    // The slow one's template allows 1 minute; bring the deadline close instead of waiting.
+    let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
+    store_set_deadline(&store, slow.id, 1).await;
+    let mut e = EngineConfig::new(s.work.path().to_owned());
+    e.poll_interval = Duration::from_millis(10);
+    let engine = Engine::new(s.k.clone(), e);
+    engine.run_until_idle().await.unwrap();
+    let d =
+        s.k.cluster_detail(&s.alice, &failed.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Error);
+    assert_eq!(d.cluster.error.as_deref(), Some("the installer said no"));
+    assert_eq!(d.operations[0].state, OperationState::Failed);
+
+    let d =
+        s.k.cluster_detail(&s.alice, &slow.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Error);
+    assert!(
+        d.cluster.error.as_deref().unwrap().starts_with("timed out"),
+        "{:?}",
+        d.cluster.error
+    );
+
+    // The transient error was rescheduled with back-off; run again once it is due.
+    let d =
+        s.k.cluster_detail(&s.alice, &flaky.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Provisioning);
+    assert!(d
+        .events
+        .iter()
+        .any(|e| e.message.contains("network is down (retrying")));
+    tokio::time::sleep(Duration::from_millis(2100)).await;
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(s.state(flaky.id).await, ClusterState::Ready);
+}
+
+async fn store_set_deadline(store: &kqueen_core::store::SqlStore, cluster: uuid::Uuid, secs: i64) {
+    store
+        .testing_set_deadline(
+            cluster,
+            kqueen_core::store::now() + chrono::Duration::seconds(secs),
+        )
+        .await
+        .unwrap();
+}
+
+async fn quota_refusals_and_time_to_live(db: TestDatabase) {
+    let s = setup(db).await;
+    let ops = Actor::cli(None);
+    let q = Quota {
+        max_clusters: Some(2),
+        max_nodes: Some(4),
+        cluster_ttl_hours: Some(1),
+    };
+    assert!(matches!(
+        s.k.set_quota(&s.alice, "team-a", q).await,
+        Err(Error::Forbidden)
+    ));
+    s.k.set_quota(&ops, "team-a", q).await.unwrap();
+    let first = s.request_nodes("ok-a", "3").await.unwrap();
+    assert!(
+        first.expires_at.is_some(),
+        "the tenant's time-to-live applies"
+    );
+    let too_many_nodes = s.request_nodes("ok-b", "2").await;
+    assert!(
+        matches!(&too_many_nodes, Err(Error::Conflict(m)) if m.contains("at most 4 nodes")),
+        "{too_many_nodes:?}"
+    );
+    s.request_nodes("ok-b", "1").await.unwrap();
+    let third = s.request_nodes("ok-c", "1").await;
+    assert!(
+        matches!(&third, Err(Error::Conflict(m)) if m.contains("at most 2 clusters")),
+        "{third:?}"
+    );
+    // Template range and name validation.
+    assert!(matches!(
+        s.request_nodes("ok-d", "9").await,
+        Err(Error::Invalid(_))
+    ));
+    assert!(matches!(s.request("Bad_Name").await, Err(Error::Invalid(v)) if v.field == "name"));
+    assert!(matches!(s.request("ok-a").await, Err(Error::Conflict(_))));
+    // Bob cannot request in team-a.
+    let bobs =
+        s.k.request_cluster(
+            &s.bob,
+            ClusterRequest {
+                tenant: "team-a".into(),
+                name: "x".into(),
+                template: "small".into(),
+                parameters: Default::default(),
+            },
+        )
+        .await;
+    assert!(matches!(bobs, Err(Error::NotFound(_))));
+
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(engine.sweep_expired().await.unwrap(), 0, "not expired yet");
+    let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
+    store
+        .testing_set_expiry(
+            first.id,
+            kqueen_core::store::now() - chrono::Duration::seconds(1),
+        )
+        .await
+        .unwrap();
+    assert_eq!(engine.sweep_expired().await.unwrap(), 1);
+    assert_eq!(s.state(first.id).await, ClusterState::Deleting);
+    engine.run_until_idle().await.unwrap();
+    assert!(s
+        .k
+        .cluster_detail(&s.alice, &first.id.to_string())
+        .await
+        .is_err());
+    let expired =
+        s.k.audit_events(
+            &ops,
+            &AuditQuery {
+                action: Some("cluster.expire".into()),
+                ..Default::default()
+            },
+            Page::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(expired.len(), 1);
+    assert_eq!(expired[0].actor, "system");
+}
+
+/// Runs every scenario on a fresh database of each backend.
+macro_rules! on_both_databases {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() { super::$name(super::TestDatabase::sqlite()).await; })*
+        }
+        mod postgres {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] async fn $name() {
+                let Some(db) = super::TestDatabase::postgres().await else { return };
+                super::$name(db).await;
+            })*
+        }
+    };
+}
+
+on_both_databases!(
+    request_returns_at_once_and_the_engine_provisions,
+    a_killed_worker_is_resumed_by_another_after_its_lease,
+    a_worker_that_lost_its_lease_cannot_write,
+    two_workers_never_run_an_operation_twice,
+    failures_timeouts_and_retries,
+    quota_refusals_and_time_to_live,
+);

@@ -1,0 +1,243 @@
+//! The store contract, run against SQLite and against Postgres with the same scenarios.
+
+#![allow(clippy::unwrap_used)]
+
+use kqueen_core::audit::{action, AuditEvent, AuditQuery, Outcome};
+use kqueen_core::page::Page;
+use kqueen_core::store::{self, Backend, Store, TenantStore};
+use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
+use kqueen_core::testing::TestDatabase;
+use kqueen_core::user::User;
+use kqueen_core::{Actor, Error};
+use uuid::Uuid;
+
+fn tenant(slug: &str, name: &str) -> Tenant {
+    Tenant {
+        id: Uuid::now_v7(),
+        slug: TenantSlug::parse(slug).unwrap(),
+        display_name: DisplayName::parse(name).unwrap(),
+        created_at: store::now(),
+    }
+}
+
+fn created(t: &Tenant) -> AuditEvent {
+    AuditEvent::now(
+        &Actor::system(),
+        action::TENANT_CREATE,
+        t.slug.as_str(),
+        Outcome::Success,
+    )
+    .in_tenant(t.id)
+}
+
+fn filter(q: &str) -> TenantFilter {
+    TenantFilter::from_query(Some(q))
+}
+
+async fn slugs(s: &dyn Store, f: &TenantFilter, page: Page) -> Vec<String> {
+    s.list_tenants(f, None, page)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.slug.to_string())
+        .collect()
+}
+
+async fn tenants_round_trip(s: &dyn Store) {
+    let a = tenant("team-a", "Team Alpha");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    assert_eq!(
+        s.tenant_by_slug(&a.slug).await.unwrap(),
+        a,
+        "read back equals written"
+    );
+
+    let dup = tenant("team-a", "Other");
+    match s.create_tenant(&dup, &created(&dup)).await {
+        Err(Error::Conflict(m)) => assert!(m.contains("team-a"), "{m}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    // The failed transaction left neither a tenant nor an audit entry behind.
+    let counts = s.counts().await.unwrap();
+    assert_eq!((counts.tenants, counts.audit_events), (1, 1));
+
+    let missing = TenantSlug::parse("nobody").unwrap();
+    assert!(matches!(
+        s.tenant_by_slug(&missing).await,
+        Err(Error::NotFound("tenant"))
+    ));
+}
+
+async fn tenant_list_filters_and_pages(s: &dyn Store) {
+    for (slug, name) in [
+        ("team-a", "Team Alpha"),
+        ("team-b", "Beta 50%_off"),
+        ("ops", "Operations"),
+    ] {
+        let t = tenant(slug, name);
+        s.create_tenant(&t, &created(&t)).await.unwrap();
+    }
+    let all = TenantFilter::default();
+    assert_eq!(
+        slugs(s, &all, Page::default()).await,
+        ["ops", "team-a", "team-b"]
+    );
+    assert_eq!(
+        slugs(s, &filter("TEAM"), Page::default()).await,
+        ["team-a", "team-b"]
+    );
+    assert_eq!(
+        slugs(s, &filter("alpha"), Page::default()).await,
+        ["team-a"],
+        "display name"
+    );
+    assert_eq!(
+        slugs(s, &filter("%"), Page::default()).await,
+        ["team-b"],
+        "% is literal"
+    );
+    assert_eq!(
+        slugs(s, &filter("_"), Page::default()).await,
+        ["team-b"],
+        "_ is literal"
+    );
+    assert!(slugs(s, &filter("zzz"), Page::default()).await.is_empty());
+    assert_eq!(slugs(s, &all, Page::new(2, 0)).await, ["ops", "team-a"]);
+    assert_eq!(slugs(s, &all, Page::new(2, 2)).await, ["team-b"]);
+}
+
+async fn audit_is_newest_first_and_filtered(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let denied = AuditEvent::now(
+        &Actor::anonymous(),
+        "tenant.view",
+        "team-a",
+        Outcome::Denied,
+    )
+    .in_tenant(a.id)
+    .with_detail("not a member");
+    s.record_audit(&denied).await.unwrap();
+    let other = AuditEvent::now(&Actor::system(), "system.start", "kqueen", Outcome::Success);
+    s.record_audit(&other).await.unwrap();
+
+    let all = s
+        .list_audit(&AuditQuery::default(), Page::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        all.iter().map(|e| e.action.as_str()).collect::<Vec<_>>(),
+        ["system.start", "tenant.view", "tenant.create"]
+    );
+    // Read back equals written, plus the tenant's slug.
+    let denied = AuditEvent {
+        tenant_slug: Some("team-a".into()),
+        ..denied
+    };
+    assert_eq!(all[1], denied, "read back equals written");
+
+    let in_a = AuditQuery {
+        tenant_id: Some(a.id),
+        ..Default::default()
+    };
+    assert_eq!(s.list_audit(&in_a, Page::default()).await.unwrap().len(), 2);
+    let views = AuditQuery {
+        action: Some("tenant.view".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        s.list_audit(&views, Page::default()).await.unwrap(),
+        [denied]
+    );
+    assert_eq!(
+        s.list_audit(&AuditQuery::default(), Page::new(1, 1))
+            .await
+            .unwrap()[0]
+            .action,
+        "tenant.view"
+    );
+}
+
+async fn users_round_trip(s: &dyn Store) {
+    let u = User {
+        id: Uuid::now_v7(),
+        subject: "local:root".into(),
+        username: "root".into(),
+        email: Some("root@example.test".into()),
+        display_name: None,
+        is_operator: true,
+        disabled: false,
+        created_at: store::now(),
+        last_login_at: None,
+    };
+    let audit = AuditEvent::now(&Actor::system(), "user.create", "root", Outcome::Success);
+    s.create_user(&u, None, &audit).await.unwrap();
+    assert_eq!(
+        s.list_users(Page::default()).await.unwrap(),
+        std::slice::from_ref(&u)
+    );
+    let again = User {
+        id: Uuid::now_v7(),
+        subject: "local:other".into(),
+        ..u
+    };
+    assert!(matches!(
+        s.create_user(&again, None, &audit).await,
+        Err(Error::Conflict(_))
+    ));
+    assert_eq!(s.counts().await.unwrap().users, 1);
+}
+
+/// Runs every scenario on a fresh database of each backend.
+macro_rules! scenarios {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(#[tokio::test] async fn $name() {
+                let db = super::TestDatabase::sqlite();
+                let s = db.connect().await;
+                assert_eq!(super::Store::backend(&s), super::Backend::Sqlite);
+                super::$name(&s).await;
+            })*
+        }
+        mod postgres {
+            $(#[tokio::test] async fn $name() {
+                let Some(db) = super::TestDatabase::postgres().await else { return };
+                let s = db.connect().await;
+                assert_eq!(super::Store::backend(&s), super::Backend::Postgres);
+                super::$name(&s).await;
+                super::Store::close(&s).await;
+            })*
+        }
+    };
+}
+
+scenarios!(
+    tenants_round_trip,
+    tenant_list_filters_and_pages,
+    audit_is_newest_first_and_filtered,
+    users_round_trip,
+);
+
+#[tokio::test]
+async fn migrations_are_idempotent_and_data_survives_reopen() {
+    let db = TestDatabase::sqlite();
+    let s = db.connect().await;
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    s.close().await;
+    let again = db.connect().await;
+    assert_eq!(again.tenant_by_slug(&a.slug).await.unwrap(), a);
+}
+
+#[tokio::test]
+async fn unsupported_urls_are_refused_without_echoing_them() {
+    for url in [
+        "mysql://u:secret@h/db",
+        "secret-but-no-scheme",
+        "postgres://u:secret@h:notaport/db",
+    ] {
+        let e = store::connect(url).await.unwrap_err();
+        assert!(matches!(e, Error::UnsupportedDatabase(_)), "{url}: {e:?}");
+        assert!(!e.to_string().contains("secret"), "{e}");
+    }
+}

@@ -1,0 +1,7 @@
+//! Kubernetes helpers shared by the integration tests (`mod support;`): a fake API server
+//! (`fake_kube`) and a real kube-apiserver harness (`apiserver`). Each test binary uses part
+//! of them. (`fake_jenkins.rs` is included by path by the Jenkins tests.)
+#![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
+
+pub mod apiserver;
+pub use kqueen_core::testing::fake_kube;

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs what KQueen needs on a fresh Debian machine, skipping what is already there.
+#   scripts/setup.sh run    what building and running the portal needs
+#   scripts/setup.sh test   the above, plus what the tests need (Chromium, browser-test driver,
+#                           a running PostgreSQL when one is installed but stopped)
+# Every version is pinned in scripts/versions.env. Nothing is downloaded from outside the
+# package registries (Debian, the crate registry, npm).
+set -euo pipefail
+export RUSTUP_AUTO_INSTALL=0
+root="$(cd "$(dirname "$0")/.." && pwd)"
+cd "$root"
+source scripts/versions.env
+mode="${1:-run}"
+log() { echo "setup: $*" >&2; }
+export PATH="$HOME/.cargo/bin:$PATH"
+
+as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
+apt_updated=0
+apt_install() { # packages...
+  if [[ $apt_updated == 0 ]]; then as_root apt-get update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+}
+
+command -v cargo >/dev/null || { log "cargo not found: install Rust with rustup first"; exit 1; }
+command -v npm >/dev/null || apt_install nodejs npm
+
+# 0. protoc: etcd-client (the vault's etcd backend) compiles etcd's gRPC protocol at build time.
+command -v protoc >/dev/null || apt_install protobuf-compiler
+
+# 1. A toolchain that compiles to wasm32 (rustup, or the local fallback build of std).
+toolchain="$(scripts/wasm-toolchain.sh | tail -1)"
+log "wasm32 toolchain: $toolchain"
+
+# 2. wasm-bindgen CLI, exactly the version of the wasm-bindgen crate in Cargo.lock.
+locked="$(awk '/^name = "wasm-bindgen"$/{getline; gsub(/"/,""); print $3}' Cargo.lock)"
+if [[ -n "$locked" && "$locked" != "$WASM_BINDGEN_VERSION" ]]; then
+  log "Cargo.lock has wasm-bindgen $locked but scripts/versions.env pins $WASM_BINDGEN_VERSION"
+  exit 1
+fi
+if [[ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$WASM_BINDGEN_VERSION" ]]; then
+  log "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION (a few minutes, once)"
+  # Not --locked: one of its locked dependencies is missing from the registry mirror.
+  cargo install -q wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION" --force
+fi
+
+# 3. npm tools: wasm-opt (binaryen) for release bundles.
+npm_ci() { # dir, marker file
+  if [[ ! -e "$1/$2" ]] || ! (cd "$1" && npm ls --depth=0 >/dev/null 2>&1); then
+    log "npm ci in $1"
+    (cd "$1" && npm ci --no-fund --no-audit --loglevel=error >&2)
+  fi
+}
+npm_ci tools node_modules/.bin/wasm-opt
+if [[ -x /usr/bin/wasm-opt ]]; then
+  log "warning: /usr/bin/wasm-opt (Debian binaryen) is installed; KQueen uses tools/node_modules/.bin/wasm-opt instead"
+fi
+
+if [[ "$mode" == test ]]; then
+  # 4. Browser tests: Debian's Chromium driven by playwright-core (no browser download).
+  [[ -x /usr/bin/chromium ]] || apt_install chromium
+  npm_ci end2end node_modules/playwright-core/package.json
+  # 5. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
+  if [[ "${KQUEEN_TEST_SKIP_POSTGRES:-0}" != 1 ]] && command -v pg_isready >/dev/null \
+    && ! pg_isready -q -h 127.0.0.1 -p 5432 && command -v pg_ctlcluster >/dev/null; then
+    log "starting the local PostgreSQL cluster"
+    as_root pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql | head -1)" main start || true
+  fi
+fi
+log "done ($mode)"

@@ -1,0 +1,779 @@
+//! Providers, templates, clusters, quotas and kubeconfigs.
+
+use std::collections::BTreeMap;
+
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use kqueen_core::cluster::{
+    Cluster, ClusterEvent, ClusterFilter, ClusterRequest, ClusterState, Operation, Provider,
+    ProviderInput, Quota, TemplateInput,
+};
+use kqueen_core::page::Page;
+use kqueen_core::provisioner::schema::params_from_json;
+use kqueen_core::{Actor, ClusterDetail, Error, KindInfo, TemplateView, ValidationError};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+use super::{ApiResult, ErrorOut};
+use crate::startup::AppState;
+
+/// A provisioner kind: what it can do and the schemas of its settings and requests.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct KindOut {
+    /// `import`, `command` or `jenkins`.
+    pub kind: String,
+    pub capabilities: CapabilitiesOut,
+    /// Settings of a provider of this kind (`[{name, label, type, ...}]`).
+    #[schema(value_type = Vec<Object>)]
+    pub provider_schema: serde_json::Value,
+    /// Parameters of a cluster request.
+    #[schema(value_type = Vec<Object>)]
+    pub cluster_schema: serde_json::Value,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CapabilitiesOut {
+    pub scale: bool,
+    pub upgrade: bool,
+    pub deletes_infrastructure: bool,
+}
+
+impl From<kqueen_core::provisioner::Capabilities> for CapabilitiesOut {
+    fn from(c: kqueen_core::provisioner::Capabilities) -> Self {
+        Self {
+            scale: c.scale,
+            upgrade: c.upgrade,
+            deletes_infrastructure: c.deletes_infrastructure,
+        }
+    }
+}
+
+fn json_of<T: Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+impl From<KindInfo> for KindOut {
+    fn from(k: KindInfo) -> Self {
+        Self {
+            kind: k.kind.to_string(),
+            capabilities: k.capabilities.into(),
+            provider_schema: json_of(&k.provider_schema),
+            cluster_schema: json_of(&k.cluster_schema),
+        }
+    }
+}
+
+/// A provider. Secret settings are never returned: `secret_fields` names those that are set.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProviderOut {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: String,
+    pub description: String,
+    pub settings: BTreeMap<String, String>,
+    pub secret_fields: Vec<String>,
+    pub disabled: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Provider> for ProviderOut {
+    fn from(p: Provider) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            kind: p.kind.to_string(),
+            description: p.description,
+            settings: p.config,
+            secret_fields: p.secret_fields,
+            disabled: p.disabled,
+            created_at: p.created_at.to_rfc3339(),
+            updated_at: p.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// Creates or edits a provider. On edit, `kind` is ignored and secret settings left out
+/// keep their stored value.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProviderIn {
+    pub name: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub description: String,
+    /// Setting name -> value (strings, numbers or booleans).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+impl TryFrom<ProviderIn> for ProviderInput {
+    type Error = Error;
+    fn try_from(p: ProviderIn) -> Result<Self, Error> {
+        Ok(ProviderInput {
+            name: p.name,
+            kind: p.kind,
+            description: p.description,
+            settings: params_from_json(&p.settings)?,
+            disabled: p.disabled,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TemplateOut {
+    pub id: Uuid,
+    pub name: String,
+    pub description: String,
+    pub provider: String,
+    pub kind: String,
+    pub capabilities: CapabilitiesOut,
+    /// The provisioner's cluster parameters as narrowed by this template.
+    #[schema(value_type = Object)]
+    pub overrides: serde_json::Value,
+    /// What a request may set: `[{name, label, type, default, min, max, options, ...}]`.
+    #[schema(value_type = Vec<Object>)]
+    pub parameters: serde_json::Value,
+    /// Values the template fixes.
+    pub fixed: BTreeMap<String, String>,
+    /// Tenants it is offered to; empty: every tenant.
+    pub tenants: Vec<String>,
+    pub timeout_minutes: u32,
+    pub disabled: bool,
+}
+
+impl From<TemplateView> for TemplateOut {
+    fn from(v: TemplateView) -> Self {
+        Self {
+            id: v.template.id,
+            overrides: json_of(&v.template.overrides),
+            name: v.template.name,
+            description: v.template.description,
+            provider: v.provider_name,
+            kind: v.provider_kind.to_string(),
+            capabilities: v.capabilities.into(),
+            parameters: json_of(&v.schema),
+            fixed: v.fixed,
+            tenants: v.tenant_slugs,
+            timeout_minutes: v.template.timeout_minutes,
+            disabled: v.template.disabled,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TemplateIn {
+    pub name: String,
+    /// Provider name.
+    pub provider: String,
+    #[serde(default)]
+    pub description: String,
+    /// Parameter name -> `{default, min, max, options, fixed}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub overrides: serde_json::Map<String, serde_json::Value>,
+    /// Tenant slugs; empty: every tenant.
+    #[serde(default)]
+    pub tenants: Vec<String>,
+    pub timeout_minutes: Option<u32>,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+impl From<TemplateIn> for TemplateInput {
+    fn from(t: TemplateIn) -> Self {
+        TemplateInput {
+            name: t.name,
+            provider: t.provider,
+            description: t.description,
+            overrides: serde_json::Value::Object(t.overrides).to_string(),
+            tenants: t.tenants,
+            timeout_minutes: t.timeout_minutes,
+            disabled: t.disabled,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OperationOut {
+    pub id: Uuid,
+    /// `create`, `delete`, `scale` or `upgrade`.
+    pub kind: String,
+    /// `pending`, `running`, `succeeded` or `failed`.
+    pub state: String,
+    pub step: String,
+    pub progress: u8,
+    pub attempts: u32,
+    pub error: Option<String>,
+    pub target: Option<String>,
+    pub requested_by: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub deadline_at: String,
+}
+
+impl From<Operation> for OperationOut {
+    fn from(o: Operation) -> Self {
+        Self {
+            id: o.id,
+            kind: o.kind.to_string(),
+            state: o.state.to_string(),
+            step: o.step,
+            progress: o.progress,
+            attempts: o.attempts,
+            error: o.error,
+            target: o.target,
+            requested_by: o.requested_by,
+            created_at: o.created_at.to_rfc3339(),
+            started_at: o.started_at.map(|t| t.to_rfc3339()),
+            finished_at: o.finished_at.map(|t| t.to_rfc3339()),
+            deadline_at: o.deadline_at.to_rfc3339(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EventOut {
+    pub id: Uuid,
+    pub at: String,
+    /// `step`, `log`, `state` or `error`.
+    pub kind: String,
+    pub message: String,
+}
+
+impl From<ClusterEvent> for EventOut {
+    fn from(e: ClusterEvent) -> Self {
+        Self {
+            id: e.id,
+            at: e.occurred_at.to_rfc3339(),
+            kind: e.kind.to_string(),
+            message: e.message,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterOut {
+    pub id: Uuid,
+    pub tenant: String,
+    pub name: String,
+    pub template: String,
+    pub kind: String,
+    /// `provisioning`, `ready`, `updating`, `deleting`, `error` or `unknown`.
+    pub state: String,
+    pub parameters: BTreeMap<String, String>,
+    pub node_count: u32,
+    pub endpoint: Option<String>,
+    pub error: Option<String>,
+    /// When the tenant's time-to-live deletes the cluster.
+    pub expires_at: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+    /// Progress of the current (or last) operation.
+    pub progress: Option<u8>,
+    pub current_step: Option<String>,
+}
+
+impl ClusterOut {
+    fn new(c: Cluster, op: Option<&Operation>) -> Self {
+        Self {
+            id: c.id,
+            tenant: c.tenant_slug,
+            name: c.name.to_string(),
+            template: c.template_name,
+            kind: c.provider_kind.to_string(),
+            state: c.state.to_string(),
+            parameters: c.parameters,
+            node_count: c.node_count,
+            endpoint: c.endpoint,
+            error: c.error,
+            expires_at: c.expires_at.map(|t| t.to_rfc3339()),
+            created_by: c.created_by,
+            created_at: c.created_at.to_rfc3339(),
+            progress: op.map(|o| o.progress),
+            current_step: op.map(|o| o.step.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterDetailOut {
+    #[serde(flatten)]
+    pub cluster: ClusterOut,
+    pub capabilities: CapabilitiesOut,
+    /// Newest first.
+    pub operations: Vec<OperationOut>,
+    /// The timeline, oldest first (the newest 300 entries).
+    pub events: Vec<EventOut>,
+}
+
+impl From<ClusterDetail> for ClusterDetailOut {
+    fn from(d: ClusterDetail) -> Self {
+        Self {
+            cluster: ClusterOut::new(d.cluster, d.operations.first()),
+            capabilities: d.capabilities.into(),
+            operations: d.operations.into_iter().map(Into::into).collect(),
+            events: d.events.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterIn {
+    pub tenant: String,
+    pub name: String,
+    /// Template name.
+    pub template: String,
+    /// Parameter name -> value (strings, numbers or booleans).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterAccepted {
+    pub cluster: ClusterOut,
+    pub operation: OperationOut,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterList {
+    pub items: Vec<ClusterOut>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ClusterQuery {
+    /// Tenant slug.
+    pub tenant: Option<String>,
+    /// Cluster state.
+    pub state: Option<String>,
+    /// Substring of the name.
+    pub name: Option<String>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct TemplateQuery {
+    /// Only templates offered to this tenant (required for non-operators).
+    pub tenant: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct EventsQuery {
+    /// Only entries after this event id.
+    pub after: Option<Uuid>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ScaleIn {
+    pub node_count: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct UpgradeIn {
+    pub kubernetes_version: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QuotaIo {
+    pub max_clusters: Option<u32>,
+    pub max_nodes: Option<u32>,
+    pub cluster_ttl_hours: Option<u32>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QuotaOut {
+    #[serde(flatten)]
+    pub quota: QuotaIo,
+    pub used_clusters: u32,
+    pub used_nodes: u32,
+}
+
+fn page_of(limit: Option<u32>, offset: Option<u32>) -> Page {
+    Page::new(limit.unwrap_or(Page::DEFAULT_LIMIT), offset.unwrap_or(0))
+}
+
+/// The provisioner kinds of this portal (operators).
+#[utoipa::path(get, path = "/api/v1/provider-kinds", tag = "providers",
+    responses((status = 200, body = Vec<KindOut>), (status = 403, body = ErrorOut)))]
+pub async fn list_kinds(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+) -> ApiResult<Json<Vec<KindOut>>> {
+    let kinds = state.kqueen.provider_kinds(&actor).await?;
+    Ok(Json(kinds.into_iter().map(Into::into).collect()))
+}
+
+/// Providers (operators).
+#[utoipa::path(get, path = "/api/v1/providers", tag = "providers",
+    responses((status = 200, body = Vec<ProviderOut>), (status = 403, body = ErrorOut)))]
+pub async fn list_providers(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+) -> ApiResult<Json<Vec<ProviderOut>>> {
+    let list = state
+        .kqueen
+        .list_providers(&actor, Page::new(Page::MAX_LIMIT, 0))
+        .await?;
+    Ok(Json(list.into_iter().map(Into::into).collect()))
+}
+
+/// Registers a provider; secret settings go to the vault.
+#[utoipa::path(post, path = "/api/v1/providers", tag = "providers", request_body = ProviderIn,
+    responses((status = 201, body = ProviderOut), (status = 400, body = ErrorOut),
+              (status = 403, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn create_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Json(input): Json<ProviderIn>,
+) -> ApiResult<(StatusCode, Json<ProviderOut>)> {
+    let p = state
+        .kqueen
+        .create_provider(&actor, input.try_into()?)
+        .await?;
+    Ok((StatusCode::CREATED, Json(p.into())))
+}
+
+#[utoipa::path(get, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+    responses((status = 200, body = ProviderOut), (status = 404, body = ErrorOut)))]
+pub async fn get_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<ProviderOut>> {
+    Ok(Json(state.kqueen.provider(&actor, &name).await?.into()))
+}
+
+/// Edits a provider (name, description, settings, disabled).
+#[utoipa::path(put, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+    request_body = ProviderIn,
+    responses((status = 200, body = ProviderOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+pub async fn update_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+    Json(input): Json<ProviderIn>,
+) -> ApiResult<Json<ProviderOut>> {
+    let p = state
+        .kqueen
+        .update_provider(&actor, &name, input.try_into()?)
+        .await?;
+    Ok(Json(p.into()))
+}
+
+/// Deletes a provider that has no templates or clusters.
+#[utoipa::path(delete, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+    responses((status = 204), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn delete_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    state.kqueen.delete_provider(&actor, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Templates: all (operators), or those offered to `tenant`.
+#[utoipa::path(get, path = "/api/v1/templates", tag = "templates", params(TemplateQuery),
+    responses((status = 200, body = Vec<TemplateOut>), (status = 403, body = ErrorOut)))]
+pub async fn list_templates(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Query(q): Query<TemplateQuery>,
+) -> ApiResult<Json<Vec<TemplateOut>>> {
+    let list = state
+        .kqueen
+        .list_templates(&actor, q.tenant.as_deref(), Page::new(Page::MAX_LIMIT, 0))
+        .await?;
+    Ok(Json(list.into_iter().map(Into::into).collect()))
+}
+
+#[utoipa::path(post, path = "/api/v1/templates", tag = "templates", request_body = TemplateIn,
+    responses((status = 201, body = TemplateOut), (status = 400, body = ErrorOut),
+              (status = 403, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn create_template(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Json(input): Json<TemplateIn>,
+) -> ApiResult<(StatusCode, Json<TemplateOut>)> {
+    let t = state.kqueen.create_template(&actor, input.into()).await?;
+    Ok((StatusCode::CREATED, Json(t.into())))
+}
+
+#[utoipa::path(get, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
+    responses((status = 200, body = TemplateOut), (status = 404, body = ErrorOut)))]
+pub async fn get_template(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<TemplateOut>> {
+    Ok(Json(state.kqueen.template(&actor, &name).await?.into()))
+}
+
+#[utoipa::path(put, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
+    request_body = TemplateIn,
+    responses((status = 200, body = TemplateOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+pub async fn update_template(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+    Json(input): Json<TemplateIn>,
+) -> ApiResult<Json<TemplateOut>> {
+    let t = state
+        .kqueen
+        .update_template(&actor, &name, input.into())
+        .await?;
+    Ok(Json(t.into()))
+}
+
+#[utoipa::path(delete, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
+    responses((status = 204), (status = 404, body = ErrorOut)))]
+pub async fn delete_template(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    state.kqueen.delete_template(&actor, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Clusters the caller may see, filtered and paginated.
+#[utoipa::path(get, path = "/api/v1/clusters", tag = "clusters", params(ClusterQuery),
+    responses((status = 200, body = ClusterList), (status = 400, body = ErrorOut)))]
+pub async fn list_clusters(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Query(q): Query<ClusterQuery>,
+) -> ApiResult<Json<ClusterList>> {
+    let state_filter = match q.state.as_deref().filter(|s| !s.is_empty()) {
+        Some(s) => Some(ClusterState::parse(s).ok_or_else(|| {
+            Error::Invalid(ValidationError::new(
+                "state",
+                "must be provisioning, ready, updating, deleting, error or unknown",
+            ))
+        })?),
+        None => None,
+    };
+    let filter = ClusterFilter {
+        tenant: q.tenant.filter(|t| !t.is_empty()),
+        state: state_filter,
+        name: q.name,
+    };
+    let page = page_of(q.limit, q.offset);
+    let (items, total) = state.kqueen.list_clusters(&actor, &filter, page).await?;
+    Ok(Json(ClusterList {
+        items: items
+            .into_iter()
+            .map(|c| ClusterOut::new(c, None))
+            .collect(),
+        total,
+        limit: page.limit(),
+        offset: page.offset(),
+    }))
+}
+
+/// Requests a cluster from a template. Answers at once (202): provisioning runs in the
+/// background; follow it at /api/v1/clusters/{id}.
+#[utoipa::path(post, path = "/api/v1/clusters", tag = "clusters", request_body = ClusterIn,
+    responses((status = 202, body = ClusterAccepted), (status = 400, body = ErrorOut),
+              (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn create_cluster(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Json(input): Json<ClusterIn>,
+) -> ApiResult<(StatusCode, Json<ClusterAccepted>)> {
+    let req = ClusterRequest {
+        tenant: input.tenant,
+        name: input.name,
+        template: input.template,
+        parameters: params_from_json(&input.parameters).map_err(Error::from)?,
+    };
+    let (cluster, op) = state.kqueen.request_cluster(&actor, req).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(ClusterAccepted {
+            cluster: ClusterOut::new(cluster, Some(&op)),
+            operation: op.into(),
+        }),
+    ))
+}
+
+/// A cluster: state, progress, current step, operations and timeline.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = String, Path)),
+    responses((status = 200, body = ClusterDetailOut), (status = 404, body = ErrorOut)))]
+pub async fn get_cluster(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<ClusterDetailOut>> {
+    Ok(Json(state.kqueen.cluster_detail(&actor, &id).await?.into()))
+}
+
+/// Timeline entries, optionally only those after an event id (for polling).
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/events", tag = "clusters",
+    params(("id" = String, Path), EventsQuery),
+    responses((status = 200, body = Vec<EventOut>), (status = 404, body = ErrorOut)))]
+pub async fn cluster_events(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+    Query(q): Query<EventsQuery>,
+) -> ApiResult<Json<Vec<EventOut>>> {
+    let events = state.kqueen.cluster_events(&actor, &id, q.after).await?;
+    Ok(Json(events.into_iter().map(Into::into).collect()))
+}
+
+/// Deletes a cluster (in the background; answers with the operation).
+#[utoipa::path(delete, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = String, Path)),
+    responses((status = 202, body = OperationOut), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn delete_cluster(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<(StatusCode, Json<OperationOut>)> {
+    let op = state.kqueen.delete_cluster(&actor, &id).await?;
+    Ok((StatusCode::ACCEPTED, Json(op.into())))
+}
+
+/// Changes the node count (provisioners that can scale).
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/scale", tag = "clusters", params(("id" = String, Path)),
+    request_body = ScaleIn,
+    responses((status = 202, body = OperationOut), (status = 400, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn scale_cluster(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+    Json(input): Json<ScaleIn>,
+) -> ApiResult<(StatusCode, Json<OperationOut>)> {
+    let op = state
+        .kqueen
+        .scale_cluster(&actor, &id, input.node_count)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(op.into())))
+}
+
+/// Upgrades Kubernetes (provisioners that can upgrade).
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/upgrade", tag = "clusters", params(("id" = String, Path)),
+    request_body = UpgradeIn,
+    responses((status = 202, body = OperationOut), (status = 400, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn upgrade_cluster(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+    Json(input): Json<UpgradeIn>,
+) -> ApiResult<(StatusCode, Json<OperationOut>)> {
+    let op = state
+        .kqueen
+        .upgrade_cluster(&actor, &id, &input.kubernetes_version)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(op.into())))
+}
+
+/// The caller's kubeconfig as YAML: the admin kubeconfig for operators, a per-user,
+/// short-lived one for tenant members. Every download is audited.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/kubeconfig", tag = "clusters", params(("id" = String, Path)),
+    responses((status = 200, content_type = "application/yaml", body = String),
+              (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn kubeconfig(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<Response> {
+    let d = state.kqueen.kubeconfig(&actor, &id).await?;
+    Ok(kubeconfig_response(d))
+}
+
+/// A kubeconfig as a file download.
+pub fn kubeconfig_response(d: kqueen_core::KubeconfigDownload) -> Response {
+    let name: String = d
+        .file_name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .collect();
+    (
+        [
+            (header::CONTENT_TYPE, "application/yaml".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        d.yaml.expose().to_vec(),
+    )
+        .into_response()
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct AccessQuery {
+    /// Whose access to revoke (tenant admins, operators); default: the caller's own.
+    pub user: Option<String>,
+}
+
+/// Revokes a user's access to a cluster: deletes their ServiceAccount, so every kubeconfig
+/// issued to them stops working.
+#[utoipa::path(delete, path = "/api/v1/clusters/{id}/access", tag = "clusters",
+    params(("id" = String, Path), AccessQuery),
+    responses((status = 204), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn revoke_access(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+    Query(q): Query<AccessQuery>,
+) -> ApiResult<StatusCode> {
+    state
+        .kqueen
+        .revoke_access(&actor, &id, q.user.as_deref())
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A tenant's quota and usage.
+#[utoipa::path(get, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path)),
+    responses((status = 200, body = QuotaOut), (status = 404, body = ErrorOut)))]
+pub async fn get_quota(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(slug): Path<String>,
+) -> ApiResult<Json<QuotaOut>> {
+    let (q, u) = state.kqueen.quota(&actor, &slug).await?;
+    Ok(Json(QuotaOut {
+        quota: QuotaIo {
+            max_clusters: q.max_clusters,
+            max_nodes: q.max_nodes,
+            cluster_ttl_hours: q.cluster_ttl_hours,
+        },
+        used_clusters: u.clusters,
+        used_nodes: u.nodes,
+    }))
+}
+
+/// Sets a tenant's quota (operators); `null` means unlimited / no time-to-live.
+#[utoipa::path(put, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path)),
+    request_body = QuotaIo,
+    responses((status = 200, body = QuotaIo), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
+pub async fn put_quota(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(slug): Path<String>,
+    Json(q): Json<QuotaIo>,
+) -> ApiResult<Json<QuotaIo>> {
+    let quota = Quota {
+        max_clusters: q.max_clusters,
+        max_nodes: q.max_nodes,
+        cluster_ttl_hours: q.cluster_ttl_hours,
+    };
+    state.kqueen.set_quota(&actor, &slug, quota).await?;
+    Ok(Json(q))
+}

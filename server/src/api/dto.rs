@@ -1,0 +1,151 @@
+//! JSON bodies of the API.
+
+use kqueen_core::identity::{Identity, Member};
+use kqueen_core::tenant::Tenant;
+use kqueen_core::token::ApiToken;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TenantRole {
+    pub tenant: String,
+    /// `member` or `admin`.
+    pub role: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WhoAmI {
+    pub username: String,
+    pub email: Option<String>,
+    pub display_name: Option<String>,
+    pub operator: bool,
+    pub tenants: Vec<TenantRole>,
+}
+
+impl From<&Identity> for WhoAmI {
+    fn from(i: &Identity) -> Self {
+        WhoAmI {
+            username: i.username.clone(),
+            email: i.email.clone(),
+            display_name: i.display_name.clone(),
+            operator: i.is_operator,
+            tenants: i
+                .memberships
+                .iter()
+                .map(|m| TenantRole {
+                    tenant: m.tenant_slug.to_string(),
+                    role: m.role.to_string(),
+                })
+                .collect(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TenantOut {
+    pub slug: String,
+    pub display_name: String,
+    pub created_at: String,
+}
+
+impl From<Tenant> for TenantOut {
+    fn from(t: Tenant) -> Self {
+        TenantOut {
+            slug: t.slug.to_string(),
+            display_name: t.display_name.as_str().to_owned(),
+            created_at: t.created_at.to_rfc3339(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TenantIn {
+    /// DNS-1123 label, e.g. `team-a`.
+    pub slug: String,
+    pub display_name: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MemberOut {
+    pub username: String,
+    pub email: Option<String>,
+    pub role: String,
+    /// `oidc` (from identity-provider groups) or `manual`.
+    pub source: String,
+}
+
+impl From<Member> for MemberOut {
+    fn from(m: Member) -> Self {
+        MemberOut {
+            username: m.username,
+            email: m.email,
+            role: m.role.to_string(),
+            source: m.source.as_str().to_owned(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct MemberIn {
+    /// `member` or `admin`.
+    pub role: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenOut {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub created_at: String,
+    pub expires_at: String,
+    pub last_used_at: Option<String>,
+    pub revoked_at: Option<String>,
+}
+
+impl From<ApiToken> for TokenOut {
+    fn from(t: ApiToken) -> Self {
+        TokenOut {
+            id: t.id.to_string(),
+            name: t.name,
+            prefix: t.prefix,
+            created_at: t.created_at.to_rfc3339(),
+            expires_at: t.expires_at.to_rfc3339(),
+            last_used_at: t.last_used_at.map(|d| d.to_rfc3339()),
+            revoked_at: t.revoked_at.map(|d| d.to_rfc3339()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenIn {
+    pub name: String,
+    /// Validity in days, 1 to 365 (default 90).
+    pub days: Option<u32>,
+}
+
+/// A new token. `secret` is shown this once and cannot be read again.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct TokenCreated {
+    pub token: TokenOut,
+    pub secret: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AuditEventOut {
+    pub id: String,
+    pub time: String,
+    pub actor: String,
+    pub tenant: Option<String>,
+    pub action: String,
+    pub target: String,
+    /// `success`, `denied` or `failure`.
+    pub result: String,
+    pub source_ip: Option<String>,
+    pub detail: Option<String>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ErrorOut {
+    pub error: String,
+    pub status: u16,
+}

@@ -1,0 +1,145 @@
+//! REST API `/api/v1` (JSON), described by an OpenAPI document generated from the handlers at
+//! `/api/v1/openapi.json`. Authentication: `Authorization: Bearer <personal API token>`, or
+//! the portal's session cookie.
+
+mod audit;
+mod clusters;
+mod dto;
+mod tenants;
+mod tokens;
+
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use serde_json::json;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+use utoipa_axum::router::OpenApiRouter;
+use utoipa_axum::routes;
+
+use crate::startup::AppState;
+
+pub use clusters::kubeconfig_response;
+pub use dto::*;
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "KQueen API", version = "1", description = "Multi-cloud Kubernetes cluster manager"),
+    modifiers(&BearerAuth),
+    security(("bearer" = [])),
+    tags((name = "identity"), (name = "tenants"), (name = "tokens"), (name = "audit"),
+         (name = "providers"), (name = "templates"), (name = "clusters"))
+)]
+struct ApiDoc;
+
+struct BearerAuth;
+
+impl Modify for BearerAuth {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The API routes and the OpenAPI document describing them.
+pub fn router() -> Router<AppState> {
+    let (router, doc) = OpenApiRouter::<AppState>::with_openapi(ApiDoc::openapi())
+        .routes(routes!(tenants::whoami))
+        .routes(routes!(tenants::list_tenants, tenants::create_tenant))
+        .routes(routes!(tenants::get_tenant))
+        .routes(routes!(tenants::list_members))
+        .routes(routes!(tenants::put_member, tenants::remove_member))
+        .routes(routes!(tokens::list_tokens, tokens::create_token))
+        .routes(routes!(tokens::revoke_token))
+        .routes(routes!(audit::list_audit))
+        .routes(routes!(clusters::list_kinds))
+        .routes(routes!(clusters::list_providers, clusters::create_provider))
+        .routes(routes!(
+            clusters::get_provider,
+            clusters::update_provider,
+            clusters::delete_provider
+        ))
+        .routes(routes!(clusters::list_templates, clusters::create_template))
+        .routes(routes!(
+            clusters::get_template,
+            clusters::update_template,
+            clusters::delete_template
+        ))
+        .routes(routes!(clusters::list_clusters, clusters::create_cluster))
+        .routes(routes!(clusters::get_cluster, clusters::delete_cluster))
+        .routes(routes!(clusters::cluster_events))
+        .routes(routes!(clusters::scale_cluster))
+        .routes(routes!(clusters::upgrade_cluster))
+        .routes(routes!(clusters::kubeconfig))
+        .routes(routes!(clusters::revoke_access))
+        .routes(routes!(clusters::get_quota, clusters::put_quota))
+        .split_for_parts();
+    // Authentication first, before any body is read: nobody learns more than "401".
+    let router = router.route_layer(axum::middleware::from_fn(require_identity));
+    router.route(
+        "/api/v1/openapi.json",
+        get(move || async move { Json(doc.clone()) }),
+    )
+}
+
+/// Refuses API requests without a logged-in user (session or token) with 401.
+async fn require_identity(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let known = req
+        .extensions()
+        .get::<kqueen_core::Actor>()
+        .is_some_and(|a| a.identity().is_some());
+    if known {
+        next.run(req).await
+    } else {
+        error_response(StatusCode::UNAUTHORIZED, "authentication required")
+    }
+}
+
+/// A domain error as an HTTP answer: `{"error": message, "status": code}`. Internal causes
+/// are logged and answered with an opaque message.
+pub struct ApiError(pub kqueen_core::Error);
+
+impl From<kqueen_core::Error> for ApiError {
+    fn from(e: kqueen_core::Error) -> Self {
+        Self(e)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        use kqueen_core::Error as E;
+        let (status, message) = match &self.0 {
+            E::Invalid(v) => (StatusCode::BAD_REQUEST, v.to_string()),
+            E::NotFound(what) => (StatusCode::NOT_FOUND, format!("{what} not found")),
+            E::Conflict(m) => (StatusCode::CONFLICT, m.clone()),
+            E::Unauthenticated => (StatusCode::UNAUTHORIZED, "authentication required".into()),
+            E::Forbidden => (StatusCode::FORBIDDEN, "permission denied".into()),
+            other => {
+                tracing::error!(error = ?other, "API request failed");
+                (StatusCode::INTERNAL_SERVER_ERROR, "internal error".into())
+            }
+        };
+        error_response(status, &message)
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;
+
+/// The API's error body, `{"error": message, "status": code}`, with that status. Every
+/// error answer of the API and of the middlewares in front of it has this shape.
+pub fn error_response(status: StatusCode, message: &str) -> Response {
+    (
+        status,
+        Json(json!({ "error": message, "status": status.as_u16() })),
+    )
+        .into_response()
+}
+
+/// Percent-encodes a query-string value.
+pub fn query_escape(value: &str) -> String {
+    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
+}

@@ -1,0 +1,311 @@
+//! Builds the application state and the axum router, and serves it until shutdown.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::{bail, Context};
+use axum::extract::FromRef;
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+use axum::Router;
+use kqueen_app::dto::LoginOptions;
+use kqueen_app::{shell, App, OUTPUT_NAME};
+use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::identity::GroupMap;
+use kqueen_core::store::Store;
+use kqueen_core::vault::{EtcdBackend, Keyring, SecretBackend, Vault};
+use kqueen_core::{store, ClusterSettings, Kqueen};
+use leptos::config::{Env, LeptosOptions};
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use secrecy::ExposeSecret;
+use tokio::net::TcpListener;
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::auth::oidc::{Oidc, OidcConfig};
+use crate::auth::session_store::DbSessionStore;
+use crate::auth::{self, AuthConfig};
+use crate::settings::Settings;
+use crate::{api, csrf, forms, health};
+
+/// Everything a request handler may need. Cheap to clone.
+#[derive(Clone, FromRef)]
+pub struct AppState {
+    pub leptos_options: LeptosOptions,
+    pub kqueen: Kqueen,
+    pub auth: Arc<AuthConfig>,
+    pub oidc: Option<Arc<Oidc>>,
+}
+
+/// Opens (and migrates) the database and the credential vault: KQueen's domain services as
+/// configured (also used by the command line).
+pub async fn open_kqueen(settings: &Settings) -> anyhow::Result<Kqueen> {
+    let store = Arc::new(
+        store::connect(settings.database_url().expose_secret())
+            .await
+            .context("cannot open the database")?,
+    );
+    tracing::info!(backend = store.backend().as_str(), "database ready");
+    let keyring = match &settings.vault_keys {
+        Some(keys) if !keys.expose_secret().trim().is_empty() => {
+            Keyring::parse(keys.expose_secret()).context("KQUEEN_VAULT_KEYS")?
+        }
+        _ => {
+            let path = settings.data_dir.join("vault.keys");
+            Keyring::load_or_create(&path)
+                .with_context(|| format!("vault key file {}", path.display()))?
+        }
+    };
+    let backend: Arc<dyn SecretBackend> = match settings.vault_backend.trim() {
+        "sql" | "" => store.clone(),
+        "etcd" => {
+            let endpoints: Vec<String> = settings
+                .vault_etcd_endpoints
+                .split(',')
+                .map(str::trim)
+                .filter(|e| !e.is_empty())
+                .map(str::to_owned)
+                .collect();
+            if endpoints.is_empty() {
+                bail!("KQUEEN_VAULT_BACKEND=etcd needs KQUEEN_VAULT_ETCD_ENDPOINTS");
+            }
+            let credentials = match (&settings.vault_etcd_username, &settings.vault_etcd_password) {
+                (Some(u), Some(p)) => Some((u.clone(), p.expose_secret().to_owned())),
+                (None, None) => None,
+                _ => bail!("etcd credentials need both KQUEEN_VAULT_ETCD_USERNAME and KQUEEN_VAULT_ETCD_PASSWORD"),
+            };
+            let etcd = EtcdBackend::connect(&endpoints, &settings.vault_etcd_prefix, credentials)
+                .await
+                .context("cannot connect to the vault's etcd")?;
+            tracing::info!(endpoints = ?endpoints, "vault secrets stored in etcd");
+            Arc::new(etcd)
+        }
+        other => bail!("KQUEEN_VAULT_BACKEND must be sql or etcd, not '{other}'"),
+    };
+    let group_map = GroupMap::parse(&settings.group_map).context("KQUEEN_GROUP_MAP")?;
+    let cluster_settings = ClusterSettings {
+        user_token_ttl: std::time::Duration::from_secs(
+            u64::from(settings.user_kubeconfig_ttl_hours.clamp(1, 24 * 30)) * 3600,
+        ),
+        work_dir: settings.data_dir.join("work"),
+        ..ClusterSettings::default()
+    };
+    Ok(Kqueen::new(store)
+        .with_group_map(group_map)
+        .with_vault(Vault::new(keyring, backend))
+        .with_cluster_settings(cluster_settings))
+}
+
+/// Opens the domain services and prepares the site options.
+pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
+    let kqueen = open_kqueen(settings).await?;
+
+    let site_root = settings.site_root.to_string_lossy().into_owned();
+    let bundle = settings
+        .site_root
+        .join("pkg")
+        .join(format!("{OUTPUT_NAME}.js"));
+    if !bundle.is_file() {
+        tracing::warn!(
+            site_root = %site_root,
+            "built site not found: pages render on the server but will not hydrate; \
+             build it with `make site` or point KQUEEN_SITE_ROOT at it"
+        );
+    }
+    let leptos_options = LeptosOptions::builder()
+        .output_name(OUTPUT_NAME)
+        .site_root(site_root)
+        .site_pkg_dir("pkg")
+        .site_addr(settings.listen)
+        .env(Env::PROD)
+        .build();
+    let public_url = settings.public_url();
+    let auth = AuthConfig {
+        public_url: public_url.clone(),
+        public_url_configured: settings.configured_public_url().is_some(),
+        local_accounts: settings.local_accounts,
+        session_idle_minutes: settings.session_idle_minutes.max(1),
+        session_absolute_hours: settings.session_absolute_hours.max(1),
+    };
+    let oidc = oidc_from(settings, &public_url)?;
+    if oidc.is_none() && !settings.local_accounts {
+        tracing::warn!("neither single sign-on nor local accounts are enabled: nobody can log in");
+    }
+    Ok(AppState {
+        leptos_options,
+        kqueen,
+        auth: Arc::new(auth),
+        oidc,
+    })
+}
+
+fn oidc_from(settings: &Settings, public_url: &str) -> anyhow::Result<Option<Arc<Oidc>>> {
+    let set = |v: &Option<String>| {
+        v.as_deref()
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_owned)
+    };
+    let secret = settings
+        .oidc_client_secret
+        .clone()
+        .filter(|s| !s.expose_secret().trim().is_empty());
+    match (
+        set(&settings.oidc_issuer_url),
+        set(&settings.oidc_client_id),
+        secret,
+    ) {
+        (None, None, None) => Ok(None),
+        (Some(issuer), Some(client_id), Some(client_secret)) => {
+            let config = OidcConfig {
+                issuer,
+                client_id,
+                client_secret,
+                scopes: settings
+                    .oidc_scopes
+                    .split_whitespace()
+                    .map(str::to_owned)
+                    .collect(),
+                groups_claim: settings.oidc_groups_claim.clone(),
+                userinfo: settings.oidc_userinfo,
+                redirect_url: format!("{public_url}/auth/callback"),
+            };
+            tracing::info!(issuer = %config.issuer, "single sign-on enabled");
+            Ok(Some(Arc::new(Oidc::new(config)?)))
+        }
+        _ => bail!(
+            "single sign-on needs all of KQUEEN_OIDC_ISSUER_URL, KQUEEN_OIDC_CLIENT_ID and \
+             KQUEEN_OIDC_CLIENT_SECRET"
+        ),
+    }
+}
+
+/// The whole HTTP surface: health endpoints, login and logout, the REST API, portal pages,
+/// server functions, static files. Every request passes (outermost first): tracing, session,
+/// identity resolution, same-origin check.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let kqueen = state.kqueen.clone();
+    let login_options = LoginOptions {
+        sso: state.oidc.is_some(),
+        local_accounts: state.auth.local_accounts,
+    };
+    let sessions = SessionManagerLayer::new(DbSessionStore::new(state.kqueen.store().clone()))
+        .with_name("kqueen_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(state.auth.public_url.starts_with("https://"))
+        .with_expiry(Expiry::OnInactivity(time::Duration::minutes(i64::from(
+            state.auth.session_idle_minutes,
+        ))));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/auth/login", get(auth::routes::login))
+        .route("/auth/callback", get(auth::routes::callback))
+        .route("/auth/local", post(auth::routes::local))
+        .route("/auth/logout", post(auth::routes::logout))
+        .merge(api::router())
+        .merge(forms::router())
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || {
+                provide_context(kqueen.clone());
+                provide_context(login_options);
+            },
+            {
+                let options = state.leptos_options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(from_fn_with_state(state.clone(), csrf::same_origin))
+        .layer(from_fn_with_state(state.clone(), auth::resolve_actor))
+        .layer(sessions)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}
+
+/// Serves on `listener` until `shutdown` completes, then finishes open requests and closes
+/// the database.
+pub async fn run(
+    listener: TcpListener,
+    state: AppState,
+    engine: Option<EngineConfig>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    let addr = listener.local_addr()?;
+    tracing::info!(address = %addr, "listening on http://{addr}");
+    let kqueen = state.kqueen.clone();
+    let purge = tokio::spawn(purge_sessions(kqueen.store().clone()));
+    let (stop_engine, engine_stopped) = tokio::sync::watch::channel(false);
+    let engine =
+        engine.map(|config| tokio::spawn(Engine::new(kqueen.clone(), config).run(engine_stopped)));
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    let result = axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown)
+        .await;
+    let _ = stop_engine.send(true);
+    if let Some(engine) = engine {
+        let _ = engine.await;
+    }
+    purge.abort();
+    kqueen.shutdown().await;
+    tracing::info!("stopped");
+    result
+}
+
+/// The operation engine of this process, as configured (`None` with `workers = 0`).
+pub fn engine_config(settings: &Settings) -> Option<EngineConfig> {
+    if settings.workers == 0 {
+        return None;
+    }
+    let mut config = EngineConfig::new(settings.data_dir.join("work"));
+    config.concurrency = settings.workers;
+    config.lease = std::time::Duration::from_secs(settings.lease_seconds.clamp(3, 3600));
+    Some(config)
+}
+
+/// Deletes expired sessions every 15 minutes.
+async fn purge_sessions(store: Arc<dyn Store>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(15 * 60));
+    loop {
+        every.tick().await;
+        if let Err(e) = store.sessions_purge_expired(chrono::Utc::now()).await {
+            tracing::warn!(error = %e, "cannot purge expired sessions");
+        }
+    }
+}
+
+/// Completes on SIGINT (Ctrl-C) or SIGTERM.
+pub async fn shutdown_signal() {
+    let ctrl_c = async {
+        if let Err(e) = tokio::signal::ctrl_c().await {
+            tracing::error!(error = %e, "cannot listen for Ctrl-C");
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "cannot listen for SIGTERM");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {},
+        () = term => {},
+    }
+    tracing::info!("shutdown requested; finishing open requests");
+}

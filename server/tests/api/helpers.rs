@@ -1,0 +1,240 @@
+//! Starts the real application on 127.0.0.1:0 with its own database and site directory.
+//!
+//! In production a process runs one portal on one multi-thread runtime. Tests keep it that
+//! way: every test server runs on one shared multi-thread runtime, and only one runs at a
+//! time ([`ONE_SERVER`]). Leptos keeps process-wide reactive state, and several portal apps
+//! rendering in one process at once were seen to lose a wake-up and hang a request (never
+//! with one app: 6,000 mixed requests at 64 concurrent connections all completed; the
+//! `concurrent_requests_all_complete` test keeps checking that). Tests talk to their server
+//! over HTTP and reach its state only through [`TestApp::on_server`].
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::LazyLock;
+
+use kqueen_core::tenant::NewTenant;
+use kqueen_core::testing::TestDatabase;
+use kqueen_core::Actor;
+use kqueen_server::settings::Settings;
+use kqueen_server::startup::{self, AppState};
+use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
+use secrecy::SecretString;
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
+
+static SERVER_RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("test-server")
+        .enable_all()
+        .build()
+        .unwrap()
+});
+
+/// Held by each [`TestApp`] for its whole life: one in-process server at a time.
+static ONE_SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Password of the accounts [`TestApp::user`] creates.
+pub const PASSWORD: &str = "correct horse battery";
+
+pub struct TestApp {
+    pub url: String,
+    /// A client without cookies: anonymous.
+    pub client: reqwest::Client,
+    pub state: AppState,
+    stop: Option<oneshot::Sender<()>>,
+    server: JoinHandle<std::io::Result<()>>,
+    _db: TestDatabase,
+    _dir: tempfile::TempDir,
+    // Last field: released after everything above is dropped.
+    _one_server: tokio::sync::MutexGuard<'static, ()>,
+}
+
+impl TestApp {
+    pub async fn sqlite() -> TestApp {
+        Self::spawn(TestDatabase::sqlite(), |_, _| {}).await
+    }
+
+    pub async fn postgres() -> Option<TestApp> {
+        Some(Self::spawn(TestDatabase::postgres().await?, |_, _| {}).await)
+    }
+
+    /// A server whose settings `configure` adjusts, knowing the address it will listen on.
+    pub async fn spawn(
+        db: TestDatabase,
+        configure: impl FnOnce(&mut Settings, SocketAddr) + Send + 'static,
+    ) -> TestApp {
+        let one_server = ONE_SERVER.lock().await;
+        let dir = tempfile::tempdir().unwrap();
+        // A minimal built site: the server must serve whatever the build put there.
+        let site = dir.path().join("site");
+        std::fs::create_dir_all(site.join("pkg")).unwrap();
+        std::fs::write(site.join("pkg/kqueen.css"), "main { color: black }").unwrap();
+        let mut settings = Settings {
+            listen: "127.0.0.1:0".parse().unwrap(),
+            data_dir: dir.path().join("data"),
+            database_url: Some(SecretString::from(db.url().to_owned())),
+            site_root: PathBuf::from(&site),
+            ..Settings::defaults()
+        };
+        let (stop, stopped) = oneshot::channel::<()>();
+        let (state, url, server) = SERVER_RUNTIME
+            .spawn(async move {
+                let listener = tokio::net::TcpListener::bind(settings.listen)
+                    .await
+                    .unwrap();
+                let addr = listener.local_addr().unwrap();
+                settings.listen = addr;
+                configure(&mut settings, addr);
+                let state = startup::build_state(&settings).await.unwrap();
+                let mut engine = startup::engine_config(&settings);
+                if let Some(e) = engine.as_mut() {
+                    e.poll_interval = std::time::Duration::from_millis(50);
+                }
+                let server = tokio::spawn(startup::run(listener, state.clone(), engine, async {
+                    let _ = stopped.await;
+                }));
+                (state, format!("http://{addr}"), server)
+            })
+            .await
+            .unwrap();
+        let client = reqwest::Client::builder()
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap();
+        TestApp {
+            url,
+            client,
+            state,
+            stop: Some(stop),
+            server,
+            _db: db,
+            _dir: dir,
+            _one_server: one_server,
+        }
+    }
+
+    /// Runs `f` with the server's state on the server's runtime.
+    pub async fn on_server<F, Fut, T>(&self, f: F) -> T
+    where
+        F: FnOnce(AppState) -> Fut,
+        Fut: Future<Output = T> + Send + 'static,
+        T: Send + 'static,
+    {
+        SERVER_RUNTIME.spawn(f(self.state.clone())).await.unwrap()
+    }
+
+    /// Audit events matching `query` (up to 500, newest first), as the system sees them.
+    pub async fn audit(
+        &self,
+        query: kqueen_core::audit::AuditQuery,
+    ) -> Vec<kqueen_core::audit::AuditEvent> {
+        self.on_server(move |s| async move {
+            let page = kqueen_core::page::Page::new(500, 0);
+            s.kqueen
+                .audit_events(&Actor::system(), &query, page)
+                .await
+                .unwrap()
+        })
+        .await
+    }
+
+    pub async fn seed_tenant(&self, slug: &str, name: &str) {
+        let input = NewTenant {
+            slug: slug.into(),
+            display_name: Some(name.into()),
+        };
+        self.on_server(|s| async move { s.kqueen.create_tenant(&Actor::system(), input).await })
+            .await
+            .unwrap();
+    }
+
+    /// A client that keeps cookies, sends this portal's Origin (as browsers do on POST) and
+    /// does not follow redirects.
+    pub fn browser(&self) -> reqwest::Client {
+        let mut headers = HeaderMap::new();
+        headers.insert(ORIGIN, HeaderValue::from_str(&self.url).unwrap());
+        reqwest::Client::builder()
+            .cookie_store(true)
+            .default_headers(headers)
+            .redirect(reqwest::redirect::Policy::none())
+            .build()
+            .unwrap()
+    }
+
+    /// Creates a local account (operator or not, member of `tenants` with `role`) and returns
+    /// a logged-in browser for it.
+    pub async fn user(
+        &self,
+        name: &str,
+        operator: bool,
+        tenants: &[(&str, &str)],
+    ) -> reqwest::Client {
+        let (n, grants): (String, Vec<(String, String)>) = (
+            name.to_owned(),
+            tenants
+                .iter()
+                .map(|(t, r)| (t.to_string(), r.to_string()))
+                .collect(),
+        );
+        self.on_server(move |s| async move {
+            s.kqueen
+                .create_local_user(&Actor::system(), &n, PASSWORD, operator)
+                .await
+                .unwrap();
+            for (tenant, role) in grants {
+                let role = kqueen_core::identity::Role::parse(&role).unwrap();
+                s.kqueen
+                    .put_member(&Actor::system(), &tenant, &n, role)
+                    .await
+                    .unwrap();
+            }
+        })
+        .await;
+        let browser = self.browser();
+        let res = self.login(&browser, name, PASSWORD).await;
+        assert_eq!(res.headers()["location"], "/", "login of {name}");
+        browser
+    }
+
+    /// Posts the local login form.
+    pub async fn login(
+        &self,
+        browser: &reqwest::Client,
+        name: &str,
+        password: &str,
+    ) -> reqwest::Response {
+        browser
+            .post(format!("{}/auth/local", self.url))
+            .form(&[("username", name), ("password", password), ("next", "/")])
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// `GET <server><path>` with `client` (a logged-in browser, say).
+    pub async fn get_as(&self, client: &reqwest::Client, path: &str) -> reqwest::Response {
+        client
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    pub async fn get(&self, path: &str) -> reqwest::Response {
+        self.client
+            .get(format!("{}{path}", self.url))
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// Asks the server to shut down gracefully and waits until it has.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        (&mut self.server).await.unwrap().unwrap();
+    }
+}

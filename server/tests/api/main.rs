@@ -1,0 +1,11 @@
+//! Integration tests of the real server on port 0 (one test binary, helpers in helpers.rs).
+
+#![allow(clippy::unwrap_used)]
+
+mod access;
+mod binary;
+mod clusters;
+mod helpers;
+mod oidc;
+mod portal;
+mod provider;

@@ -1,0 +1,124 @@
+//! The test OpenID Provider (end2end/oidc/provider.mjs, npm oidc-provider), started per test,
+//! and a headless browser that walks its login and consent pages.
+
+use std::io::{BufRead, BufReader};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use reqwest::StatusCode;
+
+pub struct Provider {
+    pub issuer: String,
+    child: Child,
+}
+
+impl Provider {
+    pub fn start() -> Provider {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+        let script = root.join("end2end/oidc/provider.mjs");
+        assert!(
+            root.join("end2end/node_modules/oidc-provider").is_dir(),
+            "end2end/node_modules is missing: run `scripts/setup.sh test` (or `cd end2end && npm ci`)"
+        );
+        let mut child = Command::new("node")
+            .arg(&script)
+            .env("OIDC_PORT", "0")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("node runs the test OpenID provider");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_str(&line).expect("provider prints its issuer");
+        Provider {
+            issuer: v["issuer"].as_str().unwrap().to_owned(),
+            child,
+        }
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status();
+        let _ = self.child.wait();
+    }
+}
+
+/// A cookie-keeping client that follows no redirects (like a browser driven by hand).
+pub fn browser() -> reqwest::Client {
+    reqwest::Client::builder()
+        .cookie_store(true)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
+fn absolute(base: &str, location: &str) -> String {
+    url::Url::parse(base)
+        .unwrap()
+        .join(location)
+        .unwrap()
+        .to_string()
+}
+
+fn location(res: &reqwest::Response) -> String {
+    absolute(
+        res.url().as_str(),
+        res.headers()["location"].to_str().unwrap(),
+    )
+}
+
+/// Starting at `url`, follows redirects and fills the provider's login (as `user`, with
+/// `password`) and consent pages, until a redirect leaves for a URL starting with `stop_at`.
+/// Returns that URL. Panics if the provider shows a page it does not expect; returns the
+/// login page's HTML in `Err` when the password is refused.
+pub async fn walk(
+    client: &reqwest::Client,
+    url: &str,
+    user: &str,
+    password: &str,
+    stop_at: &str,
+) -> Result<String, String> {
+    let mut url = url.to_owned();
+    for _ in 0..20 {
+        if url.starts_with(stop_at) {
+            return Ok(url);
+        }
+        let res = client.get(&url).send().await.unwrap();
+        if res.status().is_redirection() {
+            url = location(&res);
+            continue;
+        }
+        assert_eq!(res.status(), StatusCode::OK, "{url}");
+        let page = res.url().to_string();
+        let html = res.text().await.unwrap();
+        let res = if html.contains(r#"name="password""#) {
+            let action = absolute(&page, &format!("{}/login", page.trim_end_matches('/')));
+            let r = client
+                .post(action)
+                .form(&[("login", user), ("password", password)])
+                .send()
+                .await
+                .unwrap();
+            if r.status() == StatusCode::OK {
+                return Err(r.text().await.unwrap());
+            }
+            r
+        } else if html.contains("/confirm") {
+            client
+                .post(format!("{}/confirm", page.trim_end_matches('/')))
+                .send()
+                .await
+                .unwrap()
+        } else {
+            panic!("unexpected provider page at {page}: {html}");
+        };
+        assert!(res.status().is_redirection(), "{}", res.status());
+        url = location(&res);
+    }
+    panic!("too many redirects");
+}
