@@ -24,8 +24,12 @@ apt_install() { # packages...
 command -v cargo >/dev/null || { log "cargo not found: install Rust with rustup first"; exit 1; }
 command -v npm >/dev/null || apt_install nodejs npm
 
-# 0. protoc: etcd-client (the vault's etcd backend) compiles etcd's gRPC protocol at build time.
-command -v protoc >/dev/null || apt_install protobuf-compiler
+# 0. protoc and the well-known .proto files (libprotobuf-dev, only "recommended" by
+#    protobuf-compiler): etcd-client (the vault's etcd backend) compiles etcd's gRPC protocol
+#    at build time and imports google/protobuf/descriptor.proto.
+if ! command -v protoc >/dev/null || [[ ! -e /usr/include/google/protobuf/descriptor.proto ]]; then
+  apt_install protobuf-compiler libprotobuf-dev
+fi
 
 # 1. A toolchain that compiles to wasm32 (rustup, or the local fallback build of std).
 toolchain="$(scripts/wasm-toolchain.sh | tail -1)"

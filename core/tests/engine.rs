@@ -428,6 +428,48 @@ async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
     }
 }
 
+/// Requests racing each other and a running worker all get a proper answer: one winner per
+/// name, a Conflict for the loser, never an internal error from a lock (SQLite).
+async fn concurrent_requests_get_an_answer_while_workers_write(db: TestDatabase) {
+    let s = Arc::new(setup(db).await);
+    let ops = Actor::cli(None);
+    s.k.set_quota(&ops, "team-a", Quota::default())
+        .await
+        .unwrap();
+    let engine = s.engine("worker-a", Duration::from_secs(30));
+    let stop = Arc::new(AtomicBool::new(false));
+    let worker = tokio::spawn({
+        let stop = stop.clone();
+        async move {
+            while !stop.load(Ordering::Relaxed) {
+                engine.run_until_idle().await.unwrap();
+                tokio::task::yield_now().await;
+            }
+        }
+    });
+    let mut tasks = Vec::new();
+    for i in 0..32 {
+        let s = s.clone();
+        tasks.push(tokio::spawn(async move {
+            s.request(&format!("race-{}", i / 2)).await
+        }));
+    }
+    let (mut won, mut conflicts) = (0, 0);
+    for t in tasks {
+        match t.await.unwrap() {
+            Ok(_) => won += 1,
+            Err(Error::Conflict(m)) => {
+                assert!(m.contains("already"), "{m}");
+                conflicts += 1;
+            }
+            Err(e) => panic!("a request failed instead of winning or conflicting: {e}"),
+        }
+    }
+    assert_eq!((won, conflicts), (16, 16));
+    stop.store(true, Ordering::Relaxed);
+    worker.await.unwrap();
+}
+
 async fn failures_timeouts_and_retries(db: TestDatabase) {
     let s = setup(db).await;
     let failed = s.request("fail-one").await.unwrap();
@@ -588,6 +630,7 @@ on_both_databases!(
     a_killed_worker_is_resumed_by_another_after_its_lease,
     a_worker_that_lost_its_lease_cannot_write,
     two_workers_never_run_an_operation_twice,
+    concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,
     quota_refusals_and_time_to_live,
 );

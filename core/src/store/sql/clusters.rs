@@ -618,8 +618,7 @@ impl OperationStore for SqlStore {
         events: &[ClusterEvent],
     ) -> Result<bool> {
         let checkpoint = to_json(checkpoint)?;
-        on_pool!(self, p => {
-            let mut tx = p.begin().await?;
+        in_tx!(self, |tx| {
             let done = sqlx::query(
                 "UPDATE operations SET step = $3, progress = $4, checkpoint = $5, updated_at = $6 \
                  WHERE id = $1 AND lease_owner = $2 AND state = 'running'",
@@ -650,8 +649,7 @@ impl OperationStore for SqlStore {
         events: &[ClusterEvent],
     ) -> Result<bool> {
         let checkpoint = to_json(checkpoint)?;
-        on_pool!(self, p => {
-            let mut tx = p.begin().await?;
+        in_tx!(self, |tx| {
             let done = sqlx::query(
                 "UPDATE operations SET run_after = $3, checkpoint = $4, lease_owner = NULL, \
                  lease_expires_at = NULL, updated_at = $5 \
@@ -690,8 +688,7 @@ impl OperationStore for SqlStore {
         } else {
             -1
         };
-        on_pool!(self, p => {
-            let mut tx = p.begin().await?;
+        in_tx!(self, |tx| {
             let cluster_id: Option<Uuid> = sqlx::query_scalar(
                 "UPDATE operations SET state = $3, error = $4, finished_at = $5, updated_at = $5, \
                  progress = CASE WHEN $6 >= 0 THEN $6 ELSE progress END, \
@@ -725,7 +722,11 @@ impl OperationStore for SqlStore {
             .bind(change.error.clone().flatten())
             .bind(&change.endpoint)
             .bind(&pstate)
-            .bind(change.node_count.map(|n| i32::try_from(n).unwrap_or(i32::MAX)))
+            .bind(
+                change
+                    .node_count
+                    .map(|n| i32::try_from(n).unwrap_or(i32::MAX)),
+            )
             .bind(&params)
             .bind(change.deleted)
             .bind(now)

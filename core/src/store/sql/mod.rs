@@ -64,12 +64,32 @@ macro_rules! audit_insert {
     };
 }
 
+/// Runs `$body` with `$tx` bound to a new transaction of the store's dialect; `$body` commits.
+///
+/// SQLite transactions begin IMMEDIATE, taking the write lock first (waiting up to the busy
+/// timeout). A deferred transaction that reads and then writes fails at once with
+/// SQLITE_BUSY when another connection committed in between, and the busy timeout does not
+/// retry that case: concurrent requests would get spurious internal errors.
+macro_rules! in_tx {
+    ($store:expr, |$tx:ident| $body:block) => {
+        match &$store.pool {
+            Pool::Sqlite(p) => {
+                let mut $tx = p.begin_with("BEGIN IMMEDIATE").await?;
+                $body
+            }
+            Pool::Postgres(p) => {
+                let mut $tx = p.begin().await?;
+                $body
+            }
+        }
+    };
+}
+
 /// Runs `$body` (statements on `$tx`) and the insertion of the audit event `$audit` in one
 /// transaction of the store's dialect: both are stored, or neither.
 macro_rules! audited_tx {
     ($store:expr, $audit:expr, |$tx:ident| $body:block) => {
-        on_pool!($store, p => {
-            let mut $tx = p.begin().await?;
+        in_tx!($store, |$tx| {
             $body
             audit_insert!($audit).execute(&mut *$tx).await?;
             $tx.commit().await?;
