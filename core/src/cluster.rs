@@ -54,11 +54,13 @@ pub fn parse_description(raw: &str) -> Result<String, ValidationError> {
 }
 
 macro_rules! string_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident = $text:literal),+ $(,)? }) => {
+    ($(#[$m:meta])* $name:ident { $($(#[$vm:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
         $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name { $($variant),+ }
+        #[derive(
+            Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize,
+            serde::Deserialize,
+        )]
+        pub enum $name { $($(#[$vm])* #[serde(rename = $text)] $variant),+ }
 
         impl $name {
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
@@ -72,13 +74,16 @@ macro_rules! string_enum {
             }
         }
 
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
                 f.write_str(self.as_str())
             }
         }
     };
 }
+
+/// An enum stored and serialised as fixed texts, with `ALL`, `as_str`, `parse` and `Display`.
+pub(crate) use string_enum;
 
 string_enum!(
     /// Where a cluster is in its life.

@@ -6,10 +6,12 @@
 
 pub mod actor;
 pub mod audit;
+pub mod charts;
 pub mod cluster;
 pub mod engine;
 mod error;
 pub mod identity;
+pub mod inventory;
 pub mod kubernetes;
 pub mod page;
 pub mod policy;
@@ -27,6 +29,7 @@ pub mod vault;
 pub use actor::Actor;
 pub use error::{Error, Result, ValidationError};
 pub use service::{
-    ClusterDetail, ClusterSettings, ExternalLogin, KindInfo, Kqueen, KubeconfigDownload, Overview,
-    TemplateView,
+    Attention, ClusterDetail, ClusterSettings, ClusterSync, ExternalLogin, Findings, FleetOverview,
+    FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
+    Tally, TemplateView,
 };

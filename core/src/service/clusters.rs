@@ -613,7 +613,7 @@ impl Kqueen {
         .await
     }
 
-    async fn admin_client(
+    pub(super) async fn admin_client(
         &self,
         cluster: &Cluster,
     ) -> Result<(kube::Client, crate::kubernetes::ParsedKubeconfig)> {

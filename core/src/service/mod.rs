@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod catalog;
 mod clusters;
+mod inventory;
 mod members;
 mod tenants;
 mod tokens;
@@ -23,6 +24,10 @@ use crate::{Actor, Error, Result};
 pub use auth::ExternalLogin;
 pub use catalog::{KindInfo, TemplateView};
 pub use clusters::{ClusterDetail, KubeconfigDownload};
+pub use inventory::{
+    Attention, ClusterSync, Findings, FleetOverview, FleetTotals, ImageRow, InventorySettings,
+    Tally,
+};
 
 /// Figures for the overview page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,6 +45,7 @@ pub struct Kqueen {
     pub(crate) vault: Vault,
     pub(crate) registry: Arc<Registry>,
     pub(crate) settings: Arc<ClusterSettings>,
+    pub(crate) inventory: Arc<InventorySettings>,
 }
 
 /// Installation-wide settings of cluster management.
@@ -76,6 +82,7 @@ impl Kqueen {
             group_map: Arc::new(GroupMap::default()),
             registry: Arc::new(Registry::builtin(&RegistryOptions::default())),
             settings: Arc::new(ClusterSettings::default()),
+            inventory: Arc::new(InventorySettings::default()),
         }
     }
 

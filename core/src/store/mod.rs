@@ -16,6 +16,7 @@ use crate::cluster::{
     Template, Usage,
 };
 use crate::identity::{Member, Membership, MembershipSource, Role};
+use crate::inventory::fleet as inv;
 use crate::page::Page;
 use crate::tenant::{Tenant, TenantFilter, TenantSlug};
 use crate::token::ApiToken;
@@ -302,6 +303,69 @@ pub trait OperationStore: Send + Sync {
     async fn unfinished_operations(&self, limit: u32) -> Result<Vec<Operation>>;
 }
 
+/// The fleet inventory: rows replaced by each sync, and the fleet queries over them.
+/// `tenants` restricts every query to those tenants' clusters (None: all).
+#[async_trait]
+pub trait InventoryStore: Send + Sync {
+    /// Every live cluster in state Ready (what a sync visits).
+    async fn ready_clusters(&self) -> Result<Vec<Cluster>>;
+    /// Replaces the cluster's inventory and findings, updates its image history and records
+    /// a successful sync at `at`: one transaction.
+    async fn save_inventory(
+        &self,
+        cluster_id: Uuid,
+        snapshot: &crate::inventory::Snapshot,
+        findings: &[crate::inventory::checks::Finding],
+        at: DateTime<Utc>,
+        duration_ms: u64,
+    ) -> Result<()>;
+    /// Records a failed sync; the rows of the last good one stay (and show their age).
+    async fn save_sync_failure(
+        &self,
+        cluster_id: Uuid,
+        error: &str,
+        at: DateTime<Utc>,
+        duration_ms: u64,
+    ) -> Result<()>;
+    async fn cluster_inventory(&self, cluster_id: Uuid) -> Result<inv::ClusterInventory>;
+    async fn fleet_clusters(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+    ) -> Result<Vec<inv::FleetCluster>>;
+    /// Images running now, by reference, with the total count.
+    async fn list_images(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<(Vec<inv::ImageSummary>, u64)>;
+    /// Where these images run.
+    async fn image_usages(
+        &self,
+        images: &[String],
+        tenants: Option<&[Uuid]>,
+    ) -> Result<Vec<inv::ImageUsage>>;
+    async fn list_versions(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<(Vec<inv::VersionRow>, u64)>;
+    /// Most severe first.
+    async fn list_findings(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<(Vec<inv::FindingRow>, u64)>;
+    async fn count_findings(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+    ) -> Result<Vec<inv::FindingCount>>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
@@ -314,6 +378,7 @@ pub trait Store:
     + CatalogStore
     + ClusterStore
     + OperationStore
+    + InventoryStore
     + crate::vault::SecretBackend
     + 'static
 {

@@ -5,7 +5,8 @@
 //! resourceVersion checks, JSON merge patch, delete), `Status` errors shaped like the real
 //! server's (NotFound, AlreadyExists, Conflict, Invalid, Unauthorized, Forbidden), namespaces
 //! that must exist before objects go into them, immutable `roleRef` on role bindings,
-//! the ServiceAccount `token` subresource (TokenRequest), and bearer-token authentication:
+//! the ServiceAccount `token` subresource (TokenRequest), `status` subresources (merge patch),
+//! and bearer-token authentication:
 //! the admin token may do anything; tokens issued through TokenRequest authenticate only
 //! while their ServiceAccount exists and may only read discovery endpoints (`/version`).
 //!
@@ -37,6 +38,13 @@ pub const RESOURCES: &[(&str, &str, &str, bool)] = &[
     ("api/v1", "services", "Service", true),
     ("api/v1", "configmaps", "ConfigMap", true),
     ("apis/apps/v1", "deployments", "Deployment", true),
+    ("apis/apps/v1", "replicasets", "ReplicaSet", true),
+    ("apis/apps/v1", "statefulsets", "StatefulSet", true),
+    ("apis/apps/v1", "daemonsets", "DaemonSet", true),
+    ("apis/batch/v1", "jobs", "Job", true),
+    // Served like any resource once a test inserts NodeMetrics; an empty list means no
+    // metrics-server, as on clusters without one (the real API answers 404 there).
+    ("apis/metrics.k8s.io/v1beta1", "nodes", "NodeMetrics", false),
     (
         "apis/rbac.authorization.k8s.io/v1",
         "clusterroles",
@@ -493,6 +501,11 @@ async fn handle(
         (&Method::POST, None, None) => create(&mut s, &target, &body),
         (&Method::PUT, Some(name), None) => replace(&mut s, &target, name, &body),
         (&Method::PATCH, Some(name), None) => patch(&mut s, &target, name, &headers, &body),
+        // The status subresource: a merge patch of the object (tests set pod phases, node
+        // conditions and controller status this way, as the real kubelet and controllers do).
+        (&Method::PATCH, Some(name), Some(sub)) if sub == "status" => {
+            patch(&mut s, &target, name, &headers, &body)
+        }
         (&Method::DELETE, Some(name), None) => delete(&mut s, &target, name),
         (&Method::POST, Some(name), Some(sub))
             if sub == "token" && target.plural == "serviceaccounts" =>

@@ -184,7 +184,7 @@ macro_rules! insert_op {
 }
 
 /// The WHERE clause and its text binds for a cluster list (binds start at `$first`).
-fn cluster_where(
+pub(super) fn cluster_where(
     filter: &ClusterFilter,
     tenants: Option<&[Uuid]>,
     first: usize,

@@ -100,6 +100,7 @@ macro_rules! audited_tx {
 mod audit;
 mod catalog;
 mod clusters;
+mod inventory;
 mod secrets;
 mod sessions;
 mod tenants;

@@ -1,0 +1,124 @@
+//! What fleet queries answer: rows read from the stored inventory, never from live clusters.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::checks::{Finding, Severity};
+use super::{NodeInfo, PodPhase, Resources, SyncStatus, Workload};
+use crate::cluster::ClusterState;
+
+/// Filters shared by the fleet queries; each query uses the fields that apply to it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FleetFilter {
+    /// Tenant slug.
+    pub tenant: Option<String>,
+    /// Substring of the cluster name.
+    pub cluster: Option<String>,
+    /// Substring searched in the image reference, the versions, or the finding.
+    pub q: Option<String>,
+    pub severity: Option<Severity>,
+    /// A check id.
+    pub check: Option<String>,
+}
+
+/// One cluster with its sync status and node totals (the fleet dashboard's raw material).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetCluster {
+    pub id: Uuid,
+    pub name: String,
+    pub tenant: String,
+    pub state: ClusterState,
+    pub provider: String,
+    pub error: Option<String>,
+    pub attempted_at: Option<DateTime<Utc>>,
+    pub synced_at: Option<DateTime<Utc>>,
+    pub sync_error: Option<String>,
+    pub api_version: Option<String>,
+    pub nodes: u32,
+    pub nodes_ready: u32,
+    pub capacity: Resources,
+    pub allocatable: Resources,
+    pub requested: Resources,
+    /// Sum over the nodes that report usage; none when no node does.
+    pub used: Option<Resources>,
+}
+
+/// An image and how widely it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageSummary {
+    /// Normalised reference (`registry/repository[:tag][@digest]`).
+    pub image: String,
+    pub clusters: u32,
+    pub first_seen: DateTime<Utc>,
+}
+
+/// Where an image runs: one workload container in one cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageUsage {
+    pub image: String,
+    pub cluster_id: Uuid,
+    pub cluster: String,
+    pub tenant: String,
+    pub namespace: String,
+    pub workload_kind: String,
+    pub workload_name: String,
+    pub container: String,
+    pub pods: u32,
+    /// Since when the cluster runs the image (first sync that saw it).
+    pub first_seen: Option<DateTime<Utc>>,
+    pub last_seen: Option<DateTime<Utc>>,
+}
+
+/// Versions of a cluster and one of its nodes (node fields empty for clusters with no
+/// synced nodes).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionRow {
+    pub cluster_id: Uuid,
+    pub cluster: String,
+    pub tenant: String,
+    pub api_version: Option<String>,
+    pub synced_at: Option<DateTime<Utc>>,
+    pub node: Option<String>,
+    pub kubelet_version: Option<String>,
+    pub container_runtime: Option<String>,
+    pub os_image: Option<String>,
+    pub kernel_version: Option<String>,
+    pub ready: Option<bool>,
+}
+
+/// A finding with the cluster it is about.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingRow {
+    pub cluster_id: Uuid,
+    pub cluster: String,
+    pub tenant: String,
+    #[serde(flatten)]
+    pub finding: Finding,
+}
+
+/// Findings per severity and check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingCount {
+    pub severity: Severity,
+    pub check: String,
+    pub count: u64,
+}
+
+/// Pods of one namespace in one phase.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PodCount {
+    pub namespace: String,
+    pub phase: PodPhase,
+    pub count: u32,
+}
+
+/// A cluster's stored inventory (the cluster page).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterInventory {
+    pub status: Option<SyncStatus>,
+    pub nodes: Vec<NodeInfo>,
+    pub workloads: Vec<Workload>,
+    pub pods: Vec<PodCount>,
+    pub findings: Vec<Finding>,
+}

@@ -1,0 +1,616 @@
+//! The fleet inventory end to end: clusters imported through the real import provisioner,
+//! synced from an in-process fake API server (and from a real kube-apiserver when
+//! `KQUEEN_TEST_KUBE_APISERVER` names one), with one unreachable cluster in the same sync;
+//! then the cluster inventory, the fleet dashboard and the fleet queries, on SQLite and
+//! Postgres, as operators, tenant admins, members of the right and of the wrong tenant.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
+use k8s_openapi::api::batch::v1::Job;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
+use kqueen_core::cluster::{ClusterRequest, ClusterState, ProviderInput, TemplateInput};
+use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::identity::GroupMap;
+use kqueen_core::inventory::checks::Severity;
+use kqueen_core::inventory::fleet::FleetFilter;
+use kqueen_core::inventory::{PodPhase, WorkloadKind, WorkloadState};
+use kqueen_core::kubernetes::{client, parse_kubeconfig};
+use kqueen_core::page::Page;
+use kqueen_core::testing::TestDatabase;
+use kqueen_core::{Actor, Error, ExternalLogin, InventorySettings, Kqueen};
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::{json, Value};
+use support::apiserver::RealApiServer;
+use support::fake_kube::FakeKube;
+
+const DIGEST: &str = "sha256:4c0fdaa8b6341bfdeca5f18f7837462c80cff90527ee35ef185571e1c327beac";
+
+async fn admin_client(kubeconfig: &str) -> kube::Client {
+    let parsed = parse_kubeconfig(kubeconfig, None, false).unwrap();
+    client(&parsed, Duration::from_secs(10)).await.unwrap()
+}
+
+async fn create<K>(api: &Api<K>, object: Value) -> K
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + serde::Serialize + std::fmt::Debug,
+{
+    let object: K = serde_json::from_value(object).unwrap();
+    api.create(&PostParams::default(), &object).await.unwrap()
+}
+
+async fn set_status<K>(api: &Api<K>, name: &str, status: Value)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    api.patch_status(
+        name,
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "status": status })),
+    )
+    .await
+    .unwrap();
+}
+
+fn pod_spec(image: &str, node: &str, cpu: &str, memory: &str) -> Value {
+    json!({
+        "nodeName": node,
+        "containers": [{
+            "name": "main", "image": image,
+            "resources": {"requests": {"cpu": cpu, "memory": memory}}
+        }]
+    })
+}
+
+/// A Deployment, its ReplicaSet and `pods` pods, linked by owner references as the
+/// controllers would; `ready` of them Running.
+async fn deployment(c: &kube::Client, ns: &str, name: &str, image: &str, pods: u32, ready: u32) {
+    let labels = json!({"app": name});
+    let template =
+        json!({"metadata": {"labels": labels}, "spec": pod_spec(image, "node-a", "250m", "256Mi")});
+    let deployments: Api<Deployment> = Api::namespaced(c.clone(), ns);
+    let d = create(
+        &deployments,
+        json!({"metadata": {"name": name}, "spec": {"replicas": pods,
+               "selector": {"matchLabels": labels}, "template": template}}),
+    )
+    .await;
+    set_status(
+        &deployments,
+        name,
+        json!({"replicas": pods, "readyReplicas": ready}),
+    )
+    .await;
+    let rs_name = format!("{name}-5f7c9");
+    let owner = |kind: &str, name: &str, uid: &str, api: &str| json!([{"apiVersion": api, "kind": kind, "name": name, "uid": uid, "controller": true}]);
+    let replica_sets: Api<ReplicaSet> = Api::namespaced(c.clone(), ns);
+    let rs = create(
+        &replica_sets,
+        json!({"metadata": {"name": rs_name, "labels": labels,
+                "ownerReferences": owner("Deployment", name, d.metadata.uid.as_deref().unwrap(), "apps/v1")},
+               "spec": {"replicas": pods, "selector": {"matchLabels": labels}, "template": template}}),
+    )
+    .await;
+    let pods_api: Api<Pod> = Api::namespaced(c.clone(), ns);
+    for i in 0..pods {
+        let pod_name = format!("{rs_name}-{i}");
+        create(
+            &pods_api,
+            json!({"metadata": {"name": pod_name, "labels": labels,
+                    "ownerReferences": owner("ReplicaSet", &rs_name, rs.metadata.uid.as_deref().unwrap(), "apps/v1")},
+                   "spec": pod_spec(image, "node-a", "250m", "256Mi")}),
+        )
+        .await;
+        let running = i < ready;
+        set_status(
+            &pods_api,
+            &pod_name,
+            json!({
+                "phase": if running { "Running" } else { "Pending" },
+                "containerStatuses": [{
+                    "name": "main", "image": image, "imageID": format!("docker.io/library/nginx@{DIGEST}"),
+                    "ready": running, "restartCount": i, "state": {}
+                }]
+            }),
+        )
+        .await;
+    }
+}
+
+/// What the scenario puts in a cluster: two nodes (one NotReady), a web Deployment on a
+/// pinned tag, an api Deployment on `:latest` not ready yet, a privileged DaemonSet pod with
+/// a hostPath volume, and a finished Job using an untagged image.
+async fn seed_cluster(c: &kube::Client) {
+    let namespaces: Api<Namespace> = Api::all(c.clone());
+    for ns in ["web", "ops"] {
+        create(&namespaces, json!({"metadata": {"name": ns}})).await;
+    }
+    let nodes: Api<Node> = Api::all(c.clone());
+    for (name, ready) in [("node-a", "True"), ("node-b", "False")] {
+        create(&nodes, json!({"metadata": {"name": name}})).await;
+        set_status(
+            &nodes,
+            name,
+            json!({
+                "capacity": {"cpu": "4", "memory": "8Gi", "pods": "110"},
+                "allocatable": {"cpu": "3800m", "memory": "7Gi", "pods": "110"},
+                "conditions": [
+                    {"type": "Ready", "status": ready, "reason": "KubeletReady", "message": "",
+                     "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+                    {"type": "DiskPressure", "status": if ready == "True" { "False" } else { "True" },
+                     "reason": "x", "message": "",
+                     "lastHeartbeatTime": "2026-01-01T00:00:00Z", "lastTransitionTime": "2026-01-01T00:00:00Z"}
+                ],
+                "nodeInfo": {
+                    "kubeletVersion": "v1.33.2", "containerRuntimeVersion": "containerd://2.0.5",
+                    "osImage": "Debian GNU/Linux 12 (bookworm)", "kernelVersion": "6.1.0-30-amd64",
+                    "architecture": "amd64", "operatingSystem": "linux", "machineID": "m",
+                    "systemUUID": "s", "bootID": "b", "kubeProxyVersion": ""
+                }
+            }),
+        )
+        .await;
+    }
+    deployment(c, "web", "front", "nginx:1.27", 2, 2).await;
+    deployment(c, "web", "api", "ghcr.io/acme/api:latest", 1, 0).await;
+
+    let daemon_sets: Api<DaemonSet> = Api::namespaced(c.clone(), "ops");
+    let ds = create(
+        &daemon_sets,
+        json!({"metadata": {"name": "agent"}, "spec": {
+            "selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}}, "spec": pod_spec("registry.k8s.io/agent:1.0", "node-a", "100m", "64Mi")}}}),
+    )
+    .await;
+    set_status(
+        &daemon_sets,
+        "agent",
+        json!({"desiredNumberScheduled": 1, "numberReady": 1, "currentNumberScheduled": 1, "numberMisscheduled": 0}),
+    )
+    .await;
+    let pods: Api<Pod> = Api::namespaced(c.clone(), "ops");
+    create(
+        &pods,
+        json!({"metadata": {"name": "agent-x1", "ownerReferences": [{"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "name": "agent", "uid": ds.metadata.uid.unwrap(), "controller": true}]},
+               "spec": {"nodeName": "node-a",
+                        "volumes": [{"name": "logs", "hostPath": {"path": "/var/log"}}],
+                        "containers": [{"name": "agent", "image": "registry.k8s.io/agent:1.0",
+                                        "securityContext": {"privileged": true},
+                                        "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}),
+    )
+    .await;
+    set_status(&pods, "agent-x1", json!({"phase": "Running"})).await;
+
+    let jobs: Api<Job> = Api::namespaced(c.clone(), "ops");
+    let job = create(
+        &jobs,
+        json!({"metadata": {"name": "migrate"}, "spec": {"template": {
+            "metadata": {"labels": {"job": "migrate"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "m", "image": "busybox"}]}}}}),
+    )
+    .await;
+    let t = "2026-01-01T00:00:00Z";
+    set_status(
+        &jobs,
+        "migrate",
+        json!({"succeeded": 1, "startTime": t, "completionTime": t, "conditions": [
+            {"type": "SuccessCriteriaMet", "status": "True", "lastTransitionTime": t},
+            {"type": "Complete", "status": "True", "lastTransitionTime": t}]}),
+    )
+    .await;
+    create(
+        &pods,
+        json!({"metadata": {"name": "migrate-q2", "labels": {"job": "migrate"},
+                "ownerReferences": [{"apiVersion": "batch/v1", "kind": "Job", "name": "migrate",
+                "uid": job.metadata.uid.unwrap(), "controller": true}]},
+               "spec": {"nodeName": "node-a", "restartPolicy": "Never",
+                        "containers": [{"name": "m", "image": "busybox"}]}}),
+    )
+    .await;
+    set_status(&pods, "migrate-q2", json!({"phase": "Succeeded"})).await;
+}
+
+struct Fleet {
+    k: Kqueen,
+    ops: Actor,
+    adam: Actor,
+    alice: Actor,
+    bob: Actor,
+    work: tempfile::TempDir,
+    _db: TestDatabase,
+}
+
+async fn fleet(db: TestDatabase) -> Fleet {
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_group_map(
+            GroupMap::parse("team-a=team-a:member,team-a-admins=team-a:admin,team-b=team-b:member")
+                .unwrap(),
+        )
+        .with_inventory_settings(InventorySettings {
+            concurrency: 4,
+            timeout: Duration::from_secs(5),
+            allowed_registries: vec!["docker.io/library".into(), "registry.k8s.io".into()],
+            ..InventorySettings::default()
+        });
+    let login = |sub: &str, group: &str| ExternalLogin {
+        issuer: "http://idp.test".into(),
+        subject: sub.into(),
+        preferred_username: Some(sub.into()),
+        email: None,
+        name: None,
+        groups: vec![group.into()],
+    };
+    let mut users = Vec::new();
+    for (sub, group) in [
+        ("adam", "team-a-admins"),
+        ("alice", "team-a"),
+        ("bob", "team-b"),
+    ] {
+        users.push(Actor::user(
+            k.login_external(&login(sub, group), None).await.unwrap(),
+        ));
+    }
+    let bob = users.pop().unwrap();
+    let alice = users.pop().unwrap();
+    let adam = users.pop().unwrap();
+    let ops = Actor::cli(Some("ops".into()));
+    k.create_provider(
+        &ops,
+        ProviderInput {
+            name: "existing".into(),
+            kind: "import".into(),
+            settings: [("probe_timeout_seconds".to_owned(), "5".to_owned())].into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    k.create_template(
+        &ops,
+        TemplateInput {
+            name: "import".into(),
+            provider: "existing".into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    Fleet {
+        k,
+        ops,
+        adam,
+        alice,
+        bob,
+        work: tempfile::tempdir().unwrap(),
+        _db: db,
+    }
+}
+
+impl Fleet {
+    /// Imports a cluster and lets the engine bring it to Ready.
+    async fn import(&self, who: &Actor, tenant: &str, name: &str, kubeconfig: &str) -> String {
+        let (c, _) = self
+            .k
+            .request_cluster(
+                who,
+                ClusterRequest {
+                    tenant: tenant.into(),
+                    name: name.into(),
+                    template: "import".into(),
+                    parameters: [("kubeconfig".to_owned(), kubeconfig.to_owned())].into(),
+                },
+            )
+            .await
+            .unwrap();
+        let mut config = EngineConfig::new(self.work.path().to_owned());
+        config.poll_interval = Duration::from_millis(20);
+        Engine::new(self.k.clone(), config)
+            .run_until_idle()
+            .await
+            .unwrap();
+        let id = c.id.to_string();
+        let state = self.k.cluster_detail(who, &id).await.unwrap().cluster.state;
+        assert_eq!(state, ClusterState::Ready, "{name}");
+        id
+    }
+}
+
+/// The whole scenario; `live` is the cluster with content (fake or real API server).
+async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
+    let f = fleet(db).await;
+    let prod = f.import(&f.alice, "team-a", "prod", live_kubeconfig).await;
+    // A second cluster that answers at import time and is gone by the sync.
+    let doomed = FakeKube::start().await;
+    let gone = f
+        .import(&f.bob, "team-b", "gone", &doomed.admin_kubeconfig())
+        .await;
+    drop(doomed);
+
+    let started = Instant::now();
+    let results = f.k.sync_inventory().await.unwrap();
+    assert!(started.elapsed() < Duration::from_secs(20));
+    assert_eq!(results.len(), 2);
+    let ok = results.iter().find(|r| r.cluster == "prod").unwrap();
+    assert_eq!(ok.error, None, "{ok:?}");
+    let dead = results.iter().find(|r| r.cluster == "gone").unwrap();
+    assert!(dead.error.is_some(), "{dead:?}");
+
+    // The cluster page's inventory.
+    let inv = f.k.cluster_inventory(&f.alice, &prod).await.unwrap();
+    let status = inv.status.clone().unwrap();
+    assert!(status.synced_at.is_some() && status.error.is_none());
+    assert!(status.api_version.unwrap().starts_with("v1."));
+    assert_eq!(status.metrics, with_metrics);
+    let names: Vec<&str> = inv.nodes.iter().map(|n| n.name.as_str()).collect();
+    assert_eq!(names, ["node-a", "node-b"]);
+    let a = &inv.nodes[0];
+    assert!(a.ready);
+    assert_eq!(a.capacity.cpu_millis, 4000);
+    assert_eq!(a.allocatable.memory_bytes, 7 << 30);
+    // front ×2 + api ×1 (Pending still holds its request) + agent; not the finished Job.
+    assert_eq!(a.requested.cpu_millis, 3 * 250 + 100);
+    assert_eq!(a.pods, 4);
+    assert_eq!(a.kubelet_version, "v1.33.2");
+    assert_eq!(a.used.is_some(), with_metrics);
+    let b = &inv.nodes[1];
+    assert!(!b.ready);
+    assert_eq!(b.problems, ["NotReady", "DiskPressure"]);
+    let w = |kind: WorkloadKind, name: &str| {
+        inv.workloads
+            .iter()
+            .find(|w| w.kind == kind && w.name == name)
+            .unwrap_or_else(|| panic!("{kind} {name}: {:?}", inv.workloads))
+            .clone()
+    };
+    assert_eq!(
+        w(WorkloadKind::Deployment, "front").state,
+        WorkloadState::Ready
+    );
+    assert_eq!(
+        w(WorkloadKind::Deployment, "api").state,
+        WorkloadState::Progressing
+    );
+    assert_eq!(
+        w(WorkloadKind::DaemonSet, "agent").state,
+        WorkloadState::Ready
+    );
+    assert_eq!(w(WorkloadKind::Job, "migrate").state, WorkloadState::Ready);
+    let pods = |ns: &str, phase: PodPhase| {
+        inv.pods
+            .iter()
+            .find(|p| p.namespace == ns && p.phase == phase)
+            .map_or(0, |p| p.count)
+    };
+    assert_eq!(pods("web", PodPhase::Running), 2);
+    assert_eq!(pods("web", PodPhase::Pending), 1);
+    assert_eq!(pods("ops", PodPhase::Succeeded), 1);
+    let checks: Vec<&str> = inv.findings.iter().map(|f| f.check.as_str()).collect();
+    for expected in [
+        "latest-tag",
+        "privileged",
+        "node-not-ready",
+        "registry-not-allowed",
+    ] {
+        assert!(checks.contains(&expected), "{expected} in {checks:?}");
+    }
+    assert!(inv
+        .findings
+        .iter()
+        .any(|f| f.subject == "ops/DaemonSet/agent container agent" && f.check == "privileged"));
+
+    // Images across the fleet: which clusters, namespaces and workloads run nginx.
+    let search = FleetFilter {
+        q: Some("NGINX".into()),
+        ..FleetFilter::default()
+    };
+    let (images, total) =
+        f.k.fleet_images(&f.ops, &search, Page::default())
+            .await
+            .unwrap();
+    assert_eq!(total, 1);
+    let nginx = &images[0];
+    assert_eq!(
+        nginx.image,
+        format!("docker.io/library/nginx:1.27@{DIGEST}")
+    );
+    assert_eq!(nginx.tag.as_deref(), Some("1.27"));
+    assert_eq!(nginx.digest.as_deref(), Some(DIGEST));
+    assert_eq!(nginx.usages.len(), 1);
+    let u = &nginx.usages[0];
+    assert_eq!(
+        (
+            u.cluster.as_str(),
+            u.tenant.as_str(),
+            u.namespace.as_str(),
+            u.workload_kind.as_str(),
+            u.workload_name.as_str(),
+            u.pods
+        ),
+        ("prod", "team-a", "web", "Deployment", "front", 2)
+    );
+    let first_seen = u.first_seen.unwrap();
+    let (all, total) =
+        f.k.fleet_images(&f.ops, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert_eq!(total, 4, "{all:?}");
+
+    // Versions of every cluster and node; the dead cluster is there without nodes.
+    let (versions, total) =
+        f.k.fleet_versions(&f.ops, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert_eq!(total, 3, "{versions:?}");
+    assert_eq!(versions[0].cluster, "prod");
+    assert_eq!(versions[0].kubelet_version.as_deref(), Some("v1.33.2"));
+    assert_eq!(versions[2].cluster, "gone");
+    assert_eq!(versions[2].node, None);
+
+    // Findings, most severe first, with counts per check.
+    let findings =
+        f.k.fleet_findings(&f.ops, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert_eq!(findings.rows[0].finding.severity, Severity::High);
+    assert_eq!(
+        findings.counts.iter().map(|c| c.count).sum::<u64>(),
+        findings.total
+    );
+    let high =
+        f.k.fleet_findings(
+            &f.ops,
+            &FleetFilter {
+                severity: Some(Severity::Medium),
+                ..FleetFilter::default()
+            },
+            Page::default(),
+        )
+        .await
+        .unwrap();
+    assert!(high
+        .rows
+        .iter()
+        .all(|r| r.finding.severity == Severity::Medium));
+    assert!(high.total >= 2, "latest and untagged images");
+
+    // The dashboard: states, versions, totals, and who needs attention.
+    let overview =
+        f.k.fleet_overview(&f.ops, &FleetFilter::default())
+            .await
+            .unwrap();
+    assert_eq!(overview.by_state, [("Ready".to_owned(), 2)]);
+    assert_eq!(overview.totals.nodes, 2);
+    assert_eq!(overview.totals.nodes_ready, 1);
+    let attention = |name: &str| {
+        overview
+            .attention
+            .iter()
+            .find(|a| a.cluster.name == name)
+            .map(|a| a.reasons.join("; "))
+            .unwrap_or_default()
+    };
+    assert!(
+        attention("gone").contains("last sync failed"),
+        "{:?}",
+        overview.attention
+    );
+    assert!(attention("prod").contains("1 of 2 nodes not Ready"));
+
+    // Tenants see their own clusters only, in every query.
+    let (theirs, _) =
+        f.k.fleet_images(&f.bob, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert!(theirs.is_empty(), "{theirs:?}");
+    let (versions, _) =
+        f.k.fleet_versions(&f.bob, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert!(versions.iter().all(|v| v.cluster == "gone"));
+    assert_eq!(
+        f.k.fleet_findings(&f.bob, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap()
+            .total,
+        0
+    );
+    let (mine, _) =
+        f.k.fleet_images(&f.alice, &FleetFilter::default(), Page::default())
+            .await
+            .unwrap();
+    assert_eq!(mine.len(), 4);
+    // Asking for another tenant by name gives nothing, not their data.
+    let (other, _) =
+        f.k.fleet_images(
+            &f.alice,
+            &FleetFilter {
+                tenant: Some("team-b".into()),
+                ..FleetFilter::default()
+            },
+            Page::default(),
+        )
+        .await
+        .unwrap();
+    assert!(other.is_empty());
+    assert!(matches!(
+        f.k.cluster_inventory(&f.bob, &prod).await,
+        Err(Error::NotFound(_))
+    ));
+    // The dashboard is for operators and tenant admins.
+    let admins =
+        f.k.fleet_overview(&f.adam, &FleetFilter::default())
+            .await
+            .unwrap();
+    assert_eq!(admins.totals.clusters, 1);
+    assert!(matches!(
+        f.k.fleet_overview(&f.alice, &FleetFilter::default()).await,
+        Err(Error::Forbidden)
+    ));
+    assert!(matches!(
+        f.k.fleet_images(
+            &Actor::anonymous(),
+            &FleetFilter::default(),
+            Page::default()
+        )
+        .await,
+        Err(Error::Unauthenticated)
+    ));
+    // Only members of the cluster's tenant may sync it on demand.
+    assert!(f.k.sync_cluster_inventory(&f.bob, &prod).await.is_err());
+    let again = f.k.sync_cluster_inventory(&f.alice, &prod).await.unwrap();
+    assert_eq!(again.error, None);
+    assert!(matches!(
+        f.k.sync_cluster_inventory(&f.bob, &gone).await,
+        Ok(r) if r.error.is_some()
+    ));
+
+    // History: a second sync keeps "first seen".
+    let (again, _) =
+        f.k.fleet_images(&f.ops, &search, Page::default())
+            .await
+            .unwrap();
+    assert_eq!(again[0].usages[0].first_seen, Some(first_seen));
+    assert!(again[0].usages[0].last_seen.unwrap() >= first_seen);
+}
+
+async fn with_fake(db: TestDatabase) {
+    let fake = FakeKube::start().await;
+    seed_cluster(&fake.admin_client()).await;
+    for (node, cpu, memory) in [("node-a", "1500m", "3Gi"), ("node-b", "10m", "100Mi")] {
+        fake.insert(
+            "apis/metrics.k8s.io/v1beta1/nodes",
+            json!({"metadata": {"name": node}, "timestamp": "2026-01-01T00:00:00Z", "window": "30s",
+                   "usage": {"cpu": cpu, "memory": memory}}),
+        );
+    }
+    scenario(db, &fake.admin_kubeconfig(), true).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inventory_sync_and_fleet_queries_on_sqlite() {
+    with_fake(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inventory_sync_and_fleet_queries_on_postgres() {
+    let Some(db) = TestDatabase::postgres().await else {
+        return;
+    };
+    with_fake(db).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inventory_sync_against_a_real_apiserver() {
+    let Some(real) = RealApiServer::start().await else {
+        return;
+    };
+    let kubeconfig = real.admin_kubeconfig();
+    seed_cluster(&admin_client(&kubeconfig).await).await;
+    // No metrics-server next to a bare API server: usage is unknown, requests still count.
+    scenario(TestDatabase::sqlite(), &kubeconfig, false).await;
+}
