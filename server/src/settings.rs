@@ -102,6 +102,44 @@ pub struct Settings {
     /// How long a worker's claim on an operation lasts without renewal (`KQUEEN_LEASE_SECONDS`).
     #[serde(default = "default_lease")]
     pub lease_seconds: u64,
+    /// Seconds between inventory syncs of all Ready clusters; 0 turns the timer off
+    /// (`KQUEEN_INVENTORY_INTERVAL_SECONDS`). Runs only where workers run (`KQUEEN_WORKERS`).
+    #[serde(default = "default_inventory_interval")]
+    pub inventory_interval_seconds: u64,
+    /// Clusters synced at the same time (`KQUEEN_INVENTORY_CONCURRENCY`).
+    #[serde(default = "default_inventory_concurrency")]
+    pub inventory_concurrency: usize,
+    /// Time allowed for one cluster's sync (`KQUEEN_INVENTORY_TIMEOUT_SECONDS`).
+    #[serde(default = "default_inventory_timeout")]
+    pub inventory_timeout_seconds: u64,
+    /// A cluster not synced for this long needs attention (`KQUEEN_INVENTORY_STALE_MINUTES`).
+    #[serde(default = "default_inventory_stale")]
+    pub inventory_stale_minutes: u64,
+    /// Allowed image sources, comma-separated (`KQUEEN_ALLOWED_REGISTRIES`): a registry
+    /// (`registry.k8s.io`), a registry and path (`ghcr.io/acme`) or a suffix
+    /// (`*.corp.example`). Empty: the registry check is off.
+    #[serde(default)]
+    pub allowed_registries: String,
+    /// The oldest supported Kubernetes version, e.g. `1.31` (`KQUEEN_MIN_KUBERNETES_VERSION`).
+    /// Default: two minor versions behind the newest offered or running.
+    #[serde(default)]
+    pub min_kubernetes_version: Option<String>,
+}
+
+fn default_inventory_interval() -> u64 {
+    300
+}
+
+fn default_inventory_concurrency() -> usize {
+    8
+}
+
+fn default_inventory_timeout() -> u64 {
+    30
+}
+
+fn default_inventory_stale() -> u64 {
+    30
 }
 
 fn default_vault_backend() -> String {
@@ -199,6 +237,30 @@ impl Settings {
             .unwrap_or_else(|| format!("http://{}", self.listen))
     }
 
+    /// The inventory settings, validated.
+    pub fn inventory(&self) -> Result<kqueen_core::InventorySettings, String> {
+        use std::time::Duration;
+        let min_kubernetes = match self.min_kubernetes_version.as_deref().map(str::trim) {
+            None | Some("") => None,
+            Some(v) => Some(kqueen_core::inventory::minor_version(v).ok_or_else(|| {
+                format!("KQUEEN_MIN_KUBERNETES_VERSION: '{v}' is not a version such as 1.31")
+            })?),
+        };
+        Ok(kqueen_core::InventorySettings {
+            concurrency: self.inventory_concurrency.clamp(1, 256),
+            timeout: Duration::from_secs(self.inventory_timeout_seconds.clamp(1, 3600)),
+            stale_after: Duration::from_secs(self.inventory_stale_minutes.max(1) * 60),
+            allowed_registries: self
+                .allowed_registries
+                .split(',')
+                .map(str::trim)
+                .filter(|r| !r.is_empty())
+                .map(str::to_owned)
+                .collect(),
+            min_kubernetes,
+        })
+    }
+
     /// The database to use, defaulting to a SQLite file in the data directory.
     pub fn database_url(&self) -> SecretString {
         match &self.database_url {
@@ -266,6 +328,26 @@ mod tests {
                 (s.session_idle_minutes, s.session_absolute_hours),
                 (480, 24)
             );
+            Ok(())
+        });
+    }
+
+    #[test]
+    fn inventory_settings_are_parsed_and_checked() {
+        Jail::expect_with(|jail| {
+            jail.set_env(
+                "KQUEEN_ALLOWED_REGISTRIES",
+                " registry.k8s.io, ghcr.io/acme ,",
+            );
+            jail.set_env("KQUEEN_MIN_KUBERNETES_VERSION", "v1.31");
+            let s = Settings::load(None).map_err(|e| *e)?;
+            let inv = s.inventory().unwrap();
+            assert_eq!(inv.allowed_registries, ["registry.k8s.io", "ghcr.io/acme"]);
+            assert_eq!(inv.min_kubernetes, Some((1, 31)));
+            assert_eq!(s.inventory_interval_seconds, 300);
+            jail.set_env("KQUEEN_MIN_KUBERNETES_VERSION", "latest");
+            let s = Settings::load(None).map_err(|e| *e)?;
+            assert!(s.inventory().unwrap_err().contains("latest"));
             Ok(())
         });
     }

@@ -38,6 +38,8 @@ pub struct AppState {
     pub kqueen: Kqueen,
     pub auth: Arc<AuthConfig>,
     pub oidc: Option<Arc<Oidc>>,
+    /// How often this process syncs the inventory when it runs workers; none: never.
+    pub inventory_every: Option<std::time::Duration>,
 }
 
 /// Opens (and migrates) the database and the credential vault: KQueen's domain services as
@@ -93,10 +95,12 @@ pub async fn open_kqueen(settings: &Settings) -> anyhow::Result<Kqueen> {
         work_dir: settings.data_dir.join("work"),
         ..ClusterSettings::default()
     };
+    let inventory = settings.inventory().map_err(anyhow::Error::msg)?;
     Ok(Kqueen::new(store)
         .with_group_map(group_map)
         .with_vault(Vault::new(keyring, backend))
-        .with_cluster_settings(cluster_settings))
+        .with_cluster_settings(cluster_settings)
+        .with_inventory_settings(inventory))
 }
 
 /// Opens the domain services and prepares the site options.
@@ -139,6 +143,8 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
         kqueen,
         auth: Arc::new(auth),
         oidc,
+        inventory_every: (settings.inventory_interval_seconds > 0)
+            .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
     })
 }
 
@@ -243,6 +249,11 @@ pub async fn run(
     let kqueen = state.kqueen.clone();
     let purge = tokio::spawn(purge_sessions(kqueen.store().clone()));
     let (stop_engine, engine_stopped) = tokio::sync::watch::channel(false);
+    // Inventory syncs run where operations run: a process with workers = 0 serves only.
+    let inventory = state
+        .inventory_every
+        .filter(|_| engine.is_some())
+        .map(|every| tokio::spawn(sync_inventory(kqueen.clone(), every)));
     let engine =
         engine.map(|config| tokio::spawn(Engine::new(kqueen.clone(), config).run(engine_stopped)));
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
@@ -254,6 +265,9 @@ pub async fn run(
         let _ = engine.await;
     }
     purge.abort();
+    if let Some(inventory) = inventory {
+        inventory.abort();
+    }
     kqueen.shutdown().await;
     tracing::info!("stopped");
     result
@@ -268,6 +282,28 @@ pub fn engine_config(settings: &Settings) -> Option<EngineConfig> {
     config.concurrency = settings.workers;
     config.lease = std::time::Duration::from_secs(settings.lease_seconds.clamp(3, 3600));
     Some(config)
+}
+
+/// Syncs the inventory of every Ready cluster now and then `every`.
+async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration) {
+    let mut timer = tokio::time::interval(every);
+    timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        timer.tick().await;
+        let started = std::time::Instant::now();
+        match kqueen.sync_inventory().await {
+            Ok(results) => {
+                let failed = results.iter().filter(|r| r.error.is_some()).count();
+                tracing::info!(
+                    clusters = results.len(),
+                    failed,
+                    seconds = started.elapsed().as_secs_f64(),
+                    "inventory synced"
+                );
+            }
+            Err(e) => tracing::warn!(error = %e, "inventory sync failed"),
+        }
+    }
 }
 
 /// Deletes expired sessions every 15 minutes.

@@ -108,8 +108,38 @@ pub async fn list_audit(
     }
 }
 
-/// RFC 4180 CSV. Cells that a spreadsheet would run as a formula get a leading `'`.
+/// RFC 4180 CSV of the audit events.
 pub fn to_csv(events: Vec<AuditEvent>) -> String {
+    let rows = events.into_iter().map(|e| {
+        vec![
+            e.occurred_at.to_rfc3339(),
+            e.actor,
+            e.tenant_slug.unwrap_or_default(),
+            e.action,
+            e.target,
+            e.outcome.as_str().to_owned(),
+            e.source_ip.unwrap_or_default(),
+            e.detail.unwrap_or_default(),
+        ]
+    });
+    csv_table(
+        &[
+            "time",
+            "actor",
+            "tenant",
+            "action",
+            "target",
+            "result",
+            "source_ip",
+            "detail",
+        ],
+        rows,
+    )
+}
+
+/// RFC 4180 CSV with a header line. Cells that a spreadsheet would run as a formula get a
+/// leading `'`.
+pub fn csv_table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
     fn cell(v: &str) -> String {
         let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
             format!("'{v}")
@@ -122,19 +152,10 @@ pub fn to_csv(events: Vec<AuditEvent>) -> String {
             v
         }
     }
-    let mut out = String::from("time,actor,tenant,action,target,result,source_ip,detail\r\n");
-    for e in events {
-        let fields = [
-            e.occurred_at.to_rfc3339(),
-            e.actor,
-            e.tenant_slug.unwrap_or_default(),
-            e.action,
-            e.target,
-            e.outcome.as_str().to_owned(),
-            e.source_ip.unwrap_or_default(),
-            e.detail.unwrap_or_default(),
-        ];
-        out.push_str(&fields.iter().map(|f| cell(f)).collect::<Vec<_>>().join(","));
+    let mut out = header.join(",");
+    out.push_str("\r\n");
+    for row in rows {
+        out.push_str(&row.iter().map(|f| cell(f)).collect::<Vec<_>>().join(","));
         out.push_str("\r\n");
     }
     out

@@ -5,6 +5,7 @@
 mod audit;
 mod clusters;
 mod dto;
+mod fleet;
 mod tenants;
 mod tokens;
 
@@ -29,7 +30,7 @@ pub use dto::*;
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     tags((name = "identity"), (name = "tenants"), (name = "tokens"), (name = "audit"),
-         (name = "providers"), (name = "templates"), (name = "clusters"))
+         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "fleet"))
 )]
 struct ApiDoc;
 
@@ -77,6 +78,12 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::kubeconfig))
         .routes(routes!(clusters::revoke_access))
         .routes(routes!(clusters::get_quota, clusters::put_quota))
+        .routes(routes!(fleet::cluster_inventory))
+        .routes(routes!(fleet::sync_cluster))
+        .routes(routes!(fleet::overview))
+        .routes(routes!(fleet::images))
+        .routes(routes!(fleet::versions))
+        .routes(routes!(fleet::findings))
         .split_for_parts();
     // Authentication first, before any body is read: nobody learns more than "401".
     let router = router.route_layer(axum::middleware::from_fn(require_identity));

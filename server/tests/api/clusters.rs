@@ -11,7 +11,7 @@ use serde_json::{json, Value};
 
 use crate::helpers::TestApp;
 
-async fn call(
+pub(crate) async fn call(
     client: &reqwest::Client,
     app: &TestApp,
     method: Method,
@@ -63,7 +63,12 @@ echo "::progress 90"
     path.to_string_lossy().into_owned()
 }
 
-async fn wait_for_state(app: &TestApp, who: &reqwest::Client, id: &str, want: &str) -> Value {
+pub(crate) async fn wait_for_state(
+    app: &TestApp,
+    who: &reqwest::Client,
+    id: &str,
+    want: &str,
+) -> Value {
     for _ in 0..200 {
         let (status, body) = call(
             who,

@@ -1,0 +1,214 @@
+//! The fleet inventory over /api/v1: a member imports a cluster (the fake API server with a
+//! node and a pod), syncs it on demand, reads its inventory; the fleet queries answer JSON
+//! pages, CSV and JSON downloads, refuse bad filters, and show each tenant only its own.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::clusters::{call, wait_for_state};
+use crate::helpers::TestApp;
+
+const DIGEST: &str = "sha256:4c0fdaa8b6341bfdeca5f18f7837462c80cff90527ee35ef185571e1c327beac";
+
+#[tokio::test]
+async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
+    use kqueen_core::testing::fake_kube::FakeKube;
+
+    let fake = FakeKube::start().await;
+    fake.insert(
+        "api/v1/nodes",
+        json!({"metadata": {"name": "node-1"}, "status": {
+            "capacity": {"cpu": "2", "memory": "4Gi"}, "allocatable": {"cpu": "2", "memory": "4Gi"},
+            "conditions": [{"type": "Ready", "status": "True"}],
+            "nodeInfo": {"kubeletVersion": "v1.33.1", "containerRuntimeVersion": "containerd://2.0.0",
+                         "osImage": "Debian", "kernelVersion": "6.1", "architecture": "amd64"}}}),
+    );
+    fake.insert("api/v1/namespaces", json!({"metadata": {"name": "web"}}));
+    fake.insert(
+        "api/v1/namespaces/web/pods",
+        json!({"metadata": {"name": "front"}, "spec": {"nodeName": "node-1",
+                "containers": [{"name": "nginx", "image": "nginx:1.27",
+                                "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
+               "status": {"phase": "Running", "containerStatuses": [{"name": "nginx",
+                "image": "nginx:1.27", "imageID": format!("docker.io/library/nginx@{DIGEST}"),
+                "restartCount": 0, "ready": true}]}}),
+    );
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    app.seed_tenant("team-b", "Team B").await;
+    let olga = app.user("olga", true, &[]).await;
+    let amy = app.user("amy", false, &[("team-a", "member")]).await;
+    let adam = app.user("adam", false, &[("team-a", "admin")]).await;
+    let bea = app.user("bea", false, &[("team-b", "member")]).await;
+    for (path, body) in [
+        (
+            "/api/v1/providers",
+            json!({"name": "existing", "kind": "import"}),
+        ),
+        (
+            "/api/v1/templates",
+            json!({"name": "import", "provider": "existing"}),
+        ),
+    ] {
+        let (status, body) = call(&olga, &app, Method::POST, path, Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (status, body) = call(
+        &amy,
+        &app,
+        Method::POST,
+        "/api/v1/clusters",
+        Some(
+            json!({"tenant": "team-a", "name": "prod", "template": "import",
+                    "parameters": {"kubeconfig": fake.admin_kubeconfig()}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["cluster"]["id"].as_str().unwrap().to_owned();
+    wait_for_state(&app, &amy, &id, "ready").await;
+
+    // Before any sync: an empty inventory, no sync status.
+    let inventory = format!("/api/v1/clusters/{id}/inventory");
+    let (status, body) = call(&amy, &app, Method::GET, &inventory, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["sync"], Value::Null);
+
+    // Another tenant can neither sync nor read it; the member can.
+    let sync = format!("{inventory}/sync");
+    for (method, path) in [(Method::POST, &sync), (Method::GET, &inventory)] {
+        let (status, _) = call(&bea, &app, method, path, None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND);
+    }
+    let (status, body) = call(&amy, &app, Method::POST, &sync, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["error"], Value::Null, "{body}");
+    let (_, body) = call(&amy, &app, Method::GET, &inventory, None).await;
+    assert_eq!(
+        body["sync"]["api_version"]
+            .as_str()
+            .map(|v| v.starts_with("v1.")),
+        Some(true)
+    );
+    assert_eq!(body["nodes"][0]["name"], "node-1");
+    assert_eq!(body["nodes"][0]["requested"]["cpu_millis"], 500);
+    assert_eq!(body["workloads"][0]["kind"], "Pod");
+    assert_eq!(
+        body["pods"],
+        json!([{"namespace": "web", "phase": "Running", "count": 1}])
+    );
+    assert!(body["findings"].as_array().unwrap().is_empty(), "{body}");
+
+    // Which clusters run nginx: JSON page, CSV and JSON downloads.
+    let (status, body) = call(
+        &amy,
+        &app,
+        Method::GET,
+        "/api/v1/fleet/images?q=nginx",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["total"], 1);
+    let image = &body["items"][0];
+    assert_eq!(
+        image["image"],
+        format!("docker.io/library/nginx:1.27@{DIGEST}")
+    );
+    assert_eq!(image["usages"][0]["cluster"], "prod");
+    assert_eq!(image["usages"][0]["namespace"], "web");
+    assert_eq!(image["usages"][0]["workload_name"], "front");
+    let res = amy
+        .get(format!("{}/api/v1/fleet/images?format=csv", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(res.headers()["content-type"]
+        .to_str()
+        .unwrap()
+        .starts_with("text/csv"));
+    assert!(res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("attachment"));
+    let csv = res.text().await.unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert!(lines[0].starts_with("image,registry,repository,tag,digest,tenant,cluster"));
+    assert_eq!(lines.len(), 2, "{csv}");
+    assert!(
+        lines[1].contains(",team-a,prod,web,Pod,front,nginx,1,"),
+        "{csv}"
+    );
+    let res = amy
+        .get(format!("{}/api/v1/fleet/versions?download=true", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert!(res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .contains("kqueen-versions.json"));
+    let versions: Value = res.json().await.unwrap();
+    assert_eq!(versions["items"][0]["kubelet_version"], "v1.33.1");
+
+    // Other tenants see nothing of it; bad filters are 400 with a message.
+    for path in [
+        "/api/v1/fleet/images",
+        "/api/v1/fleet/versions",
+        "/api/v1/fleet/findings",
+    ] {
+        let (status, body) = call(&bea, &app, Method::GET, path, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        assert_eq!(body["total"], 0, "{path}: {body}");
+        let res = bea
+            .get(format!("{}{path}?format=csv", app.url))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.text().await.unwrap().lines().count(),
+            1,
+            "{path}: header only"
+        );
+    }
+    for (path, field) in [
+        ("/api/v1/fleet/findings?severity=urgent", "severity"),
+        ("/api/v1/fleet/images?format=xml", "format"),
+    ] {
+        let (status, body) = call(&amy, &app, Method::GET, path, None).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}");
+        assert!(body["error"].as_str().unwrap().contains(field), "{body}");
+    }
+
+    // The dashboard: operators and tenant admins; members are refused.
+    let (status, body) = call(&olga, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["clusters"], 1);
+    assert_eq!(body["nodes_ready"], 1);
+    assert_eq!(body["by_version"], json!([{"label": "1.33", "count": 1}]));
+    let (status, body) = call(&adam, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(
+        (status, body["clusters"].clone()),
+        (StatusCode::OK, json!(1))
+    );
+    let (status, _) = call(&amy, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let anonymous = app.browser();
+    let (status, _) = call(&anonymous, &app, Method::GET, "/api/v1/fleet/images", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+
+    // All of it is in the OpenAPI document.
+    let doc: Value = app.get("/api/v1/openapi.json").await.json().await.unwrap();
+    for (path, method) in [
+        ("/api/v1/fleet", "get"),
+        ("/api/v1/fleet/images", "get"),
+        ("/api/v1/fleet/versions", "get"),
+        ("/api/v1/fleet/findings", "get"),
+        ("/api/v1/clusters/{id}/inventory", "get"),
+        ("/api/v1/clusters/{id}/inventory/sync", "post"),
+    ] {
+        assert!(doc["paths"][path][method].is_object(), "{method} {path}");
+    }
+    app.stop().await;
+}
