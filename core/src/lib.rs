@@ -29,7 +29,7 @@ pub mod vault;
 pub use actor::Actor;
 pub use error::{Error, Result, ValidationError};
 pub use service::{
-    Attention, ClusterDetail, ClusterSettings, ClusterSync, ExternalLogin, Findings, FleetOverview,
+    Attention, ClusterDetail, ClusterSettings, ClusterSync, ExternalLogin, FleetOverview,
     FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
     Tally, TemplateView,
 };

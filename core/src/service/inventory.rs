@@ -111,14 +111,6 @@ pub struct ImageRow {
     pub usages: Vec<ImageUsage>,
 }
 
-/// Findings with the counts per severity and check of the whole filter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Findings {
-    pub rows: Vec<FindingRow>,
-    pub total: u64,
-    pub counts: Vec<FindingCount>,
-}
-
 fn tally(items: impl IntoIterator<Item = String>) -> Tally {
     let mut map: BTreeMap<String, u64> = BTreeMap::new();
     for i in items {
@@ -502,33 +494,32 @@ impl Kqueen {
             .await
     }
 
-    /// Audit-check findings of the visible clusters, most severe first.
+    /// Audit-check findings of the visible clusters, most severe first, with the total.
     pub async fn fleet_findings(
         &self,
         actor: &Actor,
         filter: &FleetFilter,
         page: Page,
-    ) -> Result<Findings> {
+    ) -> Result<(Vec<FindingRow>, u64)> {
         let scope = self.fleet_scope(actor, Role::Member, "findings").await?;
-        let (rows, total) = self
-            .store
+        self.store
             .list_findings(filter, scope.as_deref(), page)
-            .await?;
-        let counts = self
-            .store
-            .count_findings(
-                &FleetFilter {
-                    severity: None,
-                    check: None,
-                    ..filter.clone()
-                },
-                scope.as_deref(),
-            )
-            .await?;
-        Ok(Findings {
-            rows,
-            total,
-            counts,
-        })
+            .await
+    }
+
+    /// Findings per severity and check, over `filter` without its severity and check (the
+    /// findings page's summary).
+    pub async fn fleet_finding_counts(
+        &self,
+        actor: &Actor,
+        filter: &FleetFilter,
+    ) -> Result<Vec<FindingCount>> {
+        let scope = self.fleet_scope(actor, Role::Member, "findings").await?;
+        let filter = FleetFilter {
+            severity: None,
+            check: None,
+            ..filter.clone()
+        };
+        self.store.count_findings(&filter, scope.as_deref()).await
     }
 }

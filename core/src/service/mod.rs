@@ -25,8 +25,7 @@ pub use auth::ExternalLogin;
 pub use catalog::{KindInfo, TemplateView};
 pub use clusters::{ClusterDetail, KubeconfigDownload};
 pub use inventory::{
-    Attention, ClusterSync, Findings, FleetOverview, FleetTotals, ImageRow, InventorySettings,
-    Tally,
+    Attention, ClusterSync, FleetOverview, FleetTotals, ImageRow, InventorySettings, Tally,
 };
 
 /// Figures for the overview page.

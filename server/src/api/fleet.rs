@@ -131,6 +131,31 @@ fn download(body: String, content_type: &'static str, file: &str) -> Response {
         .into_response()
 }
 
+/// Runs a fleet query as `p` asks: one page (`Ok`), every row for a JSON download (`Ok`,
+/// total = rows), or every row as a CSV download made by `csv` (`Err`: the finished answer).
+async fn rows_or_csv<T, F, Fut>(
+    p: &FleetParams,
+    mut fetch: F,
+    csv: impl FnOnce(&[T]) -> String,
+    file: &str,
+) -> Result<Result<(Vec<T>, u64), Response>, Error>
+where
+    F: FnMut(Page) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<T>, u64), Error>>,
+{
+    let out = output(p)?;
+    if let Output::Page(page) = out {
+        return fetch(page).await.map(Ok);
+    }
+    let rows = everything(fetch).await?;
+    if matches!(out, Output::Csv) {
+        let name = format!("{file}.csv");
+        return Ok(Err(download(csv(&rows), "text/csv; charset=utf-8", &name)));
+    }
+    let total = rows.len() as u64;
+    Ok(Ok((rows, total)))
+}
+
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {
     t.map(|t| t.to_rfc3339())
 }
@@ -544,20 +569,10 @@ pub async fn images(
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;
-    let (items, total) = match output(&p)? {
-        Output::Page(page) => k.fleet_images(&actor, &filter, page).await?,
-        out => {
-            let rows = everything(|page| k.fleet_images(&actor, &filter, page)).await?;
-            if matches!(out, Output::Csv) {
-                return Ok(download(
-                    images_csv(&rows),
-                    "text/csv; charset=utf-8",
-                    "kqueen-images.csv",
-                ));
-            }
-            let total = rows.len() as u64;
-            (rows, total)
-        }
+    let fetch = |page| k.fleet_images(&actor, &filter, page);
+    let (items, total) = match rows_or_csv(&p, fetch, images_csv, "kqueen-images").await? {
+        Ok(rows) => rows,
+        Err(csv) => return Ok(csv),
     };
     let body = ImagesOut {
         total,
@@ -669,56 +684,68 @@ pub async fn versions(
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;
-    let (items, total) = match output(&p)? {
-        Output::Page(page) => k.fleet_versions(&actor, &filter, page).await?,
-        out => {
-            let rows = everything(|page| k.fleet_versions(&actor, &filter, page)).await?;
-            if matches!(out, Output::Csv) {
-                let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-                let lines = rows.iter().map(|v| {
-                    vec![
-                        v.tenant.clone(),
-                        v.cluster.clone(),
-                        opt(&v.api_version),
-                        time(v.synced_at).unwrap_or_default(),
-                        opt(&v.node),
-                        opt(&v.kubelet_version),
-                        opt(&v.container_runtime),
-                        opt(&v.os_image),
-                        opt(&v.kernel_version),
-                        v.ready.map(|r| r.to_string()).unwrap_or_default(),
-                    ]
-                });
-                let csv = csv_table(
-                    &[
-                        "tenant",
-                        "cluster",
-                        "api_version",
-                        "synced_at",
-                        "node",
-                        "kubelet_version",
-                        "container_runtime",
-                        "os_image",
-                        "kernel_version",
-                        "ready",
-                    ],
-                    lines,
-                );
-                return Ok(download(
-                    csv,
-                    "text/csv; charset=utf-8",
-                    "kqueen-versions.csv",
-                ));
-            }
-            let total = rows.len() as u64;
-            (rows, total)
-        }
+    let fetch = |page| k.fleet_versions(&actor, &filter, page);
+    let (items, total) = match rows_or_csv(&p, fetch, versions_csv, "kqueen-versions").await? {
+        Ok(rows) => rows,
+        Err(csv) => return Ok(csv),
     };
     let body = VersionsOut {
         total,
         items: items.into_iter().map(Into::into).collect(),
     };
     json_answer(&p, body, "kqueen-versions.json")
+}
+
+fn versions_csv(rows: &[VersionRow]) -> String {
+    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+    let lines = rows.iter().map(|v| {
+        vec![
+            v.tenant.clone(),
+            v.cluster.clone(),
+            opt(&v.api_version),
+            time(v.synced_at).unwrap_or_default(),
+            opt(&v.node),
+            opt(&v.kubelet_version),
+            opt(&v.container_runtime),
+            opt(&v.os_image),
+            opt(&v.kernel_version),
+            v.ready.map(|r| r.to_string()).unwrap_or_default(),
+        ]
+    });
+    csv_table(
+        &[
+            "tenant",
+            "cluster",
+            "api_version",
+            "synced_at",
+            "node",
+            "kubelet_version",
+            "container_runtime",
+            "os_image",
+            "kernel_version",
+            "ready",
+        ],
+        lines,
+    )
+}
+
+fn findings_csv(rows: &[FindingRow]) -> String {
+    let lines = rows.iter().map(|r| {
+        vec![
+            r.finding.severity.as_str().to_owned(),
+            r.finding.check.clone(),
+            r.tenant.clone(),
+            r.cluster.clone(),
+            r.finding.subject.clone(),
+            r.finding.message.clone(),
+        ]
+    });
+    csv_table(
+        &[
+            "severity", "check", "tenant", "cluster", "subject", "message",
+        ],
+        lines,
+    )
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -767,58 +794,16 @@ pub async fn findings(
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;
-    let out = output(&p)?;
-    let first = k
-        .fleet_findings(
-            &actor,
-            &filter,
-            match out {
-                Output::Page(page) => page,
-                _ => Page::new(Page::MAX_LIMIT, 0),
-            },
-        )
-        .await?;
-    let (rows, total) = match out {
-        Output::Page(_) => (first.rows, first.total),
-        _ => {
-            let (actor, filter) = (&actor, &filter);
-            let rows = everything(|page| async move {
-                k.fleet_findings(actor, filter, page)
-                    .await
-                    .map(|f| (f.rows, f.total))
-            })
-            .await?;
-            if matches!(out, Output::Csv) {
-                let lines = rows.iter().map(|r| {
-                    vec![
-                        r.finding.severity.as_str().to_owned(),
-                        r.finding.check.clone(),
-                        r.tenant.clone(),
-                        r.cluster.clone(),
-                        r.finding.subject.clone(),
-                        r.finding.message.clone(),
-                    ]
-                });
-                let csv = csv_table(
-                    &[
-                        "severity", "check", "tenant", "cluster", "subject", "message",
-                    ],
-                    lines,
-                );
-                return Ok(download(
-                    csv,
-                    "text/csv; charset=utf-8",
-                    "kqueen-findings.csv",
-                ));
-            }
-            let total = rows.len() as u64;
-            (rows, total)
-        }
+    // Rows (a page or everything), then the counts of the whole filter.
+    let fetch = |page| k.fleet_findings(&actor, &filter, page);
+    let (rows, total) = match rows_or_csv(&p, fetch, findings_csv, "kqueen-findings").await? {
+        Ok(rows) => rows,
+        Err(csv) => return Ok(csv),
     };
+    let counts = k.fleet_finding_counts(&actor, &filter).await?;
     let body = FindingsOut {
         total,
-        counts: first
-            .counts
+        counts: counts
             .into_iter()
             .map(|c| FindingCountOut {
                 severity: c.severity.as_str().to_owned(),
