@@ -102,6 +102,23 @@ macro_rules! bind_all {
     }};
 }
 
+/// Runs a page query (`$1` limit, `$2` offset, then the texts and tenant ids) and its count
+/// query (the same binds without limit and offset); answers `(rows, total)`.
+macro_rules! page_and_total {
+    ($store:expr, $sql:expr, $count_sql:expr, $page:expr, $texts:expr, $ids:expr) => {{
+        let (limit, offset) = limit_offset($page);
+        on_pool!($store, p => {
+            let rows = bind_all!(sqlx::query_as($sql).bind(limit).bind(offset), $texts, $ids)
+                .fetch_all(p)
+                .await?;
+            let total = bind_all!(sqlx::query_scalar($count_sql), $texts, $ids)
+                .fetch_one(p)
+                .await?;
+            (rows, total)
+        })
+    }};
+}
+
 #[derive(FromRow)]
 struct SyncRow {
     cluster_id: Uuid,
@@ -631,16 +648,8 @@ impl InventoryStore for SqlStore {
              GROUP BY h.image ORDER BY h.image LIMIT $1 OFFSET $2"
         );
         let count_sql = format!("SELECT COUNT(DISTINCT h.image) {}", from(1).0);
-        let (limit, offset) = limit_offset(page);
-        let (rows, total): (Vec<(String, i64, DateTime<Utc>)>, i64) = on_pool!(self, p => {
-            let rows = bind_all!(sqlx::query_as(&sql).bind(limit).bind(offset), &texts, &ids)
-                .fetch_all(p)
-                .await?;
-            let total = bind_all!(sqlx::query_scalar(&count_sql), &texts, &ids)
-                .fetch_one(p)
-                .await?;
-            (rows, total)
-        });
+        let (rows, total): (Vec<(String, i64, DateTime<Utc>)>, i64) =
+            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
         Ok((
             rows.into_iter()
                 .map(|(image, clusters, first_seen)| ImageSummary {
@@ -758,16 +767,8 @@ impl InventoryStore for SqlStore {
             Option<String>,
             Option<bool>,
         );
-        let (limit, offset) = limit_offset(page);
-        let (rows, total): (Vec<Row>, i64) = on_pool!(self, p => {
-            let rows = bind_all!(sqlx::query_as(&sql).bind(limit).bind(offset), &texts, &ids)
-                .fetch_all(p)
-                .await?;
-            let total = bind_all!(sqlx::query_scalar(&count_sql), &texts, &ids)
-                .fetch_one(p)
-                .await?;
-            (rows, total)
-        });
+        let (rows, total): (Vec<Row>, i64) =
+            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
         Ok((
             rows.into_iter()
                 .map(|r| VersionRow {
@@ -802,16 +803,8 @@ impl InventoryStore for SqlStore {
              ORDER BY CASE f.severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, \
              t.slug, c.name, f.seq LIMIT $1 OFFSET $2"
         );
-        let (limit, offset) = limit_offset(page);
-        let (rows, total): (Vec<FindingDbRow>, i64) = on_pool!(self, p => {
-            let rows = bind_all!(sqlx::query_as(&sql).bind(limit).bind(offset), &texts, &ids)
-                .fetch_all(p)
-                .await?;
-            let total = bind_all!(sqlx::query_scalar(&count_sql), &texts, &ids)
-                .fetch_one(p)
-                .await?;
-            (rows, total)
-        });
+        let (rows, total): (Vec<FindingDbRow>, i64) =
+            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
         let rows = rows
             .into_iter()
             .map(|r| {
