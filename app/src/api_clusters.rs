@@ -9,7 +9,7 @@ use crate::AppError;
 pub const CLUSTER_PAGE_SIZE: u32 = 50;
 
 #[cfg(feature = "ssr")]
-mod ssr {
+pub(crate) mod ssr {
     use kqueen_core::cluster::{Cluster, ClusterState};
     use kqueen_core::provisioner::{ParamKind, ParamSchema};
 
@@ -210,7 +210,7 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         .first()
         .is_some_and(|o| matches!(o.state, OperationState::Pending | OperationState::Running));
     let can_manage = check(&actor, Permission::ManageClusters(d.cluster.tenant_id)).is_ok();
-    Ok(ClusterPageDto {
+    let mut page = ClusterPageDto {
         parameters: d.cluster.parameters.clone().into_iter().collect(),
         error: d.cluster.error.clone(),
         created_by: d.cluster.created_by.clone(),
@@ -244,7 +244,10 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         busy,
         admin_kubeconfig: d.admin_kubeconfig,
         can_manage,
-    })
+        inventory: None,
+    };
+    page.inventory = crate::api_fleet::cluster_inventory(&k, &actor, &page).await?;
+    Ok(page)
 }
 
 /// Providers, templates and the provisioner kinds (operators).

@@ -69,7 +69,11 @@ fn Nav(user: MeDto) -> impl IntoView {
                 } else {
                     view! { <NavSoon label="Providers" /> }.into_any()
                 }}
-                <NavSoon label="Fleet" />
+                {if user.operator || !user.tenants.is_empty() {
+                    view! { <li><NavLink href="/fleet" label="Fleet" /></li> }.into_any()
+                } else {
+                    view! { <NavSoon label="Fleet" /> }.into_any()
+                }}
                 {user.can_audit.then(|| view! { <li><NavLink href="/audit" label="Audit" /></li> })}
                 {if user.operator {
                     view! { <li><NavLink href="/admin" label="Admin" /></li> }.into_any()

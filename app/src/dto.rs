@@ -211,6 +211,8 @@ pub struct ClusterPageDto {
     pub busy: bool,
     pub admin_kubeconfig: bool,
     pub can_manage: bool,
+    /// The stored inventory (nodes, workloads, charts), once the cluster was synced.
+    pub inventory: Option<crate::dto_fleet::InventoryDto>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

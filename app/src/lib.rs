@@ -7,8 +7,10 @@
 
 pub mod api;
 pub mod api_clusters;
+pub mod api_fleet;
 mod components;
 pub mod dto;
+pub mod dto_fleet;
 mod error;
 mod pages;
 
@@ -61,6 +63,10 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/new") view=pages::NewCluster ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id") view=pages::ClusterView ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=pages::Providers ssr=SsrMode::Async />
+                    <Route path=path!("/fleet") view=pages::Fleet ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/images") view=pages::FleetImages ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/versions") view=pages::FleetVersions ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/findings") view=pages::FleetFindings ssr=SsrMode::Async />
                 </Routes>
             </components::AppShell>
         </Router>

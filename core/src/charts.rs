@@ -84,6 +84,14 @@ pub fn bar_chart(chart: &BarChart) -> String {
     message_svg(&id, chart, "Chart unavailable")
 }
 
+/// A value in words as the charts print it ("3.8 cores", "1 core", "16 GiB", "12"), for
+/// tables beside a chart.
+#[must_use]
+pub fn format_value(unit: Unit, v: f64) -> String {
+    let scale = Scale::new(unit, v.abs());
+    scale.words(v / scale.0)
+}
+
 const WIDTH: u32 = 640;
 const PAD: i32 = 12;
 /// Okabe-Ito, reordered so the first colours contrast best on white; repeats after eight.
@@ -909,6 +917,18 @@ mod tests {
         let mut other = cpu_chart();
         other.series[0].values[0] = Some(4.5);
         assert_ne!(chart_id(&cpu_chart()), chart_id(&other));
+    }
+
+    #[test]
+    fn values_in_words_pick_their_own_unit() {
+        assert_eq!(
+            format_value(Unit::Bytes, 16.0 * 1024.0 * 1024.0 * 1024.0),
+            "16 GiB"
+        );
+        assert_eq!(format_value(Unit::Bytes, 512.0), "512 B");
+        assert_eq!(format_value(Unit::Cores, 1.0), "1 core");
+        assert_eq!(format_value(Unit::Cores, 3.6), "3.6 cores");
+        assert_eq!(format_value(Unit::Count, 12.0), "12");
     }
 
     #[test]

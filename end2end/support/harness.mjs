@@ -14,6 +14,7 @@ const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const bin = process.env.KQUEEN_BIN ?? join(repo, 'target', 'debug', 'kqueen');
 const siteRoot = process.env.KQUEEN_SITE_ROOT ?? join(repo, 'target', 'site');
 const browserPath = process.env.CHROMIUM ?? '/usr/bin/chromium';
+const fakeBin = process.env.KQUEEN_FAKE_KUBE ?? join(repo, 'target', 'debug', 'examples', 'fake_kube');
 
 /**
  * Starts `kqueen serve` on 127.0.0.1:0 after running `kqueen <args>` for each seed command
@@ -117,4 +118,33 @@ export async function loginLocal(page, url, { username, password } = OPERATOR) {
   await page.fill('#username', username);
   await page.fill('#password', password);
   await Promise.all([page.waitForURL((u) => !u.pathname.startsWith('/login')), page.click('#local-login button[type=submit]')]);
+}
+
+/**
+ * Starts the fake Kubernetes API server (core/examples/fake_kube.rs) in a temporary directory;
+ * `args` such as ['--demo'] go to it. Returns its URL, its admin kubeconfig's path and `stop`.
+ */
+export async function startFakeKube(args = []) {
+  const dir = mkdtempSync(join(tmpdir(), 'kqueen-e2e-kube-'));
+  const kubeconfig = join(dir, 'admin.kubeconfig');
+  const child = spawn(fakeBin, [kubeconfig, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise((ok, fail) => {
+    let out = '';
+    const timer = setTimeout(() => fail(new Error(`fake kube did not start (${fakeBin}): ${out}`)), 20_000);
+    child.stdout.on('data', (c) => {
+      out += c;
+      const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
+      if (m) { clearTimeout(timer); ok(m[1]); }
+    });
+    child.on('exit', (code) => fail(new Error(`fake kube exited (${code}); build it with 'make fakes'`)));
+  });
+  return {
+    url,
+    kubeconfig,
+    dir,
+    stop() {
+      child.kill();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

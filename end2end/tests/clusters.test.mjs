@@ -5,42 +5,21 @@
 // fake Kubernetes API server (core/examples/fake_kube.rs).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
+import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const installer = join(repo, 'end2end', 'support', 'install.sh');
-const fakeBin = process.env.KQUEEN_FAKE_KUBE ?? join(repo, 'target', 'debug', 'examples', 'fake_kube');
 const MEMBER = { username: 'devon', password: 'a long enough password' };
 
 let server;
 let browser;
 let fake;
-let dir;
-
-async function startFake() {
-  dir = mkdtempSync(join(tmpdir(), 'kqueen-e2e-kube-'));
-  const kubeconfig = join(dir, 'admin.kubeconfig');
-  const child = spawn(fakeBin, [kubeconfig], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise((ok, fail) => {
-    let out = '';
-    const timer = setTimeout(() => fail(new Error(`fake kube did not start (${fakeBin}): ${out}`)), 20_000);
-    child.stdout.on('data', (c) => {
-      out += c;
-      const m = out.match(/listening on (http:\/\/[\d.]+:\d+)/);
-      if (m) { clearTimeout(timer); ok(m[1]); }
-    });
-    child.on('exit', (code) => fail(new Error(`fake kube exited (${code}); build it with 'make fakes'`)));
-  });
-  return { child, url, kubeconfig };
-}
 
 before(async () => {
-  fake = await startFake();
+  fake = await startFakeKube();
   server = await startServer({
     seed: [
       seedOperator,
@@ -56,8 +35,7 @@ before(async () => {
 after(async () => {
   await browser?.close();
   await server?.stop();
-  fake?.child.kill();
-  if (dir) rmSync(dir, { recursive: true, force: true });
+  fake?.stop();
 });
 
 async function submit(page, selector) {
@@ -129,7 +107,7 @@ test('a member requests a cluster, watches it reach Ready and downloads a kubeco
   assert.equal(await page.locator('#endpoint').textContent(), fake.url);
 
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#kubeconfig-download')]);
-  const file = join(dir, 'devon.kubeconfig');
+  const file = join(fake.dir, 'devon.kubeconfig');
   await download.saveAs(file);
   const yaml = readFileSync(file, 'utf8');
   assert.match(yaml, /token: /);

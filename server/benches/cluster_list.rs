@@ -10,23 +10,13 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kqueen_core::audit::{action, AuditEvent, Outcome};
-use kqueen_core::cluster::{
-    Cluster, ClusterEvent, ClusterName, ClusterState, EventKind, Operation, OperationKind,
-    ProviderInput, TemplateInput,
-};
-use kqueen_core::provisioner::ProviderKind;
-use kqueen_core::store;
-use kqueen_core::tenant::NewTenant;
+use kqueen_core::cluster::ClusterState;
 use kqueen_core::testing::TestDatabase;
-use kqueen_core::Actor;
-use kqueen_server::settings::Settings;
-use kqueen_server::startup;
-use secrecy::SecretString;
+
+mod common;
+use common::{percentiles, Fleet, Portal};
 
 const TENANTS: usize = 50;
 const CLUSTERS: usize = 1_000;
@@ -54,84 +44,31 @@ fn main() {
 }
 
 async fn run(backend: &str, db: TestDatabase, seconds: u64) {
-    let dir = tempfile::tempdir().unwrap();
-    let site = dir.path().join("site");
-    std::fs::create_dir_all(site.join("pkg")).unwrap();
-    let mut settings = Settings {
-        listen: "127.0.0.1:0".parse().unwrap(),
-        data_dir: dir.path().join("data"),
-        database_url: Some(SecretString::from(db.url().to_owned())),
-        site_root: PathBuf::from(&site),
-        workers: 0,
-        ..Settings::defaults()
-    };
-    let listener = tokio::net::TcpListener::bind(settings.listen)
-        .await
-        .unwrap();
-    let addr = listener.local_addr().unwrap();
-    settings.listen = addr;
-    let state = startup::build_state(&settings).await.unwrap();
+    let portal = Portal::start(&db).await;
     let seeded = Instant::now();
-    seed(&state.kqueen).await;
+    let fleet = Fleet::create(portal.kqueen(), TENANTS).await;
+    for i in 0..CLUSTERS {
+        fleet
+            .insert_cluster(portal.kqueen(), i, ClusterState::Provisioning, 3)
+            .await;
+    }
     let seed_time = seeded.elapsed();
-    state
-        .kqueen
-        .create_local_user(&Actor::system(), "bench", "bench-password-1234", true)
-        .await
-        .unwrap();
-    let server = tokio::spawn(startup::run(
-        listener,
-        state.clone(),
-        None,
-        std::future::pending(),
-    ));
-    let url = format!("http://{addr}");
-
-    // An operator's session (pages) and API token (API).
-    let browser = reqwest::Client::builder()
-        .cookie_store(true)
-        .redirect(reqwest::redirect::Policy::none())
+    let (browser, api) = portal.operator_clients(CONNECTIONS).await;
+    let url = portal.url.clone();
+    let plain = reqwest::Client::builder()
         .pool_max_idle_per_host(CONNECTIONS)
-        .build()
-        .unwrap();
-    let res = browser
-        .post(format!("{url}/auth/local"))
-        .header("origin", &url)
-        .form(&[
-            ("username", "bench"),
-            ("password", "bench-password-1234"),
-            ("next", "/"),
-        ])
-        .send()
-        .await
-        .unwrap();
-    assert!(res.status().is_redirection());
-    let token: serde_json::Value = browser
-        .post(format!("{url}/api/v1/tokens"))
-        .header("origin", &url)
-        .json(&serde_json::json!({"name": "bench"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let secret = token["secret"].as_str().unwrap().to_owned();
-    let api = reqwest::Client::builder()
-        .pool_max_idle_per_host(CONNECTIONS)
-        .default_headers(
-            [(
-                reqwest::header::AUTHORIZATION,
-                format!("Bearer {secret}").parse().unwrap(),
-            )]
-            .into_iter()
-            .collect(),
-        )
         .build()
         .unwrap();
 
     println!("{backend}: seeded in {:.1} s", seed_time.as_secs_f64());
     for (name, client, path) in [
+        // Floors: the HTTP stack alone, then with token authentication.
+        ("GET /healthz (floor)", plain, "/healthz"),
+        (
+            "GET /api/v1/whoami (authentication)",
+            api.clone(),
+            "/api/v1/whoami",
+        ),
         ("GET /api/v1/clusters", api.clone(), "/api/v1/clusters"),
         (
             "GET /api/v1/clusters?tenant=t-07",
@@ -143,97 +80,7 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
         let figures = measure(client, format!("{url}{path}"), Duration::from_secs(seconds)).await;
         println!("{backend}: {name:36} {figures}");
     }
-    server.abort();
-    state.kqueen.shutdown().await;
-}
-
-/// Creates the tenants, one provider and template, and the clusters (with their operation
-/// and first event) through the store.
-async fn seed(k: &kqueen_core::Kqueen) {
-    let cli = Actor::cli(None);
-    let mut tenants = Vec::new();
-    for i in 0..TENANTS {
-        let t = k
-            .create_tenant(
-                &cli,
-                NewTenant {
-                    slug: format!("t-{i:02}"),
-                    display_name: None,
-                },
-            )
-            .await
-            .unwrap();
-        tenants.push(t);
-    }
-    let provider = k
-        .create_provider(
-            &cli,
-            ProviderInput {
-                name: "lab".into(),
-                kind: "command".into(),
-                settings: [("create_command".to_owned(), "/bin/true".to_owned())].into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let template = k
-        .create_template(
-            &cli,
-            TemplateInput {
-                name: "small".into(),
-                provider: "lab".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let store: Arc<dyn kqueen_core::store::Store> = k.store().clone();
-    for i in 0..CLUSTERS {
-        let tenant = &tenants[i % TENANTS];
-        let now = store::now();
-        let id = uuid::Uuid::now_v7();
-        let cluster = Cluster {
-            id,
-            tenant_id: tenant.id,
-            tenant_slug: tenant.slug.to_string(),
-            name: ClusterName::parse(&format!("c-{i:04}")).unwrap(),
-            template_id: Some(template.template.id),
-            template_name: "small".into(),
-            provider_id: provider.id,
-            provider_kind: ProviderKind::Command,
-            state: ClusterState::Provisioning,
-            parameters: [("node_count".to_owned(), "3".to_owned())].into(),
-            node_count: 3,
-            endpoint: Some(format!("https://c-{i}.example.test:6443")),
-            provisioner_state: serde_json::Value::Null,
-            error: None,
-            expires_at: None,
-            created_by: "bench".into(),
-            created_at: now,
-            updated_at: now,
-        };
-        let op = Operation::new(
-            id,
-            OperationKind::Create,
-            None,
-            "bench",
-            now,
-            chrono::Duration::hours(1),
-        );
-        let event = ClusterEvent::new(id, Some(op.id), EventKind::State, "seeded", now);
-        let audit = AuditEvent::now(
-            &cli,
-            action::CLUSTER_CREATE,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(tenant.id);
-        store
-            .create_cluster(&cluster, &op, &event, &audit)
-            .await
-            .unwrap();
-    }
+    portal.stop().await;
 }
 
 /// Runs CONNECTIONS loops of requests for `length`; returns p50, p99, max and throughput.
@@ -265,15 +112,10 @@ async fn measure(client: reqwest::Client, url: String, length: Duration) -> Stri
         all.extend(t.await.unwrap());
     }
     let elapsed = start.elapsed().as_secs_f64();
-    all.sort();
-    let pct = |p: f64| all[((all.len() as f64 * p) as usize).min(all.len() - 1)];
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let requests = all.len();
     format!(
-        "p50 {:6.1} ms  p99 {:6.1} ms  max {:6.1} ms  {:7.0} req/s  ({} requests)",
-        ms(pct(0.50)),
-        ms(pct(0.99)),
-        ms(*all.last().unwrap()),
-        all.len() as f64 / elapsed,
-        all.len()
+        "{}  {:7.0} req/s  ({requests} requests)",
+        percentiles(&mut all),
+        requests as f64 / elapsed,
     )
 }

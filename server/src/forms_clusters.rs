@@ -20,6 +20,7 @@ pub fn router() -> Router<AppState> {
         .route("/clusters/{id}/scale", post(scale_cluster))
         .route("/clusters/{id}/upgrade", post(upgrade_cluster))
         .route("/clusters/{id}/revoke", post(revoke_access))
+        .route("/clusters/{id}/inventory/sync", post(sync_inventory))
         .route("/clusters/{id}/kubeconfig", get(download_kubeconfig))
         .route("/providers/create", post(create_provider))
         .route("/providers/{name}/update", post(update_provider))
@@ -126,6 +127,17 @@ async fn scale_cluster(
         Err(_) => Err(ValidationError::new("node_count", "must be a whole number").into()),
     };
     back(&cluster_page(&id), result)
+}
+
+/// Syncs the cluster's inventory now (bounded by the inventory timeout); a failed sync is
+/// shown on the cluster page as the last sync's error.
+async fn sync_inventory(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> Response {
+    let result = state.kqueen.sync_cluster_inventory(&actor, &id).await;
+    back(&cluster_page(&id), result.map(|_| ()))
 }
 
 async fn upgrade_cluster(

@@ -8,6 +8,7 @@ use leptos_router::hooks::{use_params_map, use_query_map};
 use crate::api_clusters as api;
 use crate::components::{encode_query_value, ErrorNote, FormError};
 use crate::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ParamDto};
+use crate::pages::inventory::Inventory;
 
 fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
     let q = use_query_map();
@@ -413,6 +414,9 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
                 })}
             </section>
         </div>
+        {page.inventory.clone().map(|inv| view! {
+            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" />
+        })}
         <section class="card" aria-labelledby="steps-heading">
             <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
             <ol class="steps" id="step-list">

@@ -3,6 +3,8 @@
 mod admin;
 mod audit;
 pub(crate) mod clusters;
+mod fleet;
+pub(crate) mod inventory;
 mod login;
 mod not_found;
 mod overview;
@@ -13,6 +15,7 @@ mod tokens;
 pub use admin::Admin;
 pub use audit::Audit;
 pub use clusters::{ClusterView, Clusters, NewCluster};
+pub use fleet::{Fleet, FleetFindings, FleetImages, FleetVersions};
 pub use login::Login;
 pub use not_found::NotFound;
 pub use overview::Overview;

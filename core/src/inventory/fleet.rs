@@ -7,6 +7,7 @@ use uuid::Uuid;
 use super::checks::{Finding, Severity};
 use super::{NodeInfo, PodPhase, Resources, SyncStatus, Workload};
 use crate::cluster::ClusterState;
+use crate::ValidationError;
 
 /// Filters shared by the fleet queries; each query uses the fields that apply to it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -20,6 +21,38 @@ pub struct FleetFilter {
     pub severity: Option<Severity>,
     /// A check id.
     pub check: Option<String>,
+}
+
+impl FleetFilter {
+    /// A filter from query-string texts (the API's and the pages' parameters): blank texts
+    /// filter nothing, texts are cut at 200 characters, and an unknown severity is refused.
+    pub fn parse(
+        tenant: Option<&str>,
+        cluster: Option<&str>,
+        q: Option<&str>,
+        severity: Option<&str>,
+        check: Option<&str>,
+    ) -> Result<Self, ValidationError> {
+        let text = |v: Option<&str>| {
+            v.map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| s.chars().take(200).collect::<String>())
+        };
+        let severity =
+            match text(severity) {
+                None => None,
+                Some(s) => Some(Severity::parse(&s.to_lowercase()).ok_or_else(|| {
+                    ValidationError::new("severity", "must be high, medium or low")
+                })?),
+            };
+        Ok(FleetFilter {
+            tenant: text(tenant),
+            cluster: text(cluster),
+            q: text(q),
+            severity,
+            check: text(check),
+        })
+    }
 }
 
 /// One cluster with its sync status and node totals (the fleet dashboard's raw material).
@@ -121,4 +154,29 @@ pub struct ClusterInventory {
     pub workloads: Vec<Workload>,
     pub pods: Vec<PodCount>,
     pub findings: Vec<Finding>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filters_parse_from_query_texts() {
+        let f = FleetFilter::parse(
+            Some(" team-a "),
+            Some(""),
+            Some("nginx"),
+            Some("HIGH"),
+            None,
+        )
+        .expect("valid");
+        assert_eq!(f.tenant.as_deref(), Some("team-a"));
+        assert_eq!(f.cluster, None, "blank is no filter");
+        assert_eq!(f.severity, Some(Severity::High));
+        let long = "x".repeat(500);
+        let f = FleetFilter::parse(None, None, Some(&long), None, None).expect("valid");
+        assert_eq!(f.q.map(|q| q.len()), Some(200));
+        let e = FleetFilter::parse(None, None, None, Some("urgent"), None).expect_err("refused");
+        assert!(e.to_string().contains("severity"), "{e}");
+    }
 }

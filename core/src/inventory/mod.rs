@@ -10,6 +10,7 @@
 
 pub mod checks;
 mod collect;
+pub mod figures;
 pub mod fleet;
 pub mod image;
 pub mod quantity;

@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+/// Synthetic clusters for the fake API server.
+pub mod fake_cluster;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
 

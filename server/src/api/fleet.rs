@@ -6,7 +6,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use kqueen_core::inventory::checks::{Finding, Severity};
+use kqueen_core::inventory::checks::Finding;
 use kqueen_core::inventory::fleet::{
     ClusterInventory, FindingRow, FleetCluster, FleetFilter, ImageUsage, VersionRow,
 };
@@ -47,28 +47,13 @@ pub struct FleetParams {
 
 impl FleetParams {
     pub fn filter(&self) -> Result<FleetFilter, Error> {
-        let severity = match self.severity.as_deref().map(str::trim) {
-            None | Some("") => None,
-            Some(s) => Some(Severity::parse(&s.to_lowercase()).ok_or_else(|| {
-                Error::Invalid(ValidationError::new(
-                    "severity",
-                    "must be high, medium or low",
-                ))
-            })?),
-        };
-        let text = |v: &Option<String>| {
-            v.as_deref()
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|s| s.chars().take(200).collect::<String>())
-        };
-        Ok(FleetFilter {
-            tenant: text(&self.tenant),
-            cluster: text(&self.cluster),
-            q: text(&self.q),
-            severity,
-            check: text(&self.check),
-        })
+        Ok(FleetFilter::parse(
+            self.tenant.as_deref(),
+            self.cluster.as_deref(),
+            self.q.as_deref(),
+            self.severity.as_deref(),
+            self.check.as_deref(),
+        )?)
     }
 
     fn page(&self) -> Page {

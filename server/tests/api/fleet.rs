@@ -198,6 +198,52 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     let (status, _) = call(&anonymous, &app, Method::GET, "/api/v1/fleet/images", None).await;
     assert_eq!(status, StatusCode::UNAUTHORIZED);
 
+    // The pages' server functions and the Sync now form answer the same way.
+    let sfn = |who: &reqwest::Client, endpoint: &str, form: Vec<(&str, String)>| {
+        let req = who.post(format!("{}/sfn/{endpoint}", app.url)).form(&form);
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+    assert!(sfn(&amy, "fleet", vec![]).await.contains("Forbidden"));
+    assert!(sfn(&bea, "fleet", vec![]).await.contains("Forbidden"));
+    let dashboard: Value = serde_json::from_str(&sfn(&adam, "fleet", vec![]).await).unwrap();
+    assert_eq!(dashboard["clusters"], 1, "{dashboard}");
+    assert!(dashboard["cpu_chart"].as_str().unwrap().starts_with("<svg"));
+    for (who, rows) in [(&amy, 1), (&bea, 0)] {
+        for (endpoint, q) in [("fleet_images", "nginx"), ("fleet_versions", "v1.33")] {
+            let form = vec![("query[q]", q.to_owned())];
+            let page: Value = serde_json::from_str(&sfn(who, endpoint, form).await).unwrap();
+            assert_eq!(page["total"], rows, "{endpoint}: {page}");
+        }
+        let form = vec![("query[q]", String::new())];
+        let page: Value = serde_json::from_str(&sfn(who, "fleet_findings", form).await).unwrap();
+        assert_eq!(page["list"]["total"], 0, "{page}");
+    }
+    let bad = sfn(
+        &amy,
+        "fleet_findings",
+        vec![("query[severity]", "urgent".into())],
+    )
+    .await;
+    assert!(bad.contains("severity"), "{bad}");
+    let page = sfn(&bea, "cluster", vec![("id", id.clone())]).await;
+    assert!(page.contains("NotFound"), "{page}");
+    let page: Value =
+        serde_json::from_str(&sfn(&amy, "cluster", vec![("id", id.clone())]).await).unwrap();
+    assert_eq!(page["inventory"]["nodes"][0]["name"], "node-1", "{page}");
+    assert!(page["inventory"]["cpu_chart"]
+        .as_str()
+        .unwrap()
+        .contains("CPU per node"));
+    let form = format!("{}/clusters/{id}/inventory/sync", app.url);
+    for (who, to) in [
+        (&bea, format!("/clusters/{id}?error=cluster+not+found")),
+        (&anonymous, format!("/login?next=%2Fclusters%2F{id}")),
+        (&amy, format!("/clusters/{id}")),
+    ] {
+        let res = who.post(&form).send().await.unwrap();
+        assert_eq!(res.headers()["location"].to_str().unwrap(), to);
+    }
+
     // All of it is in the OpenAPI document.
     let doc: Value = app.get("/api/v1/openapi.json").await.json().await.unwrap();
     for (path, method) in [

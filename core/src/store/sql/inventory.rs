@@ -538,7 +538,8 @@ impl InventoryStore for SqlStore {
         const PODS: &str = "SELECT namespace, phase, COUNT(*) FROM inventory_pods \
              WHERE cluster_id = $1 GROUP BY namespace, phase ORDER BY namespace, phase";
         const FINDINGS: &str = "SELECT check_id, severity, subject, message \
-             FROM inventory_findings WHERE cluster_id = $1 ORDER BY seq";
+             FROM inventory_findings WHERE cluster_id = $1 \
+             ORDER BY CASE severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, seq";
         type WorkloadTuple = (String, String, String, i64, i64, String);
         let (status, nodes, workloads, pods, findings): (
             Option<SyncRow>,
@@ -827,7 +828,7 @@ impl InventoryStore for SqlStore {
         let (from, texts, ids) = findings_from(filter, tenants, 1);
         let sql = format!(
             "SELECT f.severity, f.check_id, COUNT(*) {from} GROUP BY f.severity, f.check_id \
-             ORDER BY f.severity, f.check_id"
+             ORDER BY CASE f.severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, f.check_id"
         );
         let rows: Vec<(String, String, i64)> = on_pool!(self, p => {
             bind_all!(sqlx::query_as(&sql), &texts, &ids).fetch_all(p).await?

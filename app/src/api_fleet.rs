@@ -1,0 +1,340 @@
+//! Server functions of the inventory and fleet pages. They read the stored inventory only:
+//! no page fans out to live clusters.
+
+use leptos::prelude::*;
+
+use crate::dto_fleet::{
+    FindingsPageDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto, VersionDto,
+};
+use crate::AppError;
+
+/// Rows of one fleet list page.
+pub const FLEET_PAGE_SIZE: u32 = 50;
+
+#[cfg(feature = "ssr")]
+pub(crate) mod ssr {
+    use kqueen_core::inventory::checks::Finding;
+    use kqueen_core::inventory::figures::{self, Measure};
+    use kqueen_core::inventory::fleet::{ClusterInventory, FleetCluster, FleetFilter};
+    use kqueen_core::inventory::{Resources, WorkloadState};
+
+    use crate::api_clusters::ssr::time;
+    use crate::dto_fleet::{
+        FindingDto, FleetClusterDto, FleetQuery, InventoryDto, NamespaceDto, NodeRowDto,
+        ResourcesDto, WorkloadDto,
+    };
+    use crate::AppError;
+
+    pub fn resources(r: Resources) -> ResourcesDto {
+        ResourcesDto {
+            cpu: Measure::Cpu.words(r),
+            memory: Measure::Memory.words(r),
+        }
+    }
+
+    pub fn filter(q: &FleetQuery) -> Result<FleetFilter, AppError> {
+        FleetFilter::parse(
+            Some(&q.tenant),
+            Some(&q.cluster),
+            Some(&q.q),
+            Some(&q.severity),
+            Some(&q.check),
+        )
+        .map_err(|e| AppError::Invalid(e.to_string()))
+    }
+
+    pub fn finding(f: Finding) -> FindingDto {
+        FindingDto {
+            check: f.check,
+            severity: f.severity.to_string(),
+            subject: f.subject,
+            message: f.message,
+        }
+    }
+
+    pub fn fleet_cluster(c: FleetCluster) -> FleetClusterDto {
+        FleetClusterDto {
+            id: c.id.to_string(),
+            name: c.name,
+            tenant: c.tenant,
+            state: c.state.to_string(),
+            state_label: c.state.label().to_owned(),
+            provider: c.provider,
+            api_version: c.api_version,
+            nodes: c.nodes,
+            nodes_ready: c.nodes_ready,
+            allocatable: resources(c.allocatable),
+            requested: resources(c.requested),
+            synced: c.synced_at.map(time),
+            sync_error: c.sync_error,
+        }
+    }
+
+    /// The inventory section of a cluster page.
+    pub fn inventory(inv: ClusterInventory, stale_after: std::time::Duration) -> InventoryDto {
+        let status = inv.status.clone();
+        let stale = status.as_ref().and_then(|s| s.synced_at).is_some_and(|at| {
+            chrono::Utc::now()
+                .signed_duration_since(at)
+                .to_std()
+                .is_ok_and(|age| age > stale_after)
+        });
+        let mut namespaces: Vec<NamespaceDto> = Vec::new();
+        for w in &inv.workloads {
+            if namespaces.last().map(|n| n.namespace.as_str()) != Some(w.namespace.as_str()) {
+                namespaces.push(NamespaceDto {
+                    namespace: w.namespace.clone(),
+                    workloads: Vec::new(),
+                    not_ready: 0,
+                });
+            }
+            if let Some(ns) = namespaces.last_mut() {
+                if matches!(w.state, WorkloadState::Progressing | WorkloadState::Failed) {
+                    ns.not_ready += 1;
+                }
+                ns.workloads.push(WorkloadDto {
+                    kind: w.kind.to_string(),
+                    name: w.name.clone(),
+                    desired: w.desired,
+                    ready: w.ready,
+                    state: w.state.to_string(),
+                });
+            }
+        }
+        InventoryDto {
+            synced: status.as_ref().and_then(|s| s.synced_at).map(time),
+            attempted: status.as_ref().map(|s| time(s.attempted_at)),
+            error: status.as_ref().and_then(|s| s.error.clone()),
+            api_version: status.as_ref().and_then(|s| s.api_version.clone()),
+            metrics: status.as_ref().is_some_and(|s| s.metrics),
+            stale,
+            cpu_chart: figures::node_chart(&inv.nodes, Measure::Cpu),
+            memory_chart: figures::node_chart(&inv.nodes, Measure::Memory),
+            pods_chart: figures::pod_phase_chart(&inv.pods),
+            pods: inv.pods.iter().map(|p| p.count).sum(),
+            nodes: inv
+                .nodes
+                .into_iter()
+                .map(|n| NodeRowDto {
+                    name: n.name,
+                    ready: n.ready,
+                    problems: n.problems,
+                    kubelet: n.kubelet_version,
+                    runtime: n.container_runtime,
+                    os: n.os_image,
+                    capacity: resources(n.capacity),
+                    allocatable: resources(n.allocatable),
+                    requested: resources(n.requested),
+                    used: n.used.map(resources),
+                    pods: n.pods,
+                })
+                .collect(),
+            namespaces,
+            findings: inv.findings.into_iter().map(finding).collect(),
+        }
+    }
+}
+
+/// The inventory of a cluster page: `None` before the cluster was ever synced and while it
+/// is not Ready.
+#[cfg(feature = "ssr")]
+pub(crate) async fn cluster_inventory(
+    k: &kqueen_core::Kqueen,
+    actor: &kqueen_core::Actor,
+    page: &crate::dto::ClusterPageDto,
+) -> Result<Option<crate::dto_fleet::InventoryDto>, AppError> {
+    let inv = k.cluster_inventory(actor, &page.cluster.id).await?;
+    if inv.status.is_none() && page.cluster.state != "ready" {
+        return Ok(None);
+    }
+    Ok(Some(ssr::inventory(
+        inv,
+        k.inventory_settings().stale_after,
+    )))
+}
+
+/// The fleet dashboard (operators; tenant admins see their tenants).
+#[server(prefix = "/sfn", endpoint = "fleet")]
+pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError> {
+    use kqueen_core::inventory::figures::{count_chart, totals_chart, Measure};
+
+    use crate::dto_fleet::AttentionDto;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let filter = ssr::filter(&FleetQuery {
+        tenant: tenant.unwrap_or_default(),
+        ..FleetQuery::default()
+    })?;
+    let o = k.fleet_overview(&actor, &filter).await?;
+    let t = &o.totals;
+    Ok(FleetPageDto {
+        clusters: t.clusters,
+        nodes: t.nodes,
+        nodes_ready: t.nodes_ready,
+        capacity: ssr::resources(t.capacity),
+        allocatable: ssr::resources(t.allocatable),
+        requested: ssr::resources(t.requested),
+        newest_version: o.newest_version.clone(),
+        state_chart: count_chart("Clusters by state", "Clusters", &o.by_state),
+        provider_chart: count_chart("Clusters by provider", "Clusters", &o.by_provider),
+        version_chart: count_chart("Clusters by Kubernetes version", "Clusters", &o.by_version),
+        cpu_chart: totals_chart(t.capacity, t.allocatable, t.requested, t.used, Measure::Cpu),
+        memory_chart: totals_chart(
+            t.capacity,
+            t.allocatable,
+            t.requested,
+            t.used,
+            Measure::Memory,
+        ),
+        attention: o
+            .attention
+            .into_iter()
+            .map(|a| AttentionDto {
+                cluster: ssr::fleet_cluster(a.cluster),
+                reasons: a.reasons,
+            })
+            .collect(),
+        rows: o.clusters.into_iter().map(ssr::fleet_cluster).collect(),
+        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+    })
+}
+
+/// Images of the visible clusters, with where each runs.
+#[server(prefix = "/sfn", endpoint = "fleet_images")]
+pub async fn fleet_images_page(
+    query: FleetQuery,
+    offset: Option<u32>,
+) -> Result<FleetListDto<ImageDto>, AppError> {
+    use kqueen_core::page::Page;
+
+    use crate::api_clusters::ssr::time;
+    use crate::dto_fleet::UsageDto;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let offset = offset.unwrap_or(0);
+    let (images, total) = k
+        .fleet_images(
+            &actor,
+            &ssr::filter(&query)?,
+            Page::new(FLEET_PAGE_SIZE, offset),
+        )
+        .await?;
+    let rows = images
+        .into_iter()
+        .map(|i| ImageDto {
+            image: i.image,
+            registry: i.registry,
+            repository: i.repository,
+            tag: i.tag,
+            digest: i.digest,
+            clusters: i.clusters,
+            first_seen: time(i.first_seen),
+            usages: i
+                .usages
+                .into_iter()
+                .map(|u| UsageDto {
+                    cluster_id: u.cluster_id.to_string(),
+                    cluster: u.cluster,
+                    tenant: u.tenant,
+                    namespace: u.namespace,
+                    workload: format!("{}/{}", u.workload_kind, u.workload_name),
+                    container: u.container,
+                    pods: u.pods,
+                    first_seen: u.first_seen.map(time),
+                    last_seen: u.last_seen.map(time),
+                })
+                .collect(),
+        })
+        .collect();
+    Ok(FleetListDto {
+        rows,
+        total,
+        offset,
+        limit: FLEET_PAGE_SIZE,
+        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+    })
+}
+
+/// API server and node versions of the visible clusters.
+#[server(prefix = "/sfn", endpoint = "fleet_versions")]
+pub async fn fleet_versions_page(
+    query: FleetQuery,
+    offset: Option<u32>,
+) -> Result<FleetListDto<VersionDto>, AppError> {
+    use kqueen_core::page::Page;
+
+    use crate::api_clusters::ssr::time;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let offset = offset.unwrap_or(0);
+    let (versions, total) = k
+        .fleet_versions(
+            &actor,
+            &ssr::filter(&query)?,
+            Page::new(FLEET_PAGE_SIZE, offset),
+        )
+        .await?;
+    Ok(FleetListDto {
+        rows: versions
+            .into_iter()
+            .map(|v| VersionDto {
+                cluster_id: v.cluster_id.to_string(),
+                cluster: v.cluster,
+                tenant: v.tenant,
+                api_version: v.api_version,
+                synced: v.synced_at.map(time),
+                node: v.node,
+                kubelet: v.kubelet_version,
+                runtime: v.container_runtime,
+                os: v.os_image,
+                ready: v.ready,
+            })
+            .collect(),
+        total,
+        offset,
+        limit: FLEET_PAGE_SIZE,
+        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+    })
+}
+
+/// Audit-check findings of the visible clusters, most severe first, with their counts.
+#[server(prefix = "/sfn", endpoint = "fleet_findings")]
+pub async fn fleet_findings_page(
+    query: FleetQuery,
+    offset: Option<u32>,
+) -> Result<FindingsPageDto, AppError> {
+    use kqueen_core::inventory::figures::findings_chart;
+    use kqueen_core::page::Page;
+
+    use crate::dto_fleet::FindingRowDto;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let filter = ssr::filter(&query)?;
+    let offset = offset.unwrap_or(0);
+    let (findings, total) = k
+        .fleet_findings(&actor, &filter, Page::new(FLEET_PAGE_SIZE, offset))
+        .await?;
+    let counts = k.fleet_finding_counts(&actor, &filter).await?;
+    Ok(FindingsPageDto {
+        chart: findings_chart(&counts),
+        counts: counts
+            .into_iter()
+            .map(|c| (c.severity.to_string(), c.check, c.count))
+            .collect(),
+        list: FleetListDto {
+            rows: findings
+                .into_iter()
+                .map(|f| FindingRowDto {
+                    cluster_id: f.cluster_id.to_string(),
+                    cluster: f.cluster,
+                    tenant: f.tenant,
+                    finding: ssr::finding(f.finding),
+                })
+                .collect(),
+            total,
+            offset,
+            limit: FLEET_PAGE_SIZE,
+            tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+        },
+    })
+}

@@ -1,0 +1,212 @@
+//! What the inventory and fleet pages receive: plain data, quantities already in words, charts
+//! already drawn (SVG strings made on the server).
+
+use serde::{Deserialize, Serialize};
+
+/// Filters of the fleet pages, as in their URLs. Empty fields filter nothing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct FleetQuery {
+    pub tenant: String,
+    pub cluster: String,
+    pub q: String,
+    pub severity: String,
+    pub check: String,
+}
+
+impl FleetQuery {
+    /// The non-empty filters as a query string (`tenant=a&q=nginx`), values encoded.
+    pub fn to_query(&self) -> String {
+        [
+            ("tenant", &self.tenant),
+            ("cluster", &self.cluster),
+            ("q", &self.q),
+            ("severity", &self.severity),
+            ("check", &self.check),
+        ]
+        .into_iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| format!("{k}={}", crate::components::encode_query_value(v)))
+        .collect::<Vec<_>>()
+        .join("&")
+    }
+}
+
+/// CPU and memory of one node or cluster, in words ("3.6 cores", "16 GiB").
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ResourcesDto {
+    pub cpu: String,
+    pub memory: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeRowDto {
+    pub name: String,
+    pub ready: bool,
+    pub problems: Vec<String>,
+    pub kubelet: String,
+    pub runtime: String,
+    pub os: String,
+    pub capacity: ResourcesDto,
+    pub allocatable: ResourcesDto,
+    pub requested: ResourcesDto,
+    pub used: Option<ResourcesDto>,
+    pub pods: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WorkloadDto {
+    pub kind: String,
+    pub name: String,
+    pub desired: u32,
+    pub ready: u32,
+    pub state: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NamespaceDto {
+    pub namespace: String,
+    pub workloads: Vec<WorkloadDto>,
+    /// Workloads not Ready (progressing or failed).
+    pub not_ready: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingDto {
+    pub check: String,
+    pub severity: String,
+    pub subject: String,
+    pub message: String,
+}
+
+/// A cluster's stored inventory, for its page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InventoryDto {
+    pub synced: Option<String>,
+    pub attempted: Option<String>,
+    pub error: Option<String>,
+    pub api_version: Option<String>,
+    /// Usage comes from the metrics API (else only requests are known).
+    pub metrics: bool,
+    /// The last successful sync is older than the configured staleness.
+    pub stale: bool,
+    pub nodes: Vec<NodeRowDto>,
+    pub cpu_chart: String,
+    pub memory_chart: String,
+    pub pods_chart: String,
+    pub pods: u32,
+    pub namespaces: Vec<NamespaceDto>,
+    pub findings: Vec<FindingDto>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetClusterDto {
+    pub id: String,
+    pub name: String,
+    pub tenant: String,
+    pub state: String,
+    pub state_label: String,
+    pub provider: String,
+    pub api_version: Option<String>,
+    pub nodes: u32,
+    pub nodes_ready: u32,
+    pub allocatable: ResourcesDto,
+    pub requested: ResourcesDto,
+    pub synced: Option<String>,
+    pub sync_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AttentionDto {
+    pub cluster: FleetClusterDto,
+    pub reasons: Vec<String>,
+}
+
+/// The fleet dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetPageDto {
+    pub clusters: u64,
+    pub nodes: u64,
+    pub nodes_ready: u64,
+    pub capacity: ResourcesDto,
+    pub allocatable: ResourcesDto,
+    pub requested: ResourcesDto,
+    pub newest_version: Option<String>,
+    /// SVG charts: by state, by provider, by version, CPU totals, memory totals.
+    pub state_chart: String,
+    pub provider_chart: String,
+    pub version_chart: String,
+    pub cpu_chart: String,
+    pub memory_chart: String,
+    pub attention: Vec<AttentionDto>,
+    pub rows: Vec<FleetClusterDto>,
+    /// Tenants the caller may filter by.
+    pub tenants: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsageDto {
+    pub cluster_id: String,
+    pub cluster: String,
+    pub tenant: String,
+    pub namespace: String,
+    pub workload: String,
+    pub container: String,
+    pub pods: u32,
+    /// Since when this cluster runs the image, and when it was last seen there.
+    pub first_seen: Option<String>,
+    pub last_seen: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageDto {
+    pub image: String,
+    pub registry: Option<String>,
+    pub repository: Option<String>,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+    pub clusters: u32,
+    pub first_seen: String,
+    pub usages: Vec<UsageDto>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct VersionDto {
+    pub cluster_id: String,
+    pub cluster: String,
+    pub tenant: String,
+    pub api_version: Option<String>,
+    pub synced: Option<String>,
+    pub node: Option<String>,
+    pub kubelet: Option<String>,
+    pub runtime: Option<String>,
+    pub os: Option<String>,
+    pub ready: Option<bool>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingRowDto {
+    pub cluster_id: String,
+    pub cluster: String,
+    pub tenant: String,
+    pub finding: FindingDto,
+}
+
+/// One page of a fleet query: its rows, the total and where the page starts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetListDto<T> {
+    pub rows: Vec<T>,
+    pub total: u64,
+    pub offset: u32,
+    pub limit: u32,
+    pub tenants: Vec<String>,
+}
+
+/// The findings page: a page of findings and the counts per severity and check.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FindingsPageDto {
+    pub list: FleetListDto<FindingRowDto>,
+    /// (severity, check, count), most severe first.
+    pub counts: Vec<(String, String, u64)>,
+    pub chart: String,
+}

@@ -1,0 +1,172 @@
+//! The inventory section of a cluster page: sync status, charts of CPU and memory per node
+//! and of pods per phase, the nodes table, workloads by namespace, and audit findings.
+
+use leptos::prelude::*;
+
+use crate::dto_fleet::{InventoryDto, NodeRowDto};
+
+/// A chart drawn on the server: the SVG goes into the page as is.
+#[component]
+pub fn Chart(svg: String, id: &'static str) -> impl IntoView {
+    view! { <figure class="chart" id=id inner_html=svg></figure> }
+}
+
+#[component]
+pub fn Inventory(inventory: InventoryDto, cluster_id: String, can_sync: bool) -> impl IntoView {
+    let inv = inventory;
+    let usage_note = if inv.metrics {
+        "Used CPU and memory come from the cluster's metrics API (metrics.k8s.io)."
+    } else {
+        "The cluster serves no metrics API: usage is shown as the pods' requests against what the nodes can allocate."
+    };
+    view! {
+        <section class="card" aria-labelledby="inventory-heading" id="inventory">
+            <div class="card-head">
+                <h2 id="inventory-heading">"Inventory"</h2>
+                {can_sync.then(|| view! {
+                    <form method="post" action=format!("/clusters/{cluster_id}/inventory/sync")>
+                        <button type="submit" id="sync-now">"Sync now"</button>
+                    </form>
+                })}
+            </div>
+            <dl class="facts">
+                <dt>"Kubernetes API server"</dt>
+                <dd id="api-version">{inv.api_version.clone().unwrap_or_else(|| "not known yet".into())}</dd>
+                <dt>"Last sync"</dt>
+                <dd id="last-sync">{inv.synced.clone().unwrap_or_else(|| "never".into())}
+                    {inv.stale.then(|| view! { " " <span class="badge badge-warn" id="stale">"stale"</span> })}
+                </dd>
+                <dt>"Last attempt"</dt>
+                <dd>{inv.attempted.clone().unwrap_or_else(|| "none yet".into())}</dd>
+                <dt>"Nodes, pods"</dt>
+                <dd>{format!("{} nodes, {} pods", inv.nodes.len(), inv.pods)}</dd>
+            </dl>
+            {inv.error.clone().map(|e| view! {
+                <p class="error" role="alert" id="inventory-error">"The last sync failed: " {e}</p>
+            })}
+            <p class="muted" id="usage-source">{usage_note}</p>
+        </section>
+        <div class="grid-2">
+            <Chart svg=inv.cpu_chart.clone() id="chart-cpu" />
+            <Chart svg=inv.memory_chart.clone() id="chart-memory" />
+        </div>
+        <section class="card" aria-labelledby="nodes-heading">
+            <div class="card-head"><h2 id="nodes-heading">{format!("Nodes ({})", inv.nodes.len())}</h2></div>
+            <NodesTable nodes=inv.nodes.clone() metrics=inv.metrics />
+        </section>
+        <section class="card" aria-labelledby="workloads-heading">
+            <div class="card-head"><h2 id="workloads-heading">"Workloads by namespace"</h2></div>
+            <Chart svg=inv.pods_chart.clone() id="chart-pods" />
+            {if inv.namespaces.is_empty() {
+                view! { <p class="empty">"No workloads."</p> }.into_any()
+            } else {
+                view! {
+                    <div id="namespaces">
+                        {inv.namespaces.into_iter().map(|ns| {
+                            let open = ns.not_ready > 0;
+                            let summary = format!(
+                                "{} — {} workload(s){}",
+                                ns.namespace,
+                                ns.workloads.len(),
+                                if ns.not_ready > 0 { format!(", {} not ready", ns.not_ready) } else { String::new() }
+                            );
+                            view! {
+                                <details open=open data-namespace=ns.namespace.clone()>
+                                    <summary>{summary}</summary>
+                                    <table class="table">
+                                        <thead><tr><th scope="col">"Kind"</th><th scope="col">"Name"</th>
+                                            <th scope="col">"Ready"</th><th scope="col">"State"</th></tr></thead>
+                                        <tbody>
+                                            {ns.workloads.into_iter().map(|w| { let class = format!("badge badge-{}", w.state.to_lowercase()); view! {
+                                                <tr>
+                                                    <td>{w.kind}</td>
+                                                    <td>{w.name}</td>
+                                                    <td>{format!("{}/{}", w.ready, w.desired)}</td>
+                                                    <td><span class=class>{w.state}</span></td>
+                                                </tr>
+                                            }}).collect_view()}
+                                        </tbody>
+                                    </table>
+                                </details>
+                            }
+                        }).collect_view()}
+                    </div>
+                }.into_any()
+            }}
+        </section>
+        <section class="card" aria-labelledby="cluster-findings-heading">
+            <div class="card-head"><h2 id="cluster-findings-heading">{format!("Audit findings ({})", inv.findings.len())}</h2></div>
+            {if inv.findings.is_empty() {
+                view! { <p class="empty">"No findings."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="cluster-findings">
+                        <thead><tr><th scope="col">"Severity"</th><th scope="col">"Check"</th>
+                            <th scope="col">"Subject"</th><th scope="col">"Finding"</th></tr></thead>
+                        <tbody>
+                            {inv.findings.into_iter().map(|f| { let class = format!("badge badge-sev-{}", f.severity); view! {
+                                <tr>
+                                    <td><span class=class>{f.severity}</span></td>
+                                    <td><code>{f.check}</code></td>
+                                    <td>{f.subject}</td>
+                                    <td>{f.message}</td>
+                                </tr>
+                            }}).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+    }
+}
+
+#[component]
+fn NodesTable(nodes: Vec<NodeRowDto>, metrics: bool) -> impl IntoView {
+    if nodes.is_empty() {
+        return view! { <p class="empty">"No nodes reported."</p> }.into_any();
+    }
+    view! {
+        <div class="table-scroll">
+            <table class="table" id="nodes">
+                <thead>
+                    <tr>
+                        <th scope="col">"Node"</th>
+                        <th scope="col">"Status"</th>
+                        <th scope="col">"CPU requested / allocatable"</th>
+                        <th scope="col">"Memory requested / allocatable"</th>
+                        {metrics.then(|| view! { <th scope="col">"Used (CPU, memory)"</th> })}
+                        <th scope="col">"Pods"</th>
+                        <th scope="col">"Kubelet"</th>
+                        <th scope="col">"Runtime"</th>
+                        <th scope="col">"OS"</th>
+                    </tr>
+                </thead>
+                <tbody>
+                    {nodes.into_iter().map(|n| {
+                        let status = if n.ready { "Ready".to_owned() } else { "NotReady".to_owned() };
+                        let class = if n.ready { "badge badge-ready" } else { "badge badge-failed" };
+                        let name = n.name.clone();
+                        view! {
+                            <tr data-node=name>
+                                <th scope="row">{n.name}</th>
+                                <td><span class=class>{status}</span>
+                                    {(!n.problems.is_empty()).then(|| view! { <br /><small class="error-text">{n.problems.join(", ")}</small> })}
+                                </td>
+                                <td>{format!("{} / {}", n.requested.cpu, n.allocatable.cpu)}<br /><small class="muted">{format!("capacity {}", n.capacity.cpu)}</small></td>
+                                <td>{format!("{} / {}", n.requested.memory, n.allocatable.memory)}<br /><small class="muted">{format!("capacity {}", n.capacity.memory)}</small></td>
+                                {metrics.then(|| view! {
+                                    <td>{n.used.clone().map_or_else(|| "unknown".to_owned(), |u| format!("{}, {}", u.cpu, u.memory))}</td>
+                                })}
+                                <td>{n.pods}</td>
+                                <td>{n.kubelet}</td>
+                                <td>{n.runtime}</td>
+                                <td>{n.os}</td>
+                            </tr>
+                        }
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
