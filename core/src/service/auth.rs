@@ -86,11 +86,13 @@ impl Kqueen {
         let mut audit = AuditEvent::now(&actor, action::LOGIN, &user.username, Outcome::Success)
             .with_detail(detail);
         audit.actor = user.username.clone();
-        if let Err(e) = self
+        let upserted = self
             .store
             .upsert_external_login(&user, &memberships, &audit)
-            .await
-        {
+            .await;
+        // The identity provider's groups may have changed this user's memberships.
+        self.identities.clear();
+        if let Err(e) = upserted {
             if e.is_client_error() {
                 self.audit_refusal(&actor, action::LOGIN, &user.username, None, &e)
                     .await?;
@@ -171,20 +173,28 @@ impl Kqueen {
     /// The current identity of a user, or `None` when the user is gone or disabled (their
     /// sessions and tokens then stop working).
     pub async fn identity(&self, user_id: Uuid) -> Result<Option<Identity>> {
+        if let Some(cached) = self.identities.get(user_id) {
+            return Ok(cached);
+        }
         let user = match self.store.user_by_id(user_id).await {
             Ok(u) if !u.disabled => u,
-            Ok(_) | Err(Error::NotFound(_)) => return Ok(None),
+            Ok(_) | Err(Error::NotFound(_)) => {
+                self.identities.put(user_id, None);
+                return Ok(None);
+            }
             Err(e) => return Err(e),
         };
         let memberships = self.store.memberships_of(user.id).await?;
-        Ok(Some(Identity {
+        let identity = Identity {
             user_id: user.id,
             username: user.username,
             email: user.email,
             display_name: user.display_name,
             is_operator: user.is_operator,
             memberships,
-        }))
+        };
+        self.identities.put(user_id, Some(identity.clone()));
+        Ok(Some(identity))
     }
 
     /// Creates a local account with a password (break-glass access). Operators and the

@@ -45,9 +45,12 @@ impl Kqueen {
         let audit = AuditEvent::now(actor, action::MEMBER_PUT, &target, Outcome::Success)
             .in_tenant(t.id)
             .with_detail(format!("role {role}"));
-        self.store
+        let done = self
+            .store
             .put_membership(t.id, user.id, role, MembershipSource::Manual, &audit)
-            .await
+            .await;
+        self.identities.clear();
+        done
     }
 
     /// Removes a user from a tenant.
@@ -73,9 +76,11 @@ impl Kqueen {
         };
         let audit = AuditEvent::now(actor, action::MEMBER_REMOVE, &target, Outcome::Success)
             .in_tenant(t.id);
-        self.store
+        let done = self
+            .store
             .delete_membership(t.id, member.user_id, &audit)
-            .await?;
-        Ok(())
+            .await;
+        self.identities.clear();
+        done.map(|_| ())
     }
 }

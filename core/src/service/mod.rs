@@ -6,6 +6,7 @@ mod audit;
 mod auth;
 mod catalog;
 mod clusters;
+mod identity_cache;
 mod inventory;
 mod members;
 mod tenants;
@@ -45,6 +46,7 @@ pub struct Kqueen {
     pub(crate) registry: Arc<Registry>,
     pub(crate) settings: Arc<ClusterSettings>,
     pub(crate) inventory: Arc<InventorySettings>,
+    pub(crate) identities: Arc<identity_cache::IdentityCache>,
 }
 
 /// Installation-wide settings of cluster management.
@@ -82,7 +84,17 @@ impl Kqueen {
             registry: Arc::new(Registry::builtin(&RegistryOptions::default())),
             settings: Arc::new(ClusterSettings::default()),
             inventory: Arc::new(InventorySettings::default()),
+            identities: Arc::new(identity_cache::IdentityCache::new(
+                identity_cache::IdentityCache::DEFAULT_TTL,
+            )),
         }
+    }
+
+    /// How long a resolved identity may be reused by this process (default 2 s; zero: never).
+    /// Changes made through this process are seen at once; another process's within `ttl`.
+    pub fn with_identity_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.identities = Arc::new(identity_cache::IdentityCache::new(ttl));
+        self
     }
 
     /// Uses `vault` for kubeconfigs and provider credentials.
