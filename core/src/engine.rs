@@ -140,14 +140,18 @@ impl Engine {
         tracing::info!("operation engine stopped");
     }
 
-    /// Claims one runnable operation, if any.
+    /// Claims one runnable operation, if any. Each claim holds its own lease token (this
+    /// process's owner id plus a random suffix), so that a task of this process that stalled
+    /// past its lease cannot write over the task that claimed the operation after it.
     pub async fn claim(&self) -> Result<Option<Operation>> {
         let now = store::now();
         let until = now + chrono_duration(self.config.lease);
-        self.kqueen
-            .store
-            .claim_operation(&self.config.owner, now, until)
-            .await
+        let token = format!(
+            "{}/{}",
+            self.config.owner,
+            &uuid::Uuid::new_v4().simple().to_string()[..12]
+        );
+        self.kqueen.store.claim_operation(&token, now, until).await
     }
 
     /// Claims and executes runnable operations until none is left (tests, one-shot runs).
@@ -173,7 +177,7 @@ impl Engine {
 
     async fn try_execute(&self, op: Operation) -> Result<(), Stop> {
         let store = &self.kqueen.store;
-        let owner = self.config.owner.as_str();
+        let owner = lease_token(&op);
         let cluster = match store.cluster(op.cluster_id).await {
             Ok(c) => c,
             Err(e) => {
@@ -339,7 +343,7 @@ impl Engine {
             if !self
                 .kqueen
                 .store
-                .renew_lease(op.id, &self.config.owner, until)
+                .renew_lease(op.id, lease_token(op), until)
                 .await
                 .unwrap_or(false)
             {
@@ -367,7 +371,7 @@ impl Engine {
             .store
             .save_progress(
                 op.id,
-                &self.config.owner,
+                lease_token(op),
                 &tracker.step,
                 tracker.progress,
                 &saved,
@@ -397,7 +401,7 @@ impl Engine {
             .store
             .save_progress(
                 op.id,
-                &self.config.owner,
+                lease_token(op),
                 &op.step,
                 op.progress,
                 &op.checkpoint,
@@ -443,7 +447,7 @@ impl Engine {
                     let _ = self
                         .kqueen
                         .store
-                        .reschedule(op.id, &self.config.owner, run_after, &checkpoint, &events)
+                        .reschedule(op.id, lease_token(op), run_after, &checkpoint, &events)
                         .await;
                     return Err(Stop::Rescheduled);
                 }
@@ -508,7 +512,7 @@ impl Engine {
             .store
             .finish_operation(
                 op.id,
-                &self.config.owner,
+                lease_token(op),
                 OperationState::Succeeded,
                 None,
                 &change,
@@ -546,7 +550,7 @@ impl Engine {
             .store
             .finish_operation(
                 op.id,
-                &self.config.owner,
+                lease_token(op),
                 OperationState::Failed,
                 Some(reason),
                 &change,
@@ -575,6 +579,11 @@ impl Engine {
         }
         Ok(n)
     }
+}
+
+/// The lease token an operation was claimed with (every write of its run is fenced by it).
+fn lease_token(op: &Operation) -> &str {
+    op.lease_owner.as_deref().unwrap_or_default()
 }
 
 /// Where a cluster's admin kubeconfig lives in the vault (scope: its tenant).

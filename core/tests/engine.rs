@@ -396,6 +396,31 @@ async fn a_worker_that_lost_its_lease_cannot_write(db: TestDatabase) {
     assert_eq!(d.operations[0].lease_owner, None);
 }
 
+async fn a_stale_claim_of_the_same_process_cannot_write(db: TestDatabase) {
+    let s = setup(db).await;
+    let c = s.request("ok-same").await.unwrap();
+    let a = s.engine("worker-a", Duration::from_millis(300));
+    let stale = a.claim().await.unwrap().unwrap();
+    // The task holding the first claim stalls past its lease; the same process claims again.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let fresh = a.claim().await.unwrap().expect("claimable again");
+    assert_eq!(fresh.id, stale.id);
+    assert_ne!(
+        fresh.lease_owner, stale.lease_owner,
+        "one lease token per claim"
+    );
+    // The stalled task wakes up first: none of its writes pass the fence.
+    a.execute(stale).await;
+    let d =
+        s.k.cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Provisioning);
+    assert_eq!(d.operations[0].state, OperationState::Running);
+    a.execute(fresh).await;
+    assert_eq!(s.state(c.id).await, ClusterState::Ready);
+}
+
 async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
     let s = setup(db).await;
     let ops = Actor::cli(None);
@@ -629,6 +654,7 @@ on_both_databases!(
     request_returns_at_once_and_the_engine_provisions,
     a_killed_worker_is_resumed_by_another_after_its_lease,
     a_worker_that_lost_its_lease_cannot_write,
+    a_stale_claim_of_the_same_process_cannot_write,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,
