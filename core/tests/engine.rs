@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kqueen_core::audit::AuditQuery;
 use kqueen_core::cluster::{
-    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationState, ProviderInput, Quota,
-    TemplateInput,
+    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationKind, OperationState,
+    ProviderInput, Quota, TemplateInput,
 };
 use kqueen_core::engine::{Engine, EngineConfig};
 use kqueen_core::identity::GroupMap;
@@ -34,6 +34,8 @@ use serde_json::json;
 struct Scripted {
     creates: Mutex<BTreeMap<String, u32>>,
     deletes: Mutex<BTreeMap<String, u32>>,
+    /// What each delete was handed of an unfinished create's checkpoint.
+    delete_saw: Mutex<BTreeMap<String, serde_json::Value>>,
     hang: AtomicBool,
 }
 
@@ -119,7 +121,13 @@ impl Provisioner for Scripted {
         })
     }
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
-        assert_eq!(ctx.cluster_state["built"], ctx.cluster_name.as_str());
+        if ctx.create_checkpoint.is_null() {
+            assert_eq!(ctx.cluster_state["built"], ctx.cluster_name.as_str());
+        }
+        self.delete_saw
+            .lock()
+            .unwrap()
+            .insert(ctx.cluster_name.clone(), ctx.create_checkpoint.clone());
         *self
             .deletes
             .lock()
@@ -421,6 +429,75 @@ async fn a_stale_claim_of_the_same_process_cannot_write(db: TestDatabase) {
     assert_eq!(s.state(c.id).await, ClusterState::Ready);
 }
 
+async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
+    let s = setup(db).await;
+    s.scripted.hang.store(true, Ordering::SeqCst);
+    let c = s.request("hang-cancel").await.unwrap();
+    let a = s.engine("worker-a", Duration::from_millis(600));
+    let op = a.claim().await.unwrap().unwrap();
+    let create = tokio::spawn(async move { a.execute(op).await });
+    for _ in 0..300 {
+        let d =
+            s.k.cluster_detail(&s.alice, &c.id.to_string())
+                .await
+                .unwrap();
+        if d.operations[0].checkpoint.pointer("/provisioner/calls") == Some(&json!(1)) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The create hangs in its second call; the member deletes the cluster anyway.
+    s.k.delete_cluster(&s.alice, &c.id.to_string())
+        .await
+        .expect("a delete is accepted while the create runs");
+    // The create's worker notices at its next lease renewal and stops.
+    tokio::time::timeout(Duration::from_secs(5), create)
+        .await
+        .expect("the cancelled create stops")
+        .unwrap();
+    let d =
+        s.k.cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Deleting);
+    let create_op = d
+        .operations
+        .iter()
+        .find(|o| o.kind == OperationKind::Create)
+        .unwrap();
+    assert_eq!(create_op.state, OperationState::Failed);
+    assert!(create_op.error.as_deref().unwrap().contains("cancelled"));
+    s.engine("worker-b", Duration::from_secs(30))
+        .run_until_idle()
+        .await
+        .unwrap();
+    assert!(
+        s.k.cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .is_err(),
+        "deleted"
+    );
+    assert_eq!(
+        s.scripted.delete_saw.lock().unwrap()["hang-cancel"],
+        json!({"calls": 1}),
+        "the delete is handed what the create had started"
+    );
+
+    // A create that failed hands its checkpoint to the delete as well.
+    let f = s.request("fail-late").await.unwrap();
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(s.state(f.id).await, ClusterState::Error);
+    s.k.delete_cluster(&s.alice, &f.id.to_string())
+        .await
+        .unwrap();
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(
+        s.scripted.delete_saw.lock().unwrap()["fail-late"],
+        json!({"calls": 1})
+    );
+}
+
 async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
     let s = setup(db).await;
     let ops = Actor::cli(None);
@@ -655,6 +732,7 @@ on_both_databases!(
     a_killed_worker_is_resumed_by_another_after_its_lease,
     a_worker_that_lost_its_lease_cannot_write,
     a_stale_claim_of_the_same_process_cannot_write,
+    a_delete_cancels_an_unfinished_create,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,

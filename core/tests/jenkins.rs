@@ -443,12 +443,15 @@ async fn delete_cancels_a_queued_create_build() {
     spec.queue_polls = 1000;
     fake.add_job(CREATE_JOB, spec);
     let p = provisioner();
-    let (mut ctx, mut rx) = context(&fake.url, TOKEN, &[]);
+    let (mut ctx, _rx) = context(&fake.url, TOKEN, &[]);
     for _ in 0..3 {
         assert!(matches!(p.create(&mut ctx).await, Ok(Step::Wait(_))));
     }
 
-    drive(&p, &mut ctx, Op::Delete).await.unwrap();
+    // The delete is its own operation: it only has the unfinished create's checkpoint.
+    let (mut del, mut rx) = context(&fake.url, TOKEN, &[]);
+    del.create_checkpoint = ctx.checkpoint.clone();
+    drive(&p, &mut del, Op::Delete).await.unwrap();
     {
         let state = fake.state();
         assert_eq!(state.cancels, vec![1], "cancelled once");
@@ -476,7 +479,9 @@ async fn delete_stops_a_running_create_build() {
         assert!(matches!(p.create(&mut ctx).await, Ok(Step::Wait(_))));
     }
 
-    let calls = drive(&p, &mut ctx, Op::Delete).await.unwrap();
+    let (mut del, mut rx) = context(&fake.url, TOKEN, &[]);
+    del.create_checkpoint = ctx.checkpoint.clone();
+    let calls = drive(&p, &mut del, Op::Delete).await.unwrap();
     assert!(calls >= 2, "waits for the build to end");
     {
         let state = fake.state();

@@ -254,9 +254,17 @@ impl Provisioner for JenkinsProvisioner {
         // finished (or fought over by the delete job) after KQueen forgot it.
         let mut halt = cp.halt.clone().unwrap_or_default();
         if !halt.done {
+            // The build this delete already follows, else the one an unfinished create
+            // started, else the one that built the cluster.
             let create = match &cp.create {
                 Some(run) => Some(run.clone()),
-                None => Run::from_state(&ctx.cluster_state)?,
+                None => match Checkpoint::load(&ctx.create_checkpoint)?.create {
+                    Some(run) => {
+                        cp.create = Some(run.clone());
+                        Some(run)
+                    }
+                    None => Run::from_state(&ctx.cluster_state)?,
+                },
             };
             let outcome = match create {
                 Some(mut run) => {

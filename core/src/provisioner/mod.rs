@@ -179,6 +179,10 @@ pub struct OpContext {
     pub param_secrets: BTreeMap<String, Secret>,
     /// What create returned in [`Provisioned::state`] (for delete, scale, upgrade).
     pub cluster_state: serde_json::Value,
+    /// Delete only: this provisioner's checkpoint of the cluster's last create operation when
+    /// that create did not succeed (it failed, timed out, or this delete cancelled it), so
+    /// the delete can stop what the create started (a queued or running build). Null otherwise.
+    pub create_checkpoint: serde_json::Value,
     /// Free-form progress of this operation, persisted by the engine after every call.
     pub checkpoint: serde_json::Value,
     /// A working directory that survives restarts (under the data dir), one per cluster.
@@ -208,6 +212,7 @@ impl OpContext {
             provider_secrets: BTreeMap::new(),
             param_secrets: BTreeMap::new(),
             cluster_state: serde_json::Value::Null,
+            create_checkpoint: serde_json::Value::Null,
             checkpoint: serde_json::Value::Null,
             work_dir,
             reporter: Reporter::discard(),

@@ -10,7 +10,7 @@ use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterRequest, ClusterState, EventKind,
-    Operation, OperationKind, Quota, Usage,
+    Operation, OperationKind, OperationState, Quota, Usage,
 };
 use crate::engine::kubeconfig_name;
 use crate::page::Page;
@@ -810,6 +810,18 @@ impl Kqueen {
             }
         }
         ctx.cluster_state = cluster.provisioner_state.clone();
+        if op.kind == OperationKind::Delete {
+            let ops = self.store.operations_of(cluster.id, 50).await?;
+            if let Some(create) = ops.iter().find(|o| o.kind == OperationKind::Create) {
+                if create.state != OperationState::Succeeded {
+                    ctx.create_checkpoint = create
+                        .checkpoint
+                        .get("provisioner")
+                        .cloned()
+                        .unwrap_or_default();
+                }
+            }
+        }
         ctx.checkpoint = op
             .checkpoint
             .get("provisioner")

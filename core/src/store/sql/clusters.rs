@@ -421,6 +421,20 @@ impl ClusterStore for SqlStore {
             if done.rows_affected() == 0 {
                 return Err(Error::NotFound("cluster"));
             }
+            if op.kind == OperationKind::Delete {
+                // A delete cancels an unfinished create: its worker loses the lease at its
+                // next renewal and stops; the delete then stops what the create started.
+                sqlx::query(
+                    "UPDATE operations SET state = 'failed', \
+                     error = 'cancelled: the cluster is being deleted', lease_owner = NULL, \
+                     lease_expires_at = NULL, finished_at = $2, updated_at = $2 \
+                     WHERE cluster_id = $1 AND kind = 'create' AND state IN ('pending', 'running')",
+                )
+                .bind(op.cluster_id)
+                .bind(op.created_at)
+                .execute(&mut *tx)
+                .await?;
+            }
             let busy: i64 = sqlx::query_scalar(
                 "SELECT COUNT(*) FROM operations WHERE cluster_id = $1 \
                  AND state IN ('pending', 'running')",
