@@ -325,7 +325,30 @@ impl Engine {
                     self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
                 }
                 Ok(Ok(Step::Done(provisioned))) => {
-                    return self.succeed(&op, &cluster, provisioned, &mut tracker).await;
+                    if let Some(p) = &provisioned {
+                        let allow_exec = provisioner.allows_exec(&ctx.provider_config);
+                        if let Err(why) = check_kubeconfig(p, allow_exec) {
+                            self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
+                            return self.fail(&op, &why).await;
+                        }
+                    }
+                    self.succeed(&op, &cluster, provisioned, &mut tracker)
+                        .await?;
+                    match op.kind {
+                        OperationKind::Create => provisioner.kubeconfig_stored(&ctx).await,
+                        // Kept when the delete only forgot the cluster: the installer's state
+                        // there may be the only handle on machines still running.
+                        OperationKind::Delete
+                            if provisioner
+                                .capabilities_for(&ctx.provider_config)
+                                .deletes_infrastructure =>
+                        {
+                            remove_work_dir(&ctx.work_dir).await
+                        }
+                        OperationKind::Delete => {}
+                        OperationKind::Scale | OperationKind::Upgrade => {}
+                    }
+                    return Ok(());
                 }
             }
         }
@@ -596,6 +619,30 @@ fn map_step(s: Step<()>) -> Step<Option<crate::provisioner::Provisioned>> {
     match s {
         Step::Done(()) => Step::Done(None),
         Step::Wait(d) => Step::Wait(d),
+    }
+}
+
+/// The checks every stored admin kubeconfig passes, whatever its provisioner: it parses, its
+/// context, cluster and user are complete, it names no local files, and it holds no
+/// credential plugin (which would run a command on this server) unless the provider allows
+/// them. The reason never quotes the kubeconfig.
+fn check_kubeconfig(
+    p: &crate::provisioner::Provisioned,
+    allow_exec: bool,
+) -> std::result::Result<(), String> {
+    let text = std::str::from_utf8(p.kubeconfig.expose())
+        .map_err(|_| "the provisioner's kubeconfig is not UTF-8 text".to_owned())?;
+    crate::kubernetes::parse_kubeconfig(text, None, allow_exec)
+        .map(|_| ())
+        .map_err(|e| format!("the provisioner's kubeconfig is refused: {e}"))
+}
+
+/// Removes a deleted cluster's working directory (installer state, copies of credentials).
+async fn remove_work_dir(dir: &std::path::Path) {
+    match tokio::fs::remove_dir_all(dir).await {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(error = %e, "removing a deleted cluster's work dir failed"),
     }
 }
 

@@ -443,8 +443,52 @@ async fn delete_scale_and_upgrade() {
     assert!(logs(&f.reports()).contains(&"delete nodes= version=".to_owned()));
 }
 
+#[tokio::test]
+async fn the_kubeconfig_is_on_disk_only_while_a_command_needs_it() {
+    let mut f = Fixture::new(&[]);
+    let create = f.script(
+        "create.sh",
+        &format!("cat > \"$KQ_KUBECONFIG\" <<'EOF'\n{KUBECONFIG}EOF\n"),
+    );
+    let scale = f.script(
+        "scale.sh",
+        "set -eu\ntest -f \"$KQ_KUBECONFIG\"\necho \"mode=$(stat -c %a \"$KQ_KUBECONFIG\") $(grep -c server: \"$KQ_KUBECONFIG\")\"\n",
+    );
+    f.set("create_command", &format!("/bin/sh {}", create.display()));
+    f.set("scale_command", &format!("/bin/sh {}", scale.display()));
+    let p = provisioner();
+    assert!(matches!(p.create(&mut f.ctx).await, Ok(Step::Done(()))));
+    let provisioned = p.kubeconfig(&mut f.ctx).await.unwrap();
+    let file = f.work_dir().join("kubeconfig");
+    assert!(file.exists(), "read from where create wrote it");
+    // Sealed in the vault: the plaintext copy goes.
+    p.kubeconfig_stored(&f.ctx).await;
+    assert!(!file.exists());
+
+    // A later command gets the stored kubeconfig for the length of its run.
+    f.ctx.checkpoint = serde_json::Value::Null;
+    f.ctx.admin_kubeconfig = Some(provisioned.kubeconfig);
+    assert!(matches!(p.scale(&mut f.ctx, 2).await, Ok(Step::Done(()))));
+    assert!(logs(&f.reports()).contains(&"mode=600 1".to_owned()));
+    assert!(!file.exists(), "removed after the run");
+}
+
 #[test]
 fn schemas_and_provider_checks() {
+    // What a provider can do follows the commands it has.
+    let p = provisioner();
+    let caps = p.capabilities_for(&params(&[
+        ("create_command", "make"),
+        ("scale_command", "x"),
+    ]));
+    assert!(caps.scale && !caps.upgrade && !caps.deletes_infrastructure);
+    let caps = p.capabilities_for(&params(&[
+        ("delete_command", "rm"),
+        ("upgrade_command", "up"),
+        ("scale_command", " "),
+    ]));
+    assert!(!caps.scale && caps.upgrade && caps.deletes_infrastructure);
+    assert!(!p.allows_exec(&params(&[("allow_exec", "true")])));
     let p = provisioner();
     let provider = p.provider_schema();
     provider.check().unwrap();

@@ -87,6 +87,9 @@ impl Provisioner for Scripted {
         );
         let calls = ctx.checkpoint["calls"].as_u64().unwrap_or(0);
         ctx.checkpoint = json!({ "calls": calls + 1 });
+        // Installer state in the cluster's working directory.
+        std::fs::create_dir_all(&ctx.work_dir).unwrap();
+        std::fs::write(ctx.work_dir.join("state"), "machines").unwrap();
         let name = ctx.cluster_name.clone();
         if name.starts_with("fail-") {
             return Err(ProvisionError::Failed("the installer said no".into()));
@@ -110,8 +113,13 @@ impl Provisioner for Scripted {
         Ok(Step::Done(()))
     }
     async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError> {
+        let user = if ctx.cluster_name.starts_with("ok-exec") {
+            "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      command: /bin/touch\n      args: [/tmp/pwned]\n"
+        } else {
+            "    token: t0ken\n"
+        };
         let yaml = format!(
-            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{}.test:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n    token: t0ken\n",
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://{}.test:6443\ncontexts:\n- name: c\n  context:\n    cluster: c\n    user: u\ncurrent-context: c\nusers:\n- name: u\n  user:\n{user}",
             ctx.cluster_name
         );
         Ok(Provisioned {
@@ -318,6 +326,7 @@ async fn request_returns_at_once_and_the_engine_provisions(db: TestDatabase) {
             .unwrap();
     assert!(bobs.is_empty() && total == 0);
 
+    assert!(s.work.path().join(c.id.to_string()).join("state").exists());
     // Delete: the provisioner deletes, the cluster disappears, its name is free again.
     s.k.delete_cluster(&s.alice, &c.id.to_string())
         .await
@@ -328,6 +337,10 @@ async fn request_returns_at_once_and_the_engine_provisions(db: TestDatabase) {
         .await
         .unwrap();
     assert_eq!(s.scripted.deletes.lock().unwrap()["ok-one"], 1);
+    assert!(
+        !s.work.path().join(c.id.to_string()).exists(),
+        "a deleted cluster's working directory is removed"
+    );
     assert!(matches!(
         s.k.cluster_detail(&s.alice, &c.id.to_string()).await,
         Err(Error::NotFound(_))
@@ -591,6 +604,18 @@ async fn failures_timeouts_and_retries(db: TestDatabase) {
     assert_eq!(d.cluster.state, ClusterState::Error);
     assert_eq!(d.cluster.error.as_deref(), Some("the installer said no"));
     assert_eq!(d.operations[0].state, OperationState::Failed);
+
+    // A provisioner's kubeconfig with a credential plugin would run a command on this server
+    // at every use: refused unless the provider allows plugins (only import providers can).
+    let exec = s.request("ok-exec").await.unwrap();
+    engine.run_until_idle().await.unwrap();
+    let d =
+        s.k.cluster_detail(&s.alice, &exec.id.to_string())
+            .await
+            .unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Error);
+    let why = d.cluster.error.unwrap();
+    assert!(why.contains("exec plugin"), "{why}");
 
     let d =
         s.k.cluster_detail(&s.alice, &slow.id.to_string())

@@ -585,6 +585,14 @@ fn schemas_are_well_formed_and_settings_checked() {
     assert!(token.secret && token.required);
     assert!(p.capabilities().deletes_infrastructure);
     assert!(!p.capabilities().scale && !p.capabilities().upgrade);
+    // Only a provider with a delete job removes machines.
+    let with = |job: &str| {
+        let config: Params = [("delete_job".to_owned(), job.to_owned())].into();
+        p.capabilities_for(&config).deletes_infrastructure
+    };
+    assert!(with("teardown") && !with("") && !with("  "));
+    assert!(!p.capabilities_for(&Params::new()).deletes_infrastructure);
+    assert!(!p.allows_exec(&Params::new()));
     let cluster = p.cluster_schema().validate(&Params::new()).unwrap();
     assert_eq!(cluster["node_count"], "3");
     assert_eq!(cluster["kubernetes_version"], "1.33");

@@ -171,6 +171,20 @@ impl Provisioner for CommandProvisioner {
         }
     }
 
+    /// Each capability needs its command.
+    fn capabilities_for(&self, config: &Params) -> Capabilities {
+        let has = |a: Action| {
+            config
+                .get(a.setting())
+                .is_some_and(|c| !c.trim().is_empty())
+        };
+        Capabilities {
+            scale: has(Action::Scale),
+            upgrade: has(Action::Upgrade),
+            deletes_infrastructure: has(Action::Delete),
+        }
+    }
+
     fn provider_schema(&self) -> ParamSchema {
         ParamSchema::new(vec![
             command_spec(
@@ -263,6 +277,10 @@ impl Provisioner for CommandProvisioner {
         read_kubeconfig(&work_dir).await
     }
 
+    async fn kubeconfig_stored(&self, ctx: &OpContext) {
+        remove_kubeconfig(&ctx.work_dir.join(KUBECONFIG_FILE));
+    }
+
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
         match command_line(ctx, Action::Delete) {
             Some(line) => self.run_once(ctx, Action::Delete, &line, Vec::new()).await,
@@ -304,6 +322,41 @@ impl Provisioner for CommandProvisioner {
         let env = vec![("KQ_KUBERNETES_VERSION".to_owned(), version.to_owned())];
         self.run_once(ctx, Action::Upgrade, &line, env).await
     }
+}
+
+/// Removes a plaintext kubeconfig when dropped.
+struct KubeconfigFile(PathBuf);
+
+impl Drop for KubeconfigFile {
+    fn drop(&mut self) {
+        remove_kubeconfig(&self.0);
+    }
+}
+
+fn remove_kubeconfig(path: &Path) {
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Err(e) => tracing::warn!(error = %e, "removing a plaintext kubeconfig failed"),
+    }
+}
+
+/// Writes the admin kubeconfig for a command to use (mode 0600).
+fn write_kubeconfig(path: &Path, kubeconfig: &Secret) -> Result<KubeconfigFile, ProvisionError> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+    let guard = KubeconfigFile(path.to_owned());
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(kubeconfig.expose()).map(|()| f))
+        .map_err(|e| ProvisionError::Failed(format!("cannot write $KQ_KUBECONFIG: {e}")))?;
+    file.flush()
+        .map_err(|e| ProvisionError::Failed(format!("cannot write $KQ_KUBECONFIG: {e}")))?;
+    Ok(guard)
 }
 
 /// The configured command line of `action`, if any.
@@ -418,6 +471,14 @@ impl CommandProvisioner {
         let argv = argv(line, settings.shell)
             .map_err(|m| ProvisionError::Failed(format!("the {} {m}", action.setting())))?;
         let work_dir = prepare_work_dir(&ctx.work_dir).await?;
+        // Later commands find the admin kubeconfig at $KQ_KUBECONFIG for as long as they run;
+        // it is removed afterwards, whatever happens (the vault holds it).
+        let _kubeconfig = match (&ctx.admin_kubeconfig, action) {
+            (Some(kc), a) if a != Action::Create => {
+                Some(write_kubeconfig(&work_dir.join(KUBECONFIG_FILE), kc)?)
+            }
+            _ => None,
+        };
 
         let mut cmd = self.command(ctx, action, &argv, &work_dir, extra_env);
 

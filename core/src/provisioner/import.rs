@@ -84,6 +84,10 @@ impl Provisioner for ImportProvisioner {
         Capabilities::default()
     }
 
+    fn allows_exec(&self, config: &Params) -> bool {
+        self.allow_exec(config)
+    }
+
     fn provider_schema(&self) -> ParamSchema {
         ParamSchema::new(vec![
             ParamSpec::new(

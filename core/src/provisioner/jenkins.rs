@@ -112,6 +112,16 @@ impl Provisioner for JenkinsProvisioner {
         }
     }
 
+    /// Only a delete job removes machines; without one, delete forgets the cluster.
+    fn capabilities_for(&self, config: &Params) -> Capabilities {
+        Capabilities {
+            deletes_infrastructure: config
+                .get("delete_job")
+                .is_some_and(|j| !j.trim().is_empty()),
+            ..self.capabilities()
+        }
+    }
+
     fn provider_schema(&self) -> ParamSchema {
         ParamSchema::new(vec![
             ParamSpec::new("url", "Jenkins URL", string(None, 500))

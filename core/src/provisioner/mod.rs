@@ -183,6 +183,8 @@ pub struct OpContext {
     /// that create did not succeed (it failed, timed out, or this delete cancelled it), so
     /// the delete can stop what the create started (a queued or running build). Null otherwise.
     pub create_checkpoint: serde_json::Value,
+    /// Delete, scale, upgrade: the cluster's stored admin kubeconfig, from the vault.
+    pub admin_kubeconfig: Option<Secret>,
     /// Free-form progress of this operation, persisted by the engine after every call.
     pub checkpoint: serde_json::Value,
     /// A working directory that survives restarts (under the data dir), one per cluster.
@@ -213,6 +215,7 @@ impl OpContext {
             param_secrets: BTreeMap::new(),
             cluster_state: serde_json::Value::Null,
             create_checkpoint: serde_json::Value::Null,
+            admin_kubeconfig: None,
             checkpoint: serde_json::Value::Null,
             work_dir,
             reporter: Reporter::discard(),
@@ -230,7 +233,21 @@ impl OpContext {
 #[async_trait]
 pub trait Provisioner: Send + Sync + 'static {
     fn kind(&self) -> ProviderKind;
+    /// What providers of this kind can do at most.
     fn capabilities(&self) -> Capabilities;
+
+    /// What a provider with these settings can do (a command provider without a scale
+    /// command cannot scale). Defaults to [`Provisioner::capabilities`].
+    fn capabilities_for(&self, _provider_config: &Params) -> Capabilities {
+        self.capabilities()
+    }
+
+    /// Whether kubeconfigs of a provider with these settings may hold credential plugins
+    /// (exec, auth-provider), which run commands on the KQueen server. Checked when a
+    /// kubeconfig is stored and every time it is used. Defaults to no.
+    fn allows_exec(&self, _provider_config: &Params) -> bool {
+        false
+    }
     /// The settings of a provider of this kind (secret fields go to the vault).
     fn provider_schema(&self) -> ParamSchema;
     /// The parameters of a cluster request (templates narrow it).
@@ -252,6 +269,10 @@ pub trait Provisioner: Send + Sync + 'static {
 
     /// The admin kubeconfig of a created cluster.
     async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError>;
+
+    /// Called once the kubeconfig from [`Provisioner::kubeconfig`] is sealed in the vault:
+    /// remove any plaintext copy the provisioner left (kubeconfigs are encrypted at rest).
+    async fn kubeconfig_stored(&self, _ctx: &OpContext) {}
 
     /// Removes the cluster; called until it returns `Done`.
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError>;

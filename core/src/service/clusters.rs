@@ -234,12 +234,17 @@ impl Kqueen {
         Ok((cluster, op))
     }
 
-    /// What the provisioner of `kind` can do (nothing, when this portal has none).
-    fn capabilities_of(&self, kind: crate::provisioner::ProviderKind) -> Capabilities {
-        self.registry
-            .get(kind)
-            .map(|p| p.capabilities())
-            .unwrap_or_default()
+    /// What the cluster's provider can do with its current settings (nothing, when this
+    /// portal has no provisioner of its kind or the provider is gone).
+    async fn capabilities_of(&self, cluster: &Cluster) -> Result<Capabilities> {
+        let Some(p) = self.registry.get(cluster.provider_kind) else {
+            return Ok(Capabilities::default());
+        };
+        match self.store.provider(cluster.provider_id).await {
+            Ok(provider) => Ok(p.capabilities_for(&provider.config)),
+            Err(Error::NotFound(_)) => Ok(Capabilities::default()),
+            Err(e) => Err(e),
+        }
     }
 
     async fn provider_secrets(
@@ -327,7 +332,7 @@ impl Kqueen {
         let cluster = self
             .visible_cluster(actor, id, action::CLUSTER_VIEW)
             .await?;
-        let capabilities = self.capabilities_of(cluster.provider_kind);
+        let capabilities = self.capabilities_of(&cluster).await?;
         let operations = self.store.operations_of(cluster.id, 10).await?;
         let events = self.store.events_of(cluster.id, None, 300).await?;
         Ok(ClusterDetail {
@@ -388,7 +393,7 @@ impl Kqueen {
         target: Option<String>,
         verb: &str,
     ) -> Result<Operation> {
-        let caps = self.capabilities_of(cluster.provider_kind);
+        let caps = self.capabilities_of(cluster).await?;
         let state = match kind {
             OperationKind::Delete => ClusterState::Deleting,
             OperationKind::Scale if !caps.scale => {
@@ -620,8 +625,16 @@ impl Kqueen {
         let admin = self.stored_kubeconfig(cluster).await?;
         let text = std::str::from_utf8(admin.expose())
             .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
-        // The stored kubeconfig passed the provider's checks when it was stored.
-        let parsed = crate::kubernetes::parse_kubeconfig(text, None, true).map_err(|e| {
+        // Checked again at every use: the provider may no longer allow credential plugins.
+        let allow_exec = match self.registry.get(cluster.provider_kind) {
+            Some(p) => match self.store.provider(cluster.provider_id).await {
+                Ok(provider) => p.allows_exec(&provider.config),
+                Err(Error::NotFound(_)) => false,
+                Err(e) => return Err(e),
+            },
+            None => false,
+        };
+        let parsed = crate::kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
             Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
         })?;
         let client = crate::kubernetes::client(&parsed, self.settings.request_check_timeout)
@@ -810,6 +823,15 @@ impl Kqueen {
             }
         }
         ctx.cluster_state = cluster.provisioner_state.clone();
+        if op.kind != OperationKind::Create {
+            ctx.admin_kubeconfig = self
+                .vault
+                .get(&SecretRef::tenant(
+                    cluster.tenant_id,
+                    kubeconfig_name(cluster.id),
+                ))
+                .await?;
+        }
         if op.kind == OperationKind::Delete {
             let ops = self.store.operations_of(cluster.id, 50).await?;
             if let Some(create) = ops.iter().find(|o| o.kind == OperationKind::Create) {
