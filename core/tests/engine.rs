@@ -511,6 +511,64 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
     );
 }
 
+async fn scaling_stays_within_the_template(db: TestDatabase) {
+    let s = setup(db).await;
+    let ops = Actor::cli(Some("ops".into()));
+    s.k.create_template(
+        &ops,
+        TemplateInput {
+            name: "pinned".into(),
+            provider: "lab".into(),
+            overrides: r#"{"node_count": {"fixed": "2"}}"#.into(),
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let c = s.request("ok-scale").await.unwrap();
+    let pinned =
+        s.k.request_cluster(
+            &s.alice,
+            ClusterRequest {
+                tenant: "team-a".into(),
+                name: "ok-pinned".into(),
+                template: "pinned".into(),
+                parameters: Default::default(),
+            },
+        )
+        .await
+        .unwrap()
+        .0;
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    let refused = s.k.scale_cluster(&s.alice, &c.id.to_string(), 5).await;
+    assert!(
+        matches!(&refused, Err(Error::Invalid(v)) if v.message.contains("node_count: must be at most 3")),
+        "{refused:?}"
+    );
+    let refused = s.k.scale_cluster(&s.alice, &pinned.id.to_string(), 3).await;
+    assert!(
+        matches!(&refused, Err(Error::Invalid(v)) if v.message.contains("fixed at 2")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        s.state(c.id).await,
+        ClusterState::Ready,
+        "refusals change nothing"
+    );
+    let op =
+        s.k.scale_cluster(&s.alice, &c.id.to_string(), 3)
+            .await
+            .unwrap();
+    assert_eq!(op.target.as_deref(), Some("3"));
+    // Providers that cannot upgrade refuse before anything else.
+    assert!(matches!(
+        s.k.upgrade_cluster(&s.alice, &pinned.id.to_string(), "1.34")
+            .await,
+        Err(Error::Conflict(_))
+    ));
+}
+
 async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
     let s = setup(db).await;
     let ops = Actor::cli(None);
@@ -758,6 +816,7 @@ on_both_databases!(
     a_worker_that_lost_its_lease_cannot_write,
     a_stale_claim_of_the_same_process_cannot_write,
     a_delete_cancels_an_unfinished_create,
+    scaling_stays_within_the_template,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,

@@ -416,6 +416,17 @@ impl Kqueen {
             }
             _ => ClusterState::Updating,
         };
+        let target = match (kind, target) {
+            (OperationKind::Scale, Some(n)) => Some(
+                self.check_against_template(cluster, "node_count", &n)
+                    .await?,
+            ),
+            (OperationKind::Upgrade, Some(v)) => Some(
+                self.check_against_template(cluster, "kubernetes_version", &v)
+                    .await?,
+            ),
+            (_, target) => target,
+        };
         if kind == OperationKind::Scale {
             let nodes: u32 = target.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
             let usage = self.store.usage(cluster.tenant_id).await?;
@@ -460,6 +471,54 @@ impl Kqueen {
             .enqueue_operation(&op, state, &event, &audit)
             .await?;
         Ok(op)
+    }
+
+    /// A scale or upgrade target checked against what the cluster's template allows: a
+    /// parameter the template fixes cannot change, and a new value must be within the
+    /// template's range or among its options (the provisioner's schema when the template is
+    /// gone). Returns the value as the schema normalises it.
+    async fn check_against_template(
+        &self,
+        cluster: &Cluster,
+        name: &'static str,
+        value: &str,
+    ) -> Result<String> {
+        let provisioner = self.provisioner(cluster.provider_kind)?;
+        let template = match cluster.template_id {
+            Some(id) => match self.store.template(id).await {
+                Ok(t) => Some(t),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        let (schema, fixed) = match &template {
+            Some(t) => provisioner
+                .cluster_schema()
+                .refine(&t.overrides)
+                .map_err(|e| Error::Corrupt(format!("template {}: {e}", t.name)))?,
+            None => (provisioner.cluster_schema(), Params::new()),
+        };
+        if let Some(v) = fixed.get(name) {
+            if v != value {
+                let by = template.map(|t| t.name).unwrap_or_default();
+                return Err(ValidationError::new(
+                    name,
+                    format!("is fixed at {v} by template {by}"),
+                )
+                .into());
+            }
+        }
+        let Some(spec) = schema.get(name) else {
+            return Ok(value.to_owned());
+        };
+        let one = crate::provisioner::ParamSchema::new(vec![spec.clone()]);
+        let input: Params = [(name.to_owned(), value.to_owned())].into();
+        let checked = one.validate(&input)?;
+        Ok(checked
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| value.to_owned()))
     }
 
     /// Queues the deletion of a cluster.
