@@ -606,3 +606,328 @@ async fn inventory_sync_against_a_real_apiserver() {
     // No metrics-server next to a bare API server: usage is unknown, requests still count.
     scenario(TestDatabase::sqlite(), &kubeconfig, false).await;
 }
+
+/// A node as a cluster reports it, with the given capacity and allocatable.
+fn node_object(name: &str, cpu: &str, memory: &str) -> Value {
+    json!({
+        "metadata": {"name": name},
+        "status": {
+            "capacity": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "allocatable": {"cpu": cpu, "memory": memory, "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady",
+                "message": "", "lastHeartbeatTime": "2026-01-01T00:00:00Z",
+                "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+            "nodeInfo": {"kubeletVersion": "v1.99.0", "containerRuntimeVersion": "containerd://2.0.5",
+                "osImage": "x", "kernelVersion": "x", "architecture": "amd64",
+                "operatingSystem": "linux", "machineID": "m", "systemUUID": "s", "bootID": "b",
+                "kubeProxyVersion": ""}
+        }
+    })
+}
+
+/// A bare pod running `image` (with the nginx digest in its status).
+fn pod_object(name: &str, node: &str, image: &str) -> Value {
+    json!({
+        "metadata": {"name": name, "namespace": "web"},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": image}]},
+        "status": {"phase": "Running", "containerStatuses": [{"name": "main", "image": image,
+            "imageID": format!("docker.io/library/nginx@{DIGEST}"), "ready": true,
+            "restartCount": 0, "state": {}}]}
+    })
+}
+
+/// A TCP proxy to `target` (`http://host:port`) that, once `hang` is set, accepts
+/// connections and never answers: a cluster that hangs after its import.
+async fn hanging_proxy(
+    target: &str,
+) -> (
+    String,
+    Arc<std::sync::atomic::AtomicBool>,
+    tokio::task::JoinHandle<()>,
+) {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let target = target.trim_start_matches("http://").to_owned();
+    let hang = Arc::new(AtomicBool::new(false));
+    let flag = hang.clone();
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((mut socket, _)) = listener.accept().await {
+            if flag.load(Ordering::SeqCst) {
+                held.push(socket);
+                continue;
+            }
+            let target = target.clone();
+            tokio::spawn(async move {
+                if let Ok(mut upstream) = tokio::net::TcpStream::connect(&target).await {
+                    let _ = tokio::io::copy_bidirectional(&mut socket, &mut upstream).await;
+                }
+            });
+        }
+    });
+    (url, hang, task)
+}
+
+/// A fleet with a hostile cluster (absurd node quantities on several nodes, a made-up
+/// Kubernetes v1.99), a cluster that hangs, and on Postgres a cluster whose rows the store
+/// refuses, synced together with a good one.
+async fn hostile_fleet(db: TestDatabase, postgres: bool) {
+    use kqueen_core::inventory::MAX_QUANTITY;
+    use std::sync::atomic::Ordering;
+    let f = fleet(db).await;
+    let good = FakeKube::start().await;
+    seed_cluster(&good.admin_client()).await;
+    let prod = f
+        .import(&f.alice, "team-a", "prod", &good.admin_kubeconfig())
+        .await;
+
+    let evil = FakeKube::start().await;
+    evil.set_git_version("v1.99.0");
+    evil.insert("api/v1/namespaces", json!({"metadata": {"name": "web"}}));
+    for name in ["huge-1", "huge-2", "huge-3"] {
+        evil.insert("api/v1/nodes", node_object(name, "9e15", "9E"));
+    }
+    evil.insert(
+        "api/v1/namespaces/web/pods",
+        pod_object("web-1", "huge-1", "nginx:1.27"),
+    );
+    let evil_id = f
+        .import(&f.bob, "team-b", "evil", &evil.admin_kubeconfig())
+        .await;
+
+    let (proxy, hang, _proxy_task) = hanging_proxy(good.url()).await;
+    let stuck_config = good.admin_kubeconfig().replace(good.url(), &proxy);
+    f.import(&f.alice, "team-a", "stuck", &stuck_config).await;
+    hang.store(true, Ordering::SeqCst);
+
+    // Postgres refuses NUL characters in text: storing this cluster's rows fails.
+    let nul = FakeKube::start().await;
+    if postgres {
+        nul.insert("api/v1/namespaces", json!({"metadata": {"name": "web"}}));
+        nul.insert(
+            "api/v1/namespaces/web/pods",
+            pod_object("bad", "n", "nginx\u{0}evil"),
+        );
+        f.import(&f.bob, "team-b", "nul", &nul.admin_kubeconfig())
+            .await;
+    }
+
+    let k = f.k.clone().with_inventory_settings(InventorySettings {
+        concurrency: 4,
+        timeout: Duration::from_secs(2),
+        ..InventorySettings::default()
+    });
+    let started = Instant::now();
+    let results = k.sync_inventory().await.unwrap();
+    let elapsed = started.elapsed();
+    let result = |name: &str| {
+        results
+            .iter()
+            .find(|r| r.cluster == name)
+            .unwrap_or_else(|| panic!("{name} in {results:?}"))
+            .clone()
+    };
+    assert_eq!(result("prod").error, None);
+    assert_eq!(result("evil").error, None);
+    let stuck = result("stuck").error.unwrap();
+    assert!(stuck.contains("timed out"), "{stuck}");
+    assert!(elapsed < Duration::from_secs(8), "{elapsed:?}");
+    if postgres {
+        let nul = result("nul").error.unwrap();
+        assert!(nul.contains("storing"), "{nul}");
+        assert_eq!(
+            result("prod").error,
+            None,
+            "one cluster's store error fails no other"
+        );
+    }
+
+    // Absurd quantities are clamped when stored, and no sum overflows: the dashboard works
+    // and the next sync (which reads the fleet) too.
+    let inv = k.cluster_inventory(&f.bob, &evil_id).await.unwrap();
+    assert_eq!(inv.nodes.len(), 3);
+    assert!(inv
+        .nodes
+        .iter()
+        .all(|n| n.capacity.memory_bytes == MAX_QUANTITY && n.capacity.cpu_millis == MAX_QUANTITY));
+    let overview = k
+        .fleet_overview(&f.ops, &FleetFilter::default())
+        .await
+        .unwrap();
+    let evil_row = overview.clusters.iter().find(|c| c.name == "evil").unwrap();
+    assert_eq!(evil_row.capacity.memory_bytes, 3 * MAX_QUANTITY);
+    assert!(overview.totals.capacity.memory_bytes > 3 * MAX_QUANTITY);
+    assert!(k.sync_inventory().await.is_ok());
+
+    // A cluster claiming v1.99 sets no floor and no "newest": prod's v1.33 is fine.
+    assert_eq!(overview.newest_version, None);
+    let reasons = |o: &kqueen_core::FleetOverview, name: &str| {
+        o.attention
+            .iter()
+            .find(|a| a.cluster.name == name)
+            .map(|a| a.reasons.join("; "))
+            .unwrap_or_default()
+    };
+    assert!(
+        !reasons(&overview, "prod").contains("behind"),
+        "{overview:?}"
+    );
+    let prod_inv = k.cluster_inventory(&f.alice, &prod).await.unwrap();
+    assert!(
+        prod_inv
+            .findings
+            .iter()
+            .all(|x| x.check != "unsupported-version"),
+        "{:?}",
+        prod_inv.findings
+    );
+    // The configured minimum is a version offered: prod is behind it.
+    let floor = f.k.clone().with_inventory_settings(InventorySettings {
+        min_kubernetes: Some((1, 34)),
+        stale_after: Duration::from_millis(1),
+        ..InventorySettings::default()
+    });
+    tokio::time::sleep(Duration::from_millis(20)).await;
+    // A cluster imported and not synced yet.
+    let fresh = FakeKube::start().await;
+    f.import(&f.alice, "team-a", "fresh", &fresh.admin_kubeconfig())
+        .await;
+    let o = floor
+        .fleet_overview(&f.ops, &FleetFilter::default())
+        .await
+        .unwrap();
+    assert_eq!(o.newest_version.as_deref(), Some("1.34"));
+    let prod_reasons = reasons(&o, "prod");
+    assert!(
+        prod_reasons.contains("Kubernetes 1.33 is behind 1.34"),
+        "{prod_reasons}"
+    );
+    assert!(
+        prod_reasons.contains("stale: last synced"),
+        "{prod_reasons}"
+    );
+    assert!(!reasons(&o, "evil").contains("behind"));
+    assert_eq!(reasons(&o, "fresh"), "never synced");
+
+    // Image usages follow the cluster and tenant filters, not only the image search.
+    let search = |tenant: Option<&str>, cluster: Option<&str>| FleetFilter {
+        tenant: tenant.map(Into::into),
+        cluster: cluster.map(Into::into),
+        q: Some("nginx:1.27".into()),
+        ..FleetFilter::default()
+    };
+    let (rows, _) = k
+        .fleet_images(&f.ops, &search(None, None), Page::default())
+        .await
+        .unwrap();
+    let clusters: Vec<&str> = rows[0].usages.iter().map(|u| u.cluster.as_str()).collect();
+    assert!(
+        clusters.contains(&"prod") && clusters.contains(&"evil"),
+        "{clusters:?}"
+    );
+    for (filter, only) in [
+        (search(None, Some("prod")), "prod"),
+        (search(Some("team-b"), None), "evil"),
+    ] {
+        let (rows, _) = k
+            .fleet_images(&f.ops, &filter, Page::default())
+            .await
+            .unwrap();
+        assert!(!rows.is_empty());
+        for r in &rows {
+            assert!(
+                r.usages.iter().all(|u| u.cluster == only),
+                "{filter:?}: {r:?}"
+            );
+        }
+    }
+
+    // Two syncs of one cluster at once (the timer's and a Sync now) both succeed.
+    for _ in 0..3 {
+        let (a, b) = tokio::join!(
+            k.sync_cluster_inventory(&f.alice, &prod),
+            k.sync_cluster_inventory(&f.alice, &prod)
+        );
+        assert_eq!(a.unwrap().error, None);
+        assert_eq!(b.unwrap().error, None);
+    }
+
+    // An image that goes away and comes back starts a new "first seen".
+    let usage = |rows: &[kqueen_core::ImageRow]| {
+        rows.iter()
+            .flat_map(|r| r.usages.iter())
+            .find(|u| u.cluster == "evil")
+            .cloned()
+    };
+    let evil_only = search(None, Some("evil"));
+    let (rows, _) = k
+        .fleet_images(&f.ops, &evil_only, Page::default())
+        .await
+        .unwrap();
+    let before = usage(&rows).unwrap().first_seen.unwrap();
+    let pods: Api<Pod> = Api::namespaced(evil.admin_client(), "web");
+    pods.delete("web-1", &Default::default()).await.unwrap();
+    assert_eq!(
+        k.sync_cluster_inventory(&f.bob, &evil_id)
+            .await
+            .unwrap()
+            .error,
+        None
+    );
+    let (rows, _) = k
+        .fleet_images(&f.ops, &evil_only, Page::default())
+        .await
+        .unwrap();
+    assert!(usage(&rows).is_none(), "gone: {rows:?}");
+    let (history, total) = k
+        .fleet_image_history(&f.ops, &evil_only, Page::default())
+        .await
+        .unwrap();
+    assert_eq!(total, 1, "{history:?}");
+    assert!(!history[0].present);
+    assert_eq!(history[0].first_seen, before);
+    assert_eq!(history[0].digest.as_deref(), Some(DIGEST));
+    evil.insert(
+        "api/v1/namespaces/web/pods",
+        pod_object("web-1", "huge-1", "nginx:1.27"),
+    );
+    k.sync_cluster_inventory(&f.bob, &evil_id).await.unwrap();
+    let (rows, _) = k
+        .fleet_images(&f.ops, &evil_only, Page::default())
+        .await
+        .unwrap();
+    let again = usage(&rows).unwrap();
+    assert!(
+        again.first_seen.unwrap() > before,
+        "{again:?} after {before}"
+    );
+    let (history, _) = k
+        .fleet_image_history(&f.ops, &evil_only, Page::default())
+        .await
+        .unwrap();
+    assert!(
+        history[0].present && history[0].first_seen > before,
+        "{history:?}"
+    );
+    // Tenant members see their tenants' history only.
+    let (mine, total) = k
+        .fleet_image_history(&f.alice, &FleetFilter::default(), Page::default())
+        .await
+        .unwrap();
+    assert!(total >= 4, "{mine:?}");
+    assert!(mine.iter().all(|h| h.tenant == "team-a"), "{mine:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_and_hanging_clusters_on_sqlite() {
+    hostile_fleet(TestDatabase::sqlite(), false).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_and_hanging_clusters_on_postgres() {
+    let Some(db) = TestDatabase::postgres().await else {
+        return;
+    };
+    hostile_fleet(db, true).await;
+}

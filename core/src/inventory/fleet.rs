@@ -103,6 +103,23 @@ pub struct ImageUsage {
     pub last_seen: Option<DateTime<Utc>>,
 }
 
+/// One image in one cluster: since when it runs there (first seen: the first sync of its
+/// current period, which starts again when the image comes back after it was gone) and
+/// when a sync last saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageHistoryRow {
+    pub cluster_id: Uuid,
+    pub cluster: String,
+    pub tenant: String,
+    /// Normalised reference (`registry/repository[:tag][@digest]`).
+    pub image: String,
+    pub digest: Option<String>,
+    pub first_seen: DateTime<Utc>,
+    pub last_seen: DateTime<Utc>,
+    /// Whether the last good sync saw it.
+    pub present: bool,
+}
+
 /// Versions of a cluster and one of its nodes (node fields empty for clusters with no
 /// synced nodes).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -24,6 +24,11 @@ use crate::cluster::string_enum;
 pub use collect::{collect, CollectError};
 pub use image::ImageRef;
 
+/// The largest quantity stored for one node or pod (2^50: a pebibyte of memory, a million
+/// million millicores). Clusters report what they like; beyond this a value is nonsense, and
+/// clamping keeps fleet sums far from any integer limit.
+pub const MAX_QUANTITY: u64 = 1 << 50;
+
 /// CPU (millicores) and memory (bytes).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Resources {

@@ -15,7 +15,8 @@ use crate::cluster::{Cluster, ClusterState};
 use crate::identity::Role;
 use crate::inventory::checks::{self, AuditCheck, CheckSettings};
 use crate::inventory::fleet::{
-    ClusterInventory, FindingCount, FindingRow, FleetCluster, FleetFilter, ImageUsage, VersionRow,
+    ClusterInventory, FindingCount, FindingRow, FleetCluster, FleetFilter, ImageHistoryRow,
+    ImageUsage, VersionRow,
 };
 use crate::inventory::{minor_version, Resources};
 use crate::page::Page;
@@ -35,7 +36,8 @@ pub struct InventorySettings {
     /// Image sources allowed by the registry check (empty: check off).
     pub allowed_registries: Vec<String>,
     /// The oldest supported Kubernetes minor version; none: two minors behind the newest
-    /// version offered by a template or run by a cluster (upstream supports three).
+    /// version offered by a template (upstream supports three). What clusters report never
+    /// counts: one cluster reporting v1.99 must not make every other cluster unsupported.
     pub min_kubernetes: Option<(u32, u32)>,
 }
 
@@ -93,7 +95,7 @@ pub struct FleetOverview {
     pub by_version: Tally,
     pub totals: FleetTotals,
     pub attention: Vec<Attention>,
-    /// The newest minor version offered or running (`1.34`).
+    /// The newest minor version offered by a template or configured as the minimum (`1.34`).
     pub newest_version: Option<String>,
     pub clusters: Vec<FleetCluster>,
 }
@@ -140,15 +142,14 @@ impl Kqueen {
     pub async fn sync_inventory(&self) -> Result<Vec<ClusterSync>> {
         let clusters = self.store.ready_clusters().await?;
         let checks = self.audit_checks().await?;
-        let results = stream::iter(clusters)
+        Ok(stream::iter(clusters)
             .map(|c| {
                 let checks = &checks;
                 async move { self.sync_one(&c, checks).await }
             })
             .buffer_unordered(self.inventory.concurrency.max(1))
             .collect::<Vec<_>>()
-            .await;
-        results.into_iter().collect()
+            .await)
     }
 
     /// Syncs one cluster now (any member of its tenant; audited).
@@ -180,7 +181,7 @@ impl Kqueen {
             return Err(e);
         }
         let checks = self.audit_checks().await?;
-        let result = self.sync_one(&cluster, &checks).await?;
+        let result = self.sync_one(&cluster, &checks).await;
         let outcome = if result.error.is_none() {
             Outcome::Success
         } else {
@@ -200,13 +201,10 @@ impl Kqueen {
         Ok(result)
     }
 
-    /// Reads one cluster and stores the result; a failure is recorded, not returned (only
-    /// store errors are).
-    async fn sync_one(
-        &self,
-        cluster: &Cluster,
-        checks: &[Box<dyn AuditCheck>],
-    ) -> Result<ClusterSync> {
+    /// Reads one cluster and stores the result. Every failure, storing included, is this
+    /// cluster's result (recorded as its sync error when the store takes it), never an error
+    /// that would fail the other clusters' syncs.
+    async fn sync_one(&self, cluster: &Cluster, checks: &[Box<dyn AuditCheck>]) -> ClusterSync {
         let started = Instant::now();
         let timeout = self.inventory.timeout;
         let read = async {
@@ -225,29 +223,40 @@ impl Kqueen {
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let now = crate::store::now();
-        let error = match outcome {
+        let outcome = match outcome {
             Ok(snapshot) => {
                 let findings = checks::run_all(checks, &snapshot);
                 self.store
                     .save_inventory(cluster.id, &snapshot, &findings, now, duration_ms)
-                    .await?;
-                None
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(cluster = %cluster.name, tenant = %cluster.tenant_slug, error = %e, "storing the inventory failed");
+                        "storing the inventory failed".to_owned()
+                    })
             }
+            Err(e) => Err(e),
+        };
+        let error = match outcome {
+            Ok(()) => None,
             Err(e) => {
                 tracing::warn!(cluster = %cluster.name, tenant = %cluster.tenant_slug, error = %e, "inventory sync failed");
-                self.store
+                if let Err(store) = self
+                    .store
                     .save_sync_failure(cluster.id, &e, now, duration_ms)
-                    .await?;
+                    .await
+                {
+                    tracing::error!(cluster = %cluster.name, error = %store, "recording the sync failure failed");
+                }
                 Some(e)
             }
         };
-        Ok(ClusterSync {
+        ClusterSync {
             cluster_id: cluster.id,
             cluster: cluster.name.to_string(),
             tenant: cluster.tenant_slug.clone(),
             error,
             duration_ms,
-        })
+        }
     }
 
     /// The configured checks, with the version floor derived when not configured.
@@ -255,7 +264,7 @@ impl Kqueen {
         let min_kubernetes = match self.inventory.min_kubernetes {
             Some(v) => Some(v),
             None => self
-                .newest_version()
+                .newest_offered_version()
                 .await?
                 .map(|(major, minor)| (major, minor.saturating_sub(2))),
         };
@@ -265,17 +274,14 @@ impl Kqueen {
         }))
     }
 
-    /// The newest minor version a template offers or a cluster runs.
+    /// The version the fleet is measured against: the newest minor version a template offers,
+    /// or the configured minimum when that is newer. Versions reported by clusters are not
+    /// trusted for this: any cluster could claim v1.99.
     async fn newest_version(&self) -> Result<Option<(u32, u32)>> {
-        let mut newest = self.newest_offered_version().await?;
-        for c in self
-            .store
-            .fleet_clusters(&FleetFilter::default(), None)
+        Ok(self
+            .newest_offered_version()
             .await?
-        {
-            newest = newest.max(c.api_version.as_deref().and_then(minor_version));
-        }
-        Ok(newest)
+            .max(self.inventory.min_kubernetes))
     }
 
     /// The newest `kubernetes_version` any enabled template offers (its options or default).
@@ -365,10 +371,7 @@ impl Kqueen {
     ) -> Result<FleetOverview> {
         let scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
         let clusters = self.store.fleet_clusters(filter, scope.as_deref()).await?;
-        let mut newest = self.newest_offered_version().await?;
-        for c in &clusters {
-            newest = newest.max(c.api_version.as_deref().and_then(minor_version));
-        }
+        let newest = self.newest_version().await?;
         let now = Utc::now();
         let stale_after =
             chrono::Duration::from_std(self.inventory.stale_after).unwrap_or(chrono::Duration::MAX);
@@ -459,7 +462,11 @@ impl Kqueen {
             .await?;
         let refs: Vec<String> = images.iter().map(|i| i.image.clone()).collect();
         let mut usages: BTreeMap<String, Vec<ImageUsage>> = BTreeMap::new();
-        for u in self.store.image_usages(&refs, scope.as_deref()).await? {
+        for u in self
+            .store
+            .image_usages(&refs, filter, scope.as_deref())
+            .await?
+        {
             usages.entry(u.image.clone()).or_default().push(u);
         }
         let rows = images
@@ -479,6 +486,22 @@ impl Kqueen {
             })
             .collect();
         Ok((rows, total))
+    }
+
+    /// The image history of the visible clusters: per cluster and image, first and last
+    /// seen, and whether it still runs ("since when does cluster X run image Y").
+    pub async fn fleet_image_history(
+        &self,
+        actor: &Actor,
+        filter: &FleetFilter,
+        page: Page,
+    ) -> Result<(Vec<ImageHistoryRow>, u64)> {
+        let scope = self
+            .fleet_scope(actor, Role::Member, "image history")
+            .await?;
+        self.store
+            .list_image_history(filter, scope.as_deref(), page)
+            .await
     }
 
     /// API server and node versions of the visible clusters.

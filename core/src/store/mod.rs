@@ -344,8 +344,16 @@ pub trait InventoryStore: Send + Sync {
     async fn image_usages(
         &self,
         images: &[String],
+        filter: &inv::FleetFilter,
         tenants: Option<&[Uuid]>,
     ) -> Result<Vec<inv::ImageUsage>>;
+    /// The image history (present and gone images) per cluster, with the total count.
+    async fn list_image_history(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<(Vec<inv::ImageHistoryRow>, u64)>;
     async fn list_versions(
         &self,
         filter: &inv::FleetFilter,

@@ -13,11 +13,12 @@ use super::{contains_pattern, limit_offset, Pool, SqlStore};
 use crate::cluster::{Cluster, ClusterFilter, ClusterState};
 use crate::inventory::checks::{Finding, Severity};
 use crate::inventory::fleet::{
-    ClusterInventory, FindingCount, FindingRow, FleetCluster, FleetFilter, ImageSummary,
-    ImageUsage, PodCount, VersionRow,
+    ClusterInventory, FindingCount, FindingRow, FleetCluster, FleetFilter, ImageHistoryRow,
+    ImageSummary, ImageUsage, PodCount, VersionRow,
 };
 use crate::inventory::{
     NodeInfo, PodPhase, Resources, Snapshot, SyncStatus, Workload, WorkloadKind, WorkloadState,
+    MAX_QUANTITY,
 };
 use crate::page::Page;
 use crate::store::InventoryStore;
@@ -39,6 +40,19 @@ macro_rules! bulk_insert {
 
 fn i64_of(v: u64) -> i64 {
     i64::try_from(v).unwrap_or(i64::MAX)
+}
+
+/// A resource quantity as stored: clamped to [`MAX_QUANTITY`], so that no cluster, however
+/// hostile, can store values whose sums overflow or that mean nothing.
+fn qty(v: u64) -> i64 {
+    i64_of(v.min(MAX_QUANTITY))
+}
+
+/// A sum read as DOUBLE PRECISION (sums are never computed in integers, which overflow),
+/// saturated into `u64`.
+fn sum_of(v: Option<f64>) -> Option<u64> {
+    // `as` saturates and maps NaN to 0.
+    v.map(|f| f.max(0.0) as u64)
 }
 
 fn u64_of(v: i64) -> u64 {
@@ -214,14 +228,14 @@ struct FleetRow {
     api_version: Option<String>,
     nodes: Option<i64>,
     nodes_ready: Option<i64>,
-    cpu_capacity: Option<i64>,
-    mem_capacity: Option<i64>,
-    cpu_allocatable: Option<i64>,
-    mem_allocatable: Option<i64>,
-    cpu_requested: Option<i64>,
-    mem_requested: Option<i64>,
-    cpu_used: Option<i64>,
-    mem_used: Option<i64>,
+    cpu_capacity: Option<f64>,
+    mem_capacity: Option<f64>,
+    cpu_allocatable: Option<f64>,
+    mem_allocatable: Option<f64>,
+    cpu_requested: Option<f64>,
+    mem_requested: Option<f64>,
+    cpu_used: Option<f64>,
+    mem_used: Option<f64>,
 }
 
 #[derive(FromRow)]
@@ -306,14 +320,14 @@ const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name 
      LEFT JOIN inventory_syncs s ON s.cluster_id = c.id \
      LEFT JOIN (SELECT cluster_id, COUNT(*) AS nodes, \
         CAST(SUM(CASE WHEN ready THEN 1 ELSE 0 END) AS BIGINT) AS nodes_ready, \
-        CAST(SUM(cpu_capacity) AS BIGINT) AS cpu_capacity, \
-        CAST(SUM(mem_capacity) AS BIGINT) AS mem_capacity, \
-        CAST(SUM(cpu_allocatable) AS BIGINT) AS cpu_allocatable, \
-        CAST(SUM(mem_allocatable) AS BIGINT) AS mem_allocatable, \
-        CAST(SUM(cpu_requested) AS BIGINT) AS cpu_requested, \
-        CAST(SUM(mem_requested) AS BIGINT) AS mem_requested, \
-        CAST(SUM(cpu_used) AS BIGINT) AS cpu_used, \
-        CAST(SUM(mem_used) AS BIGINT) AS mem_used \
+        SUM(CAST(cpu_capacity AS DOUBLE PRECISION)) AS cpu_capacity, \
+        SUM(CAST(mem_capacity AS DOUBLE PRECISION)) AS mem_capacity, \
+        SUM(CAST(cpu_allocatable AS DOUBLE PRECISION)) AS cpu_allocatable, \
+        SUM(CAST(mem_allocatable AS DOUBLE PRECISION)) AS mem_allocatable, \
+        SUM(CAST(cpu_requested AS DOUBLE PRECISION)) AS cpu_requested, \
+        SUM(CAST(mem_requested AS DOUBLE PRECISION)) AS mem_requested, \
+        SUM(CAST(cpu_used AS DOUBLE PRECISION)) AS cpu_used, \
+        SUM(CAST(mem_used AS DOUBLE PRECISION)) AS mem_used \
         FROM inventory_nodes GROUP BY cluster_id) n ON n.cluster_id = c.id";
 
 #[async_trait]
@@ -346,7 +360,24 @@ impl InventoryStore for SqlStore {
         duration_ms: u64,
     ) -> Result<()> {
         let containers = container_rows(snapshot);
+        let postgres = matches!(self.pool, Pool::Postgres(_));
+        // Syncs of one cluster (the timer's and a Sync now) may finish together: they must
+        // replace the rows one after the other, or the second one's inserts meet the first
+        // one's rows. SQLite transactions are BEGIN IMMEDIATE (one writer); on Postgres a
+        // transaction-scoped advisory lock per cluster serialises them without holding the
+        // cluster's row (which the engine updates).
+        let lock_key = i64::from_be_bytes(
+            cluster_id.as_bytes()[..8]
+                .try_into()
+                .map_err(|_| Error::Corrupt("uuid".into()))?,
+        );
         in_tx!(self, |tx| {
+            if postgres {
+                sqlx::query("SELECT pg_advisory_xact_lock($1)")
+                    .bind(lock_key)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             for table in [
                 "inventory_nodes",
                 "inventory_workloads",
@@ -376,14 +407,14 @@ impl InventoryStore for SqlStore {
                         .push_bind(&n.os_image)
                         .push_bind(&n.kernel_version)
                         .push_bind(&n.architecture)
-                        .push_bind(i64_of(n.capacity.cpu_millis))
-                        .push_bind(i64_of(n.capacity.memory_bytes))
-                        .push_bind(i64_of(n.allocatable.cpu_millis))
-                        .push_bind(i64_of(n.allocatable.memory_bytes))
-                        .push_bind(i64_of(n.requested.cpu_millis))
-                        .push_bind(i64_of(n.requested.memory_bytes))
-                        .push_bind(n.used.map(|u| i64_of(u.cpu_millis)))
-                        .push_bind(n.used.map(|u| i64_of(u.memory_bytes)))
+                        .push_bind(qty(n.capacity.cpu_millis))
+                        .push_bind(qty(n.capacity.memory_bytes))
+                        .push_bind(qty(n.allocatable.cpu_millis))
+                        .push_bind(qty(n.allocatable.memory_bytes))
+                        .push_bind(qty(n.requested.cpu_millis))
+                        .push_bind(qty(n.requested.memory_bytes))
+                        .push_bind(n.used.map(|u| qty(u.cpu_millis)))
+                        .push_bind(n.used.map(|u| qty(u.memory_bytes)))
                         .push_bind(i64::from(n.pods));
                 }
             );
@@ -417,10 +448,10 @@ impl InventoryStore for SqlStore {
                         .push_bind(i64::from(p.restarts))
                         .push_bind(p.workload_kind.as_str())
                         .push_bind(&p.workload_name)
-                        .push_bind(i64_of(p.requests.cpu_millis))
-                        .push_bind(i64_of(p.requests.memory_bytes))
-                        .push_bind(i64_of(p.limits.cpu_millis))
-                        .push_bind(i64_of(p.limits.memory_bytes));
+                        .push_bind(qty(p.requests.cpu_millis))
+                        .push_bind(qty(p.requests.memory_bytes))
+                        .push_bind(qty(p.limits.cpu_millis))
+                        .push_bind(qty(p.limits.memory_bytes));
                 }
             );
             bulk_insert!(
@@ -456,11 +487,8 @@ impl InventoryStore for SqlStore {
                         .push_bind(&f.1.message);
                 }
             );
-            // Image history: what runs now is present and seen now; the rest is gone.
-            sqlx::query("UPDATE image_history SET present = FALSE WHERE cluster_id = $1")
-                .bind(cluster_id)
-                .execute(&mut *tx)
-                .await?;
+            // Image history: what runs now is present and seen now (an image that comes back
+            // after it was gone starts a new period: first seen again); the rest is gone.
             let images: std::collections::BTreeSet<&str> =
                 containers.iter().map(|c| c.image.as_str()).collect();
             let images: Vec<&str> = images.into_iter().collect();
@@ -477,10 +505,19 @@ impl InventoryStore for SqlStore {
                 });
                 qb.push(
                     " ON CONFLICT (cluster_id, image) DO UPDATE SET last_seen = excluded.last_seen, \
-                     present = TRUE",
+                     first_seen = CASE WHEN image_history.present THEN image_history.first_seen \
+                     ELSE excluded.first_seen END, present = TRUE",
                 );
                 qb.build().execute(&mut *tx).await?;
             }
+            sqlx::query(
+                "UPDATE image_history SET present = FALSE WHERE cluster_id = $1 AND present \
+                 AND last_seen <> $2",
+            )
+            .bind(cluster_id)
+            .bind(at)
+            .execute(&mut *tx)
+            .await?;
             sqlx::query(
                 "INSERT INTO inventory_syncs (cluster_id, attempted_at, synced_at, error, \
                  api_version, metrics, duration_ms) VALUES ($1, $2, $2, NULL, $3, $4, $5) \
@@ -603,6 +640,11 @@ impl InventoryStore for SqlStore {
                 let state = ClusterState::parse(&r.state)
                     .ok_or_else(|| Error::Corrupt(format!("cluster {}: state", r.id)))?;
                 let z = |v: Option<i64>| v.unwrap_or(0);
+                let sum = |v: Option<f64>| sum_of(v).unwrap_or(0);
+                let sums = |cpu: Option<f64>, mem: Option<f64>| Resources {
+                    cpu_millis: sum(cpu),
+                    memory_bytes: sum(mem),
+                };
                 Ok(FleetCluster {
                     id: r.id,
                     name: r.name,
@@ -616,11 +658,11 @@ impl InventoryStore for SqlStore {
                     api_version: r.api_version,
                     nodes: u32_of(z(r.nodes)),
                     nodes_ready: u32_of(z(r.nodes_ready)),
-                    capacity: res(z(r.cpu_capacity), z(r.mem_capacity)),
-                    allocatable: res(z(r.cpu_allocatable), z(r.mem_allocatable)),
-                    requested: res(z(r.cpu_requested), z(r.mem_requested)),
+                    capacity: sums(r.cpu_capacity, r.mem_capacity),
+                    allocatable: sums(r.cpu_allocatable, r.mem_allocatable),
+                    requested: sums(r.cpu_requested, r.mem_requested),
                     used: match (r.cpu_used, r.mem_used) {
-                        (Some(c), Some(m)) => Some(res(c, m)),
+                        (Some(c), Some(m)) => Some(sums(Some(c), Some(m))),
                         _ => None,
                     },
                 })
@@ -666,17 +708,14 @@ impl InventoryStore for SqlStore {
     async fn image_usages(
         &self,
         images: &[String],
+        filter: &FleetFilter,
         tenants: Option<&[Uuid]>,
     ) -> Result<Vec<ImageUsage>> {
         if images.is_empty() {
             return Ok(Vec::new());
         }
-        let (wh, texts, ids) = fleet_where(
-            &FleetFilter::default(),
-            tenants,
-            images.len() + 1,
-            Vec::new(),
-        );
+        // The filter's tenant and cluster apply (its `q` chose `images`).
+        let (wh, texts, ids) = fleet_where(filter, tenants, images.len() + 1, Vec::new());
         let list: Vec<String> = (1..=images.len()).map(|i| format!("${i}")).collect();
         let sql = format!(
             "SELECT ic.image, c.id, c.name, t.slug, ic.namespace, ic.workload_kind, \
@@ -725,6 +764,55 @@ impl InventoryStore for SqlStore {
                 last_seen: r.10,
             })
             .collect())
+    }
+
+    async fn list_image_history(
+        &self,
+        filter: &FleetFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<(Vec<ImageHistoryRow>, u64)> {
+        let from = |first| {
+            let extra = like("h.image", filter.q.as_deref()).into_iter().collect();
+            let (wh, texts, ids) = fleet_where(filter, tenants, first, extra);
+            let from = format!(
+                "FROM image_history h JOIN clusters c ON c.id = h.cluster_id \
+                 JOIN tenants t ON t.id = c.tenant_id WHERE {wh}"
+            );
+            (from, texts, ids)
+        };
+        let (page_from, texts, ids) = from(3);
+        let sql = format!(
+            "SELECT c.id, c.name, t.slug, h.image, h.first_seen, h.last_seen, h.present \
+             {page_from} ORDER BY t.slug, c.name, h.image LIMIT $1 OFFSET $2"
+        );
+        let count_sql = format!("SELECT COUNT(*) {}", from(1).0);
+        type Row = (
+            Uuid,
+            String,
+            String,
+            String,
+            DateTime<Utc>,
+            DateTime<Utc>,
+            bool,
+        );
+        let (rows, total): (Vec<Row>, i64) =
+            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
+        Ok((
+            rows.into_iter()
+                .map(|r| ImageHistoryRow {
+                    cluster_id: r.0,
+                    cluster: r.1,
+                    tenant: r.2,
+                    digest: crate::inventory::ImageRef::parse(&r.3).and_then(|i| i.digest),
+                    image: r.3,
+                    first_seen: r.4,
+                    last_seen: r.5,
+                    present: r.6,
+                })
+                .collect(),
+            u64_of(total),
+        ))
     }
 
     async fn list_versions(
