@@ -4,7 +4,7 @@
 use leptos::prelude::*;
 
 use crate::dto_fleet::{
-    FindingsPageDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto, VersionDto,
+    FindingsPageDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto, ImageHistoryDto, VersionDto,
 };
 use crate::AppError;
 
@@ -248,6 +248,46 @@ pub async fn fleet_images_page(
         .collect();
     Ok(FleetListDto {
         rows,
+        total,
+        offset,
+        limit: FLEET_PAGE_SIZE,
+        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+    })
+}
+
+/// The image history of the visible clusters: per cluster and image, first and last seen.
+#[server(prefix = "/sfn", endpoint = "fleet_image_history")]
+pub async fn fleet_image_history_page(
+    query: FleetQuery,
+    offset: Option<u32>,
+) -> Result<FleetListDto<ImageHistoryDto>, AppError> {
+    use kqueen_core::page::Page;
+
+    use crate::api_clusters::ssr::time;
+
+    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let offset = offset.unwrap_or(0);
+    let (history, total) = k
+        .fleet_image_history(
+            &actor,
+            &ssr::filter(&query)?,
+            Page::new(FLEET_PAGE_SIZE, offset),
+        )
+        .await?;
+    Ok(FleetListDto {
+        rows: history
+            .into_iter()
+            .map(|h| ImageHistoryDto {
+                cluster_id: h.cluster_id.to_string(),
+                cluster: h.cluster,
+                tenant: h.tenant,
+                image: h.image,
+                digest: h.digest,
+                first_seen: time(h.first_seen),
+                last_seen: time(h.last_seen),
+                present: h.present,
+            })
+            .collect(),
         total,
         offset,
         limit: FLEET_PAGE_SIZE,

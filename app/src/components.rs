@@ -20,6 +20,8 @@ pub fn AppShell(children: Children) -> impl IntoView {
     let location = use_location();
     let on_login_page = move || location.pathname.get() == "/login";
     let me = Resource::new(|| (), |_| api::me());
+    // The pages read who is signed in from here (e.g. the fleet tabs) instead of asking again.
+    provide_context(Me(me));
     let login_path = move || {
         let here = format!("{}{}", location.pathname.get(), location.search.get());
         format!("/login?next={}", encode_query_value(&here))
@@ -49,8 +51,12 @@ pub fn AppShell(children: Children) -> impl IntoView {
     }
 }
 
-/// Navigation and user menu for a logged-in user. Areas whose capability this release does
-/// not have yet are listed, but not as links.
+/// Who is signed in (None: nobody), as the app shell loaded it; in context for the pages.
+#[derive(Clone, Copy)]
+pub struct Me(pub Resource<Result<Option<MeDto>, AppError>>);
+
+/// Navigation and user menu for a logged-in user. Areas the user may not use are listed,
+/// but not as links.
 ///
 /// Plain `<a>` elements: this renders inside a suspended view outside the routes, where
 /// `<A>` has no route to resolve against; the router still navigates them client-side.
@@ -69,8 +75,12 @@ fn Nav(user: MeDto) -> impl IntoView {
                 } else {
                     view! { <NavSoon label="Providers" /> }.into_any()
                 }}
-                {if user.operator || !user.tenants.is_empty() {
+                {if user.can_audit {
+                    // Operators and tenant admins: the dashboard.
                     view! { <li><NavLink href="/fleet" label="Fleet" /></li> }.into_any()
+                } else if !user.tenants.is_empty() {
+                    // Members may not see the dashboard, only the fleet queries.
+                    view! { <li><NavLink href="/fleet/images" section="/fleet" label="Fleet" /></li> }.into_any()
                 } else {
                     view! { <NavSoon label="Fleet" /> }.into_any()
                 }}
@@ -109,15 +119,27 @@ fn GoTo(path: String) -> impl IntoView {
     view! { <p>"Please " <a href=path>"sign in"</a> "."</p> }
 }
 
-/// A link that marks itself as the current page.
+/// A link that marks itself as the current page while the path is under `section` (default:
+/// `href`).
 #[component]
-fn NavLink(href: &'static str, label: &'static str) -> impl IntoView {
+fn NavLink(
+    href: &'static str,
+    label: &'static str,
+    #[prop(optional)] section: Option<&'static str>,
+) -> impl IntoView {
     let location = use_location();
-    let current = move || location.pathname.get().starts_with(href).then_some("page");
+    let section = section.unwrap_or(href);
+    let current = move || {
+        location
+            .pathname
+            .get()
+            .starts_with(section)
+            .then_some("page")
+    };
     view! { <a href=href aria-current=current>{label}</a> }
 }
 
-/// A navigation entry for an area that is not available (yet, or to this user).
+/// A navigation entry for an area that is not available to this user.
 #[component]
 fn NavSoon(label: &'static str) -> impl IntoView {
     view! {

@@ -170,6 +170,19 @@ pub struct ImageDto {
     pub usages: Vec<UsageDto>,
 }
 
+/// One image in one cluster: since when it runs there, when a sync last saw it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageHistoryDto {
+    pub cluster_id: String,
+    pub cluster: String,
+    pub tenant: String,
+    pub image: String,
+    pub digest: Option<String>,
+    pub first_seen: String,
+    pub last_seen: String,
+    pub present: bool,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct VersionDto {
     pub cluster_id: String,

@@ -65,6 +65,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/providers") view=pages::Providers ssr=SsrMode::Async />
                     <Route path=path!("/fleet") view=pages::Fleet ssr=SsrMode::Async />
                     <Route path=path!("/fleet/images") view=pages::FleetImages ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/images/history") view=pages::FleetImageHistory ssr=SsrMode::Async />
                     <Route path=path!("/fleet/versions") view=pages::FleetVersions ssr=SsrMode::Async />
                     <Route path=path!("/fleet/findings") view=pages::FleetFindings ssr=SsrMode::Async />
                 </Routes>

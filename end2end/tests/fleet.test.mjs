@@ -163,6 +163,9 @@ test('a member of another tenant sees none of it (JavaScript off)', async () => 
   const { page, close } = await newPage(browser, { javaScriptEnabled: false });
   await loginLocal(page, server.url, BOB);
   await page.goto(server.url + '/fleet/images?q=nginx');
+  // A plain member's Fleet entry leads to the images, and no Dashboard tab is offered.
+  assert.equal(await page.locator('nav[aria-label=Main] a[href="/fleet/images"]').count(), 1);
+  assert.equal(await page.locator('nav[aria-label=Fleet] a[href="/fleet"]').count(), 0);
   assert.equal(await page.locator('#images').count(), 0);
   assert.match(await page.locator('main').textContent(), /No image matches/);
   await page.goto(server.url + '/fleet/findings');

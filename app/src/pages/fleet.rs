@@ -1,6 +1,6 @@
 //! `/fleet` (dashboard: clusters by state, provider and version, capacity, clusters needing
-//! attention) and the fleet audit queries `/fleet/images`, `/fleet/versions` and
-//! `/fleet/findings`: filtered by GET forms, paged, exportable as CSV and JSON through the
+//! attention) and the fleet audit queries `/fleet/images`, `/fleet/images/history`,
+//! `/fleet/versions` and `/fleet/findings`: filtered by GET forms, paged, exportable as CSV and JSON through the
 //! same query on /api/v1.
 
 use leptos::prelude::*;
@@ -8,9 +8,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
 use crate::api_fleet as api;
-use crate::components::{ErrorNote, Stat};
+use crate::components::{ErrorNote, Me, Stat};
 use crate::dto_fleet::{
-    FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto, VersionDto,
+    FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto,
+    ImageHistoryDto, VersionDto,
 };
 use crate::pages::inventory::Chart;
 
@@ -40,10 +41,26 @@ fn use_fleet_query() -> (
     (filter, offset)
 }
 
-/// Links between the fleet pages.
+/// Links between the fleet pages; the dashboard's only for those who may see it (operators
+/// and tenant admins).
 #[component]
 fn FleetTabs() -> impl IntoView {
     let location = use_location();
+    let me = use_context::<Me>();
+    let here = location.clone();
+    let dashboard = move || {
+        let location = here.clone();
+        Suspend::new(async move {
+            let may = match me {
+                Some(Me(me)) => matches!(me.await, Ok(Some(u)) if u.can_audit),
+                None => false,
+            };
+            may.then(|| {
+                let current = move || (location.pathname.get() == "/fleet").then_some("page");
+                view! { <li><a href="/fleet" aria-current=current>"Dashboard"</a></li> }
+            })
+        })
+    };
     let tab = move |href: &'static str, label: &'static str| {
         let current = move || (location.pathname.get() == href).then_some("page");
         view! { <li><a href=href aria-current=current>{label}</a></li> }
@@ -51,8 +68,9 @@ fn FleetTabs() -> impl IntoView {
     view! {
         <nav class="tabs" aria-label="Fleet">
             <ul>
-                {tab("/fleet", "Dashboard")}
+                <Suspense fallback=|| ()>{dashboard}</Suspense>
                 {tab("/fleet/images", "Images")}
+                {tab("/fleet/images/history", "Image history")}
                 {tab("/fleet/versions", "Versions")}
                 {tab("/fleet/findings", "Findings")}
             </ul>
@@ -78,11 +96,12 @@ fn Pager(
         }
     };
     let previous = (offset > 0).then(|| link(offset.saturating_sub(limit)));
-    let next = (u64::from(offset) + u64::from(limit) < total).then(|| link(offset + limit));
+    let next =
+        (u64::from(offset) + u64::from(limit) < total).then(|| link(offset.saturating_add(limit)));
     let last = (u64::from(offset) + u64::from(limit)).min(total);
     view! {
         <nav class="pager" aria-label="Pages">
-            <span class="muted">{if total == 0 { "none".to_owned() } else { format!("{}–{} of {total}", offset + 1, last) }}</span>
+            <span class="muted">{if total == 0 { "none".to_owned() } else { format!("{}–{} of {total}", u64::from(offset) + 1, last) }}</span>
             {previous.map(|href| view! { <a href=href rel="prev">"← Previous"</a> })}
             {next.map(|href| view! { <a href=href rel="next" id="next-page">"Next →"</a> })}
         </nav>
@@ -94,13 +113,14 @@ fn Pager(
 fn Exports(what: &'static str, filter: FleetQuery) -> impl IntoView {
     let q = filter.to_query();
     let sep = if q.is_empty() { "" } else { "&" };
+    let file = what.replace('/', "-");
     view! {
         <span class="exports">
             <a href=format!("/api/v1/fleet/{what}?format=csv{sep}{q}") rel="external" id="export-csv"
-                download=format!("kqueen-{what}.csv")>"Export CSV"</a>
+                download=format!("kqueen-{file}.csv")>"Export CSV"</a>
             " · "
             <a href=format!("/api/v1/fleet/{what}?download=true{sep}{q}") rel="external" id="export-json"
-                download=format!("kqueen-{what}.json")>"Export JSON"</a>
+                download=format!("kqueen-{file}.json")>"Export JSON"</a>
         </span>
     }
 }
@@ -305,6 +325,62 @@ fn ImageList(page: FleetListDto<ImageDto>, filter: FleetQuery) -> impl IntoView 
                 }.into_any()
             }}
             <Pager path="/fleet/images" filter offset=page.offset limit=page.limit total=page.total />
+        </section>
+    }
+}
+
+#[component]
+pub fn FleetImageHistory() -> impl IntoView {
+    let (filter, offset) = use_fleet_query();
+    let page = Resource::new(
+        move || (filter(), offset()),
+        |(f, o)| api::fleet_image_history_page(f, Some(o)),
+    );
+    view! {
+        <Title text="Image history · Fleet" />
+        <h1>"Fleet: image history"</h1>
+        <FleetTabs />
+        {loaded!(page, "Loading the image history…", |p| view! { <HistoryList page=p filter=filter() /> })}
+    }
+}
+
+#[component]
+fn HistoryList(page: FleetListDto<ImageHistoryDto>, filter: FleetQuery) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="history-heading">
+            <div class="card-head">
+                <h2 id="history-heading">{format!("{} image(s) per cluster, gone ones included", page.total)}</h2>
+                <Exports what="images/history" filter=filter.clone() />
+            </div>
+            <form method="get" action="/fleet/images/history" class="filter wrap" id="history-filter">
+                <FilterFields filter=filter.clone() tenants=page.tenants.clone() q_label="Image contains" />
+                <button type="submit">"Search"</button>
+            </form>
+            {if page.rows.is_empty() {
+                view! { <p class="empty">"No image matches."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="image-history">
+                        <thead><tr><th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"Image"</th>
+                            <th scope="col">"First seen"</th><th scope="col">"Last seen"</th><th scope="col">"Now"</th></tr></thead>
+                        <tbody>
+                            {page.rows.into_iter().map(|h| view! {
+                                <tr data-cluster=h.cluster.clone() data-image=h.image.clone()>
+                                    <th scope="row"><a href=format!("/clusters/{}", h.cluster_id)>{h.cluster.clone()}</a></th>
+                                    <td>{h.tenant}</td>
+                                    <td><code>{h.image.split('@').next().unwrap_or_default().to_owned()}</code>
+                                        {h.digest.clone().map(|d| { let short = short_digest(&d); view! { <br /><small class="muted digest" title=d>{short}</small> }})}
+                                    </td>
+                                    <td>{h.first_seen}</td>
+                                    <td>{h.last_seen}</td>
+                                    <td>{if h.present { "running" } else { "gone" }}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+            <Pager path="/fleet/images/history" filter offset=page.offset limit=page.limit total=page.total />
         </section>
     }
 }

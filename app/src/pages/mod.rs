@@ -15,7 +15,7 @@ mod tokens;
 pub use admin::Admin;
 pub use audit::Audit;
 pub use clusters::{ClusterView, Clusters, NewCluster};
-pub use fleet::{Fleet, FleetFindings, FleetImages, FleetVersions};
+pub use fleet::{Fleet, FleetFindings, FleetImageHistory, FleetImages, FleetVersions};
 pub use login::Login;
 pub use not_found::NotFound;
 pub use overview::Overview;
