@@ -121,7 +121,7 @@ pub struct Settings {
     #[serde(default)]
     pub allowed_registries: String,
     /// The oldest supported Kubernetes version, e.g. `1.31` (`KQUEEN_MIN_KUBERNETES_VERSION`).
-    /// Default: two minor versions behind the newest offered or running.
+    /// Default: two minor versions behind the newest offered by a template.
     #[serde(default)]
     pub min_kubernetes_version: Option<String>,
 }

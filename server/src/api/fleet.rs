@@ -8,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use kqueen_core::inventory::checks::Finding;
 use kqueen_core::inventory::fleet::{
-    ClusterInventory, FindingRow, FleetCluster, FleetFilter, ImageUsage, VersionRow,
+    ClusterInventory, FindingRow, FleetCluster, FleetFilter, ImageHistoryRow, ImageUsage,
+    VersionRow,
 };
 use kqueen_core::inventory::{NodeInfo, Resources, SyncStatus};
 use kqueen_core::page::Page;
@@ -613,6 +614,93 @@ fn images_csv(rows: &[ImageRow]) -> String {
             "pods",
             "first_seen",
             "last_seen",
+        ],
+        lines,
+    )
+}
+
+/// One image in one cluster: since when it runs there and when a sync last saw it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImageHistoryOut {
+    pub cluster_id: String,
+    pub cluster: String,
+    pub tenant: String,
+    /// `registry/repository[:tag][@digest]`.
+    pub image: String,
+    pub digest: Option<String>,
+    /// Start of the current period (an image that was gone and came back starts anew).
+    pub first_seen: String,
+    pub last_seen: String,
+    /// Whether the last good sync saw it.
+    pub present: bool,
+}
+
+impl From<ImageHistoryRow> for ImageHistoryOut {
+    fn from(h: ImageHistoryRow) -> Self {
+        Self {
+            cluster_id: h.cluster_id.to_string(),
+            cluster: h.cluster,
+            tenant: h.tenant,
+            image: h.image,
+            digest: h.digest,
+            first_seen: h.first_seen.to_rfc3339(),
+            last_seen: h.last_seen.to_rfc3339(),
+            present: h.present,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ImageHistoryPageOut {
+    pub total: u64,
+    pub items: Vec<ImageHistoryOut>,
+}
+
+/// The image history of the visible clusters, gone images included: per cluster and image,
+/// first and last seen ("since when does cluster X run image Y"); `q` searches the reference.
+#[utoipa::path(get, path = "/api/v1/fleet/images/history", tag = "fleet", params(FleetParams),
+    responses((status = 200, body = ImageHistoryPageOut, description = "JSON, or CSV with format=csv"),
+        (status = 400, body = ErrorOut)))]
+pub async fn image_history(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Query(p): Query<FleetParams>,
+) -> ApiResult<Response> {
+    let filter = p.filter()?;
+    let k = &state.kqueen;
+    let fetch = |page| k.fleet_image_history(&actor, &filter, page);
+    let (items, total) = match rows_or_csv(&p, fetch, history_csv, "kqueen-image-history").await? {
+        Ok(rows) => rows,
+        Err(csv) => return Ok(csv),
+    };
+    let body = ImageHistoryPageOut {
+        total,
+        items: items.into_iter().map(Into::into).collect(),
+    };
+    json_answer(&p, body, "kqueen-image-history.json")
+}
+
+fn history_csv(rows: &[ImageHistoryRow]) -> String {
+    let lines = rows.iter().map(|h| {
+        vec![
+            h.tenant.clone(),
+            h.cluster.clone(),
+            h.image.clone(),
+            h.digest.clone().unwrap_or_default(),
+            h.first_seen.to_rfc3339(),
+            h.last_seen.to_rfc3339(),
+            h.present.to_string(),
+        ]
+    });
+    csv_table(
+        &[
+            "tenant",
+            "cluster",
+            "image",
+            "digest",
+            "first_seen",
+            "last_seen",
+            "present",
         ],
         lines,
     )

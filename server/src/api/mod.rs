@@ -82,6 +82,7 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(fleet::sync_cluster))
         .routes(routes!(fleet::overview))
         .routes(routes!(fleet::images))
+        .routes(routes!(fleet::image_history))
         .routes(routes!(fleet::versions))
         .routes(routes!(fleet::findings))
         .split_for_parts();

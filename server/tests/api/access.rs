@@ -462,3 +462,177 @@ async fn bad_input_gets_a_clear_client_error() {
     assert!(res.status().is_client_error(), "{}", res.status());
     app.stop().await;
 }
+
+#[tokio::test]
+async fn fleet_routes_refuse_the_wrong_tenant_role_and_nobody() {
+    use crate::clusters::wait_for_state;
+    use kqueen_core::testing::fake_kube::FakeKube;
+
+    let fake = FakeKube::start().await;
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    app.seed_tenant("team-b", "Team B").await;
+    let op = app.user("olga", true, &[]).await;
+    let a_member = app.user("amy", false, &[("team-a", "member")]).await;
+    let a_admin = app.user("adam", false, &[("team-a", "admin")]).await;
+    let b_member = app.user("bea", false, &[("team-b", "member")]).await;
+    let loner = app.user("lou", false, &[]).await;
+    for (path, body) in [
+        (
+            "/api/v1/providers",
+            json!({"name": "existing", "kind": "import"}),
+        ),
+        (
+            "/api/v1/templates",
+            json!({"name": "import", "provider": "existing"}),
+        ),
+    ] {
+        let res = call(&op, &app, Method::POST, path, Some(body)).await;
+        assert_eq!(res.status(), StatusCode::CREATED, "{path}");
+    }
+    // Tenant B's cluster, synced: the target of everything below.
+    let created: Value = call(
+        &b_member,
+        &app,
+        Method::POST,
+        "/api/v1/clusters",
+        Some(
+            json!({"tenant": "team-b", "name": "bprod", "template": "import",
+                    "parameters": {"kubeconfig": fake.admin_kubeconfig()}}),
+        ),
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    let id = created["cluster"]["id"].as_str().unwrap().to_owned();
+    wait_for_state(&app, &b_member, &id, "ready").await;
+    let inventory = format!("/api/v1/clusters/{id}/inventory");
+    let sync = format!("{inventory}/sync");
+    let res = call(&b_member, &app, Method::POST, &sync, None).await;
+    assert_eq!(res.status(), StatusCode::OK);
+
+    // Tenant A's member and admin: B's cluster is not found; fleet queries naming B are empty.
+    for who in [&a_member, &a_admin] {
+        for (method, path) in [(Method::GET, &inventory), (Method::POST, &sync)] {
+            let res = call(who, &app, method.clone(), path, None).await;
+            assert_eq!(res.status(), StatusCode::NOT_FOUND, "{method} {path}");
+        }
+        for path in [
+            "/api/v1/fleet/images?tenant=team-b",
+            "/api/v1/fleet/images/history?tenant=team-b",
+            "/api/v1/fleet/versions?tenant=team-b",
+            "/api/v1/fleet/findings?tenant=team-b",
+            "/api/v1/fleet/versions?cluster=bprod",
+        ] {
+            let body: Value = call(who, &app, Method::GET, path, None)
+                .await
+                .json()
+                .await
+                .unwrap();
+            assert_eq!(body["total"], 0, "{path}: {body}");
+        }
+    }
+    let body: Value = call(
+        &a_admin,
+        &app,
+        Method::GET,
+        "/api/v1/fleet?tenant=team-b",
+        None,
+    )
+    .await
+    .json()
+    .await
+    .unwrap();
+    assert_eq!(body["clusters"], 0, "{body}");
+    // The wrong role: the dashboard is for operators and tenant admins; a user in no tenant
+    // sees no fleet query at all.
+    let res = call(&a_member, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    for path in [
+        "/api/v1/fleet",
+        "/api/v1/fleet/images",
+        "/api/v1/fleet/images/history",
+        "/api/v1/fleet/versions",
+        "/api/v1/fleet/findings",
+    ] {
+        let res = call(&loner, &app, Method::GET, path, None).await;
+        assert_eq!(res.status(), StatusCode::FORBIDDEN, "{path}");
+    }
+    // Server functions and the Sync now form.
+    let sfn = |who: &reqwest::Client, endpoint: &str, form: Vec<(&'static str, String)>| {
+        let req = who.post(format!("{}/sfn/{endpoint}", app.url)).form(&form);
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+    assert!(sfn(&a_member, "fleet", vec![]).await.contains("Forbidden"));
+    assert!(sfn(&a_admin, "cluster", vec![("id", id.clone())])
+        .await
+        .contains("NotFound"));
+    for endpoint in [
+        "fleet_images",
+        "fleet_image_history",
+        "fleet_versions",
+        "fleet_findings",
+    ] {
+        let form = vec![("query[tenant]", "team-b".to_owned())];
+        let page: Value = serde_json::from_str(&sfn(&a_admin, endpoint, form).await).unwrap();
+        let total = if endpoint == "fleet_findings" {
+            &page["list"]["total"]
+        } else {
+            &page["total"]
+        };
+        assert_eq!(total, 0, "{endpoint}: {page}");
+        assert!(
+            sfn(&loner, endpoint, vec![("query[q]", String::new())])
+                .await
+                .contains("Forbidden"),
+            "{endpoint}"
+        );
+    }
+    let form = format!("{}/clusters/{id}/inventory/sync", app.url);
+    let res = a_member.post(&form).send().await.unwrap();
+    assert_eq!(
+        res.headers()["location"].to_str().unwrap(),
+        format!("/clusters/{id}?error=cluster+not+found")
+    );
+    // Refusals are audited.
+    assert!(
+        denied_count(&app, "amy").await >= 3,
+        "amy's refusals audited"
+    );
+    assert!(
+        denied_count(&app, "lou").await >= 5,
+        "lou's refusals audited"
+    );
+
+    // Nobody: every fleet route asks for authentication.
+    let anonymous = app.browser();
+    for (method, path) in [
+        (Method::GET, inventory.as_str()),
+        (Method::POST, sync.as_str()),
+        (Method::GET, "/api/v1/fleet"),
+        (Method::GET, "/api/v1/fleet/images"),
+        (Method::GET, "/api/v1/fleet/images/history"),
+        (Method::GET, "/api/v1/fleet/versions"),
+        (Method::GET, "/api/v1/fleet/findings"),
+    ] {
+        let res = call(&anonymous, &app, method.clone(), path, None).await;
+        assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{method} {path}");
+    }
+    for endpoint in [
+        "fleet",
+        "fleet_images",
+        "fleet_image_history",
+        "fleet_versions",
+        "fleet_findings",
+    ] {
+        let body = sfn(&anonymous, endpoint, vec![("query[q]", String::new())]).await;
+        assert!(body.contains("Unauthenticated"), "{endpoint}: {body}");
+    }
+    let res = anonymous.post(&form).send().await.unwrap();
+    assert_eq!(
+        res.headers()["location"].to_str().unwrap(),
+        format!("/login?next=%2Fclusters%2F{id}")
+    );
+    app.stop().await;
+}

@@ -28,6 +28,7 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         "api/v1/namespaces/web/pods",
         json!({"metadata": {"name": "front"}, "spec": {"nodeName": "node-1",
                 "containers": [{"name": "nginx", "image": "nginx:1.27",
+                                "securityContext": {"privileged": true},
                                 "resources": {"requests": {"cpu": "500m", "memory": "1Gi"}}}]},
                "status": {"phase": "Running", "containerStatuses": [{"name": "nginx",
                 "image": "nginx:1.27", "imageID": format!("docker.io/library/nginx@{DIGEST}"),
@@ -97,7 +98,8 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         body["pods"],
         json!([{"namespace": "web", "phase": "Running", "count": 1}])
     );
-    assert!(body["findings"].as_array().unwrap().is_empty(), "{body}");
+    // One finding (the privileged container), so that "other tenants see none" means something.
+    assert_eq!(body["findings"][0]["check"], "privileged", "{body}");
 
     // Which clusters run nginx: JSON page, CSV and JSON downloads.
     let (status, body) = call(
@@ -152,12 +154,56 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     let versions: Value = res.json().await.unwrap();
     assert_eq!(versions["items"][0]["kubelet_version"], "v1.33.1");
 
+    // Since when the cluster runs the image: the image history.
+    let (status, body) = call(
+        &amy,
+        &app,
+        Method::GET,
+        "/api/v1/fleet/images/history?q=nginx&cluster=prod",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["total"], 1, "{body}");
+    let h = &body["items"][0];
+    assert_eq!(
+        (h["cluster"].as_str(), h["tenant"].as_str()),
+        (Some("prod"), Some("team-a"))
+    );
+    assert_eq!(h["digest"], DIGEST);
+    assert_eq!(h["present"], true);
+    assert!(h["first_seen"].as_str().is_some() && h["last_seen"].as_str().is_some());
+    let res = amy
+        .get(format!(
+            "{}/api/v1/fleet/images/history?format=csv",
+            app.url
+        ))
+        .send()
+        .await
+        .unwrap();
+    let csv = res.text().await.unwrap();
+    assert!(
+        csv.starts_with("tenant,cluster,image,digest,first_seen,last_seen,present"),
+        "{csv}"
+    );
+    assert!(
+        csv.lines()
+            .nth(1)
+            .unwrap()
+            .starts_with("team-a,prod,docker.io/library/nginx:1.27@"),
+        "{csv}"
+    );
+
     // Other tenants see nothing of it; bad filters are 400 with a message.
     for path in [
         "/api/v1/fleet/images",
+        "/api/v1/fleet/images/history",
         "/api/v1/fleet/versions",
         "/api/v1/fleet/findings",
     ] {
+        let (status, body) = call(&amy, &app, Method::GET, path, None).await;
+        assert_eq!(status, StatusCode::OK, "{path}: {body}");
+        assert_eq!(body["total"], 1, "{path}: the tenant's own: {body}");
         let (status, body) = call(&bea, &app, Method::GET, path, None).await;
         assert_eq!(status, StatusCode::OK, "{path}: {body}");
         assert_eq!(body["total"], 0, "{path}: {body}");
@@ -208,15 +254,19 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     let dashboard: Value = serde_json::from_str(&sfn(&adam, "fleet", vec![]).await).unwrap();
     assert_eq!(dashboard["clusters"], 1, "{dashboard}");
     assert!(dashboard["cpu_chart"].as_str().unwrap().starts_with("<svg"));
-    for (who, rows) in [(&amy, 1), (&bea, 0)] {
-        for (endpoint, q) in [("fleet_images", "nginx"), ("fleet_versions", "v1.33")] {
+    for (who, rows) in [(&amy, 1u64), (&bea, 0)] {
+        for (endpoint, q) in [
+            ("fleet_images", "nginx"),
+            ("fleet_image_history", "nginx"),
+            ("fleet_versions", "v1.33"),
+        ] {
             let form = vec![("query[q]", q.to_owned())];
             let page: Value = serde_json::from_str(&sfn(who, endpoint, form).await).unwrap();
             assert_eq!(page["total"], rows, "{endpoint}: {page}");
         }
         let form = vec![("query[q]", String::new())];
         let page: Value = serde_json::from_str(&sfn(who, "fleet_findings", form).await).unwrap();
-        assert_eq!(page["list"]["total"], 0, "{page}");
+        assert_eq!(page["list"]["total"], rows, "{page}");
     }
     let bad = sfn(
         &amy,
@@ -244,11 +294,34 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         assert_eq!(res.headers()["location"].to_str().unwrap(), to);
     }
 
+    // The portal: members reach the fleet queries from the main navigation (the dashboard
+    // would refuse them) and are offered no Dashboard tab; tenant admins are.
+    let page = |who: &reqwest::Client, path: &str| {
+        let req = who.get(format!("{}{path}", app.url));
+        async move { req.send().await.unwrap().text().await.unwrap() }
+    };
+    let html = page(&amy, "/fleet/images/history?q=nginx").await;
+    assert!(html.contains(r#"id="image-history""#), "{html}");
+    assert!(
+        html.contains(r#"<a href="/fleet/images" aria-current="page">Fleet</a>"#),
+        "{html}"
+    );
+    assert!(!html.contains(r#"<a href="/fleet">Fleet</a>"#), "{html}");
+    assert!(!html.contains(">Dashboard</a>"), "{html}");
+    assert!(html.contains("kqueen-images-history.csv"), "{html}");
+    let html = page(&adam, "/fleet/images/history").await;
+    assert!(html.contains(">Dashboard</a>"), "{html}");
+    assert!(
+        html.contains(r#"<a href="/fleet" aria-current="page">Fleet</a>"#),
+        "{html}"
+    );
+
     // All of it is in the OpenAPI document.
     let doc: Value = app.get("/api/v1/openapi.json").await.json().await.unwrap();
     for (path, method) in [
         ("/api/v1/fleet", "get"),
         ("/api/v1/fleet/images", "get"),
+        ("/api/v1/fleet/images/history", "get"),
         ("/api/v1/fleet/versions", "get"),
         ("/api/v1/fleet/findings", "get"),
         ("/api/v1/clusters/{id}/inventory", "get"),
