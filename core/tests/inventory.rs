@@ -759,6 +759,45 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     assert_eq!(evil_row.capacity.memory_bytes, 3 * MAX_QUANTITY);
     assert!(overview.totals.capacity.memory_bytes > 3 * MAX_QUANTITY);
     assert!(k.sync_inventory().await.is_ok());
+    // Even clamped, enough nodes would overflow 64-bit integer sums (9000 × 2^50 > i64::MAX):
+    // the sums are not integers.
+    {
+        use kqueen_core::inventory::{NodeInfo, Resources, Snapshot};
+        use kqueen_core::store::InventoryStore;
+        let huge = Resources {
+            cpu_millis: u64::MAX,
+            memory_bytes: u64::MAX,
+        };
+        let snapshot = Snapshot {
+            api_version: "v1.99.0".into(),
+            nodes: (0..9000)
+                .map(|i| NodeInfo {
+                    name: format!("n{i}"),
+                    ready: true,
+                    capacity: huge,
+                    allocatable: huge,
+                    requested: huge,
+                    used: Some(huge),
+                    ..NodeInfo::default()
+                })
+                .collect(),
+            ..Snapshot::default()
+        };
+        let id: uuid::Uuid = evil_id.parse().unwrap();
+        let store = k.store();
+        InventoryStore::save_inventory(&**store, id, &snapshot, &[], kqueen_core::store::now(), 1)
+            .await
+            .unwrap();
+        let o = k
+            .fleet_overview(&f.ops, &FleetFilter::default())
+            .await
+            .unwrap();
+        let row = o.clusters.iter().find(|c| c.name == "evil").unwrap();
+        assert_eq!(row.nodes, 9000);
+        assert_eq!(row.capacity.memory_bytes, 9000 * MAX_QUANTITY);
+        assert_eq!(row.used.unwrap().cpu_millis, 9000 * MAX_QUANTITY);
+        assert!(k.sync_inventory().await.is_ok());
+    }
 
     // A cluster claiming v1.99 sets no floor and no "newest": prod's v1.33 is fine.
     assert_eq!(overview.newest_version, None);
