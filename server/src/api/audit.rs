@@ -1,6 +1,6 @@
 //! The audit trail: filterable, paginated, JSON or CSV.
 
-use axum::extract::{Query, State};
+use axum::extract::State;
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -10,7 +10,7 @@ use kqueen_core::{Actor, Error, ValidationError};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{ApiResult, AuditEventOut, ErrorOut};
+use super::{ApiQuery, ApiResult, AuditEventOut, ErrorOut};
 use crate::startup::AppState;
 
 /// Most rows one CSV export holds.
@@ -67,7 +67,7 @@ fn event_out(e: AuditEvent) -> AuditEventOut {
 pub async fn list_audit(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(params): Query<AuditParams>,
+    ApiQuery(params): ApiQuery<AuditParams>,
 ) -> ApiResult<Response> {
     let query = state.kqueen.audit_query(&actor, &params.filter()).await?;
     match params.format.as_deref().unwrap_or("json") {

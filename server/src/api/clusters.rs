@@ -2,7 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-use super::{ApiResult, ErrorOut};
+use super::{ApiJson, ApiQuery, ApiResult, ErrorOut};
 use crate::startup::AppState;
 
 /// A provisioner kind: what it can do and the schemas of its settings and requests.
@@ -436,7 +436,7 @@ pub async fn list_providers(
 pub async fn create_provider(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Json(input): Json<ProviderIn>,
+    ApiJson(input): ApiJson<ProviderIn>,
 ) -> ApiResult<(StatusCode, Json<ProviderOut>)> {
     let p = state
         .kqueen
@@ -463,7 +463,7 @@ pub async fn update_provider(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
-    Json(input): Json<ProviderIn>,
+    ApiJson(input): ApiJson<ProviderIn>,
 ) -> ApiResult<Json<ProviderOut>> {
     let p = state
         .kqueen
@@ -490,7 +490,7 @@ pub async fn delete_provider(
 pub async fn list_templates(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(q): Query<TemplateQuery>,
+    ApiQuery(q): ApiQuery<TemplateQuery>,
 ) -> ApiResult<Json<Vec<TemplateOut>>> {
     let list = state
         .kqueen
@@ -505,7 +505,7 @@ pub async fn list_templates(
 pub async fn create_template(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Json(input): Json<TemplateIn>,
+    ApiJson(input): ApiJson<TemplateIn>,
 ) -> ApiResult<(StatusCode, Json<TemplateOut>)> {
     let t = state.kqueen.create_template(&actor, input.into()).await?;
     Ok((StatusCode::CREATED, Json(t.into())))
@@ -528,7 +528,7 @@ pub async fn update_template(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
-    Json(input): Json<TemplateIn>,
+    ApiJson(input): ApiJson<TemplateIn>,
 ) -> ApiResult<Json<TemplateOut>> {
     let t = state
         .kqueen
@@ -554,7 +554,7 @@ pub async fn delete_template(
 pub async fn list_clusters(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(q): Query<ClusterQuery>,
+    ApiQuery(q): ApiQuery<ClusterQuery>,
 ) -> ApiResult<Json<ClusterList>> {
     let state_filter = match q.state.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(ClusterState::parse(s).ok_or_else(|| {
@@ -591,7 +591,7 @@ pub async fn list_clusters(
 pub async fn create_cluster(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Json(input): Json<ClusterIn>,
+    ApiJson(input): ApiJson<ClusterIn>,
 ) -> ApiResult<(StatusCode, Json<ClusterAccepted>)> {
     let req = ClusterRequest {
         tenant: input.tenant,
@@ -628,7 +628,7 @@ pub async fn cluster_events(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
-    Query(q): Query<EventsQuery>,
+    ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> ApiResult<Json<Vec<EventOut>>> {
     let events = state.kqueen.cluster_events(&actor, &id, q.after).await?;
     Ok(Json(events.into_iter().map(Into::into).collect()))
@@ -654,7 +654,7 @@ pub async fn scale_cluster(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
-    Json(input): Json<ScaleIn>,
+    ApiJson(input): ApiJson<ScaleIn>,
 ) -> ApiResult<(StatusCode, Json<OperationOut>)> {
     let op = state
         .kqueen
@@ -671,7 +671,7 @@ pub async fn upgrade_cluster(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
-    Json(input): Json<UpgradeIn>,
+    ApiJson(input): ApiJson<UpgradeIn>,
 ) -> ApiResult<(StatusCode, Json<OperationOut>)> {
     let op = state
         .kqueen
@@ -730,7 +730,7 @@ pub async fn revoke_access(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
-    Query(q): Query<AccessQuery>,
+    ApiQuery(q): ApiQuery<AccessQuery>,
 ) -> ApiResult<StatusCode> {
     state
         .kqueen
@@ -767,7 +767,7 @@ pub async fn put_quota(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(slug): Path<String>,
-    Json(q): Json<QuotaIo>,
+    ApiJson(q): ApiJson<QuotaIo>,
 ) -> ApiResult<Json<QuotaIo>> {
     let quota = Quota {
         max_clusters: q.max_clusters,

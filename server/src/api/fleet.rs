@@ -2,7 +2,7 @@
 //! dashboard, and the fleet audit queries (images, versions, findings) as paginated JSON or
 //! whole-result exports (CSV or JSON).
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 use super::audit::csv_table;
-use super::{ApiResult, ErrorOut};
+use super::{ApiQuery, ApiResult, ErrorOut};
 use crate::startup::AppState;
 
 /// Most rows one export holds.
@@ -469,7 +469,7 @@ impl From<FleetOverview> for FleetOut {
 pub async fn overview(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(p): Query<FleetParams>,
+    ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Json<FleetOut>> {
     let filter = p.filter()?;
     Ok(Json(
@@ -551,7 +551,7 @@ pub struct ImagesOut {
 pub async fn images(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(p): Query<FleetParams>,
+    ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;
@@ -753,7 +753,7 @@ pub struct VersionsOut {
 pub async fn versions(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(p): Query<FleetParams>,
+    ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;
@@ -863,7 +863,7 @@ pub struct FindingsOut {
 pub async fn findings(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(p): Query<FleetParams>,
+    ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;

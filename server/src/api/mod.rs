@@ -5,6 +5,7 @@
 mod audit;
 mod clusters;
 mod dto;
+mod extract;
 mod fleet;
 mod tenants;
 mod tokens;
@@ -23,6 +24,7 @@ use crate::startup::AppState;
 
 pub use clusters::kubeconfig_response;
 pub use dto::*;
+pub use extract::{ApiJson, ApiQuery};
 
 #[derive(OpenApi)]
 #[openapi(

@@ -1,6 +1,6 @@
 //! whoami, tenants and their members.
 
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use kqueen_core::identity::Role;
@@ -10,7 +10,9 @@ use kqueen_core::{Actor, Error};
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{ApiResult, ErrorOut, MemberIn, MemberOut, TenantIn, TenantOut, WhoAmI};
+use super::{
+    ApiJson, ApiQuery, ApiResult, ErrorOut, MemberIn, MemberOut, TenantIn, TenantOut, WhoAmI,
+};
 use crate::startup::AppState;
 
 /// The caller: name, e-mail, tenants with roles, operator or not.
@@ -35,7 +37,7 @@ pub struct TenantQuery {
 pub async fn list_tenants(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(q): Query<TenantQuery>,
+    ApiQuery(q): ApiQuery<TenantQuery>,
 ) -> ApiResult<Json<Vec<TenantOut>>> {
     let page = Page::new(
         q.limit.unwrap_or(Page::DEFAULT_LIMIT),
@@ -55,7 +57,7 @@ pub async fn list_tenants(
 pub async fn create_tenant(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Json(input): Json<TenantIn>,
+    ApiJson(input): ApiJson<TenantIn>,
 ) -> ApiResult<(StatusCode, Json<TenantOut>)> {
     let input = NewTenant {
         slug: input.slug,
@@ -99,7 +101,7 @@ pub async fn put_member(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path((slug, username)): Path<(String, String)>,
-    Json(input): Json<MemberIn>,
+    ApiJson(input): ApiJson<MemberIn>,
 ) -> ApiResult<StatusCode> {
     let role = Role::parse(&input.role).map_err(Error::Invalid)?;
     state

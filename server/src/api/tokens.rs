@@ -6,7 +6,7 @@ use axum::{Extension, Json};
 use kqueen_core::{Actor, Error, ValidationError};
 use uuid::Uuid;
 
-use super::{ApiResult, ErrorOut, TokenCreated, TokenIn, TokenOut};
+use super::{ApiJson, ApiResult, ErrorOut, TokenCreated, TokenIn, TokenOut};
 use crate::startup::AppState;
 
 /// The caller's tokens, newest first (secrets are never listed).
@@ -26,7 +26,7 @@ pub async fn list_tokens(
 pub async fn create_token(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Json(input): Json<TokenIn>,
+    ApiJson(input): ApiJson<TokenIn>,
 ) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
     let issued = state
         .kqueen

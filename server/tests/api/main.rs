@@ -5,6 +5,7 @@
 mod access;
 mod binary;
 mod clusters;
+mod contract;
 mod fleet;
 mod helpers;
 mod oidc;
