@@ -228,7 +228,8 @@ pub struct Cluster {
 /// A cluster request.
 #[derive(Debug, Clone, Default)]
 pub struct ClusterRequest {
-    pub tenant: String,
+    /// Tenant slug; `None` (or blank): the caller's only tenant where they may create clusters.
+    pub tenant: Option<String>,
     pub name: String,
     /// Template name or id.
     pub template: String,

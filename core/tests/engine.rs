@@ -239,7 +239,7 @@ impl Setup {
             .request_cluster(
                 &self.alice,
                 ClusterRequest {
-                    tenant: "team-a".into(),
+                    tenant: Some("team-a".into()),
                     name: name.into(),
                     template: "small".into(),
                     parameters: [("node_count".to_owned(), nodes.to_owned())].into(),
@@ -752,7 +752,7 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
         s.k.request_cluster(
             &s.bob,
             ClusterRequest {
-                tenant: "team-a".into(),
+                tenant: Some("team-a".into()),
                 name: "x".into(),
                 template: "small".into(),
                 parameters: Default::default(),

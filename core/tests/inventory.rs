@@ -299,7 +299,7 @@ impl Fleet {
             .request_cluster(
                 who,
                 ClusterRequest {
-                    tenant: tenant.into(),
+                    tenant: Some(tenant.into()),
                     name: name.into(),
                     template: "import".into(),
                     parameters: [("kubeconfig".to_owned(), kubeconfig.to_owned())].into(),

@@ -371,7 +371,7 @@ async fn sync(backend: &str, db: TestDatabase, n: usize) {
         k.request_cluster(
             &cli,
             ClusterRequest {
-                tenant: "team".into(),
+                tenant: Some("team".into()),
                 name: format!("c-{i:03}"),
                 template: "import".into(),
                 parameters: [("kubeconfig".to_owned(), fake.admin_kubeconfig())].into(),

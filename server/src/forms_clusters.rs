@@ -65,7 +65,7 @@ async fn request_cluster(
 ) -> Response {
     let params = prefixed(&fields, "p.");
     let req = ClusterRequest {
-        tenant: field(&fields, "tenant").to_owned(),
+        tenant: Some(field(&fields, "tenant").to_owned()),
         name: field(&fields, "name").to_owned(),
         template: field(&fields, "template").to_owned(),
         parameters: params.clone(),

@@ -64,14 +64,18 @@ fn param_secret_ref(tenant: Uuid, cluster: Uuid, name: &str) -> SecretRef {
 impl Kqueen {
     /// Accepts a cluster request: validates it against the template, checks the quota, stores
     /// the cluster and its create operation. Provisioning happens in the background.
-    #[tracing::instrument(skip_all, fields(actor = %actor, tenant = %req.tenant, name = %req.name))]
+    #[tracing::instrument(skip_all, fields(actor = %actor, tenant = ?req.tenant, name = %req.name))]
     pub async fn request_cluster(
         &self,
         actor: &Actor,
         req: ClusterRequest,
     ) -> Result<(Cluster, Operation)> {
+        let slug = match req.tenant.as_deref().map(str::trim) {
+            Some(slug) if !slug.is_empty() => slug.to_owned(),
+            _ => Self::only_tenant(actor, Permission::ManageClusters)?,
+        };
         let tenant = self
-            .visible_tenant(actor, &req.tenant, action::CLUSTER_CREATE)
+            .visible_tenant(actor, &slug, action::CLUSTER_CREATE)
             .await?;
         self.authorize(
             actor,

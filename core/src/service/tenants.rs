@@ -6,7 +6,7 @@ use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::store;
 use crate::tenant::{DisplayName, NewTenant, Tenant, TenantFilter, TenantSlug};
-use crate::{Actor, Error, Result};
+use crate::{Actor, Error, Result, ValidationError};
 
 impl Kqueen {
     /// Creates a tenant (operators). Refusals, invalid input and name clashes are audited.
@@ -84,6 +84,37 @@ impl Kqueen {
         self.audit_refusal(actor, action, slug, tenant_id, &error)
             .await?;
         Err(error)
+    }
+
+    /// The tenant an action about one tenant defaults to when the caller names none: the only
+    /// tenant the caller belongs to where `permission` allows it. Operators, who may act in
+    /// every tenant, get the same rule over their memberships. Belonging to several such
+    /// tenants, or to none, is invalid input (field `tenant`): the caller has to name one.
+    pub(super) fn only_tenant(
+        actor: &Actor,
+        permission: impl Fn(uuid::Uuid) -> Permission,
+    ) -> Result<String> {
+        let memberships = match actor.identity() {
+            Some(identity) => identity.memberships.as_slice(),
+            None if !actor.is_trusted() => return Err(Error::Unauthenticated),
+            None => &[],
+        };
+        let mut allowed = memberships
+            .iter()
+            .filter(|m| policy::check(actor, permission(m.tenant_id)).is_ok());
+        match (allowed.next(), allowed.next()) {
+            (Some(only), None) => Ok(only.tenant_slug.as_str().to_owned()),
+            (Some(_), Some(_)) => Err(ValidationError::new(
+                "tenant",
+                "required: you belong to several tenants, name one",
+            )
+            .into()),
+            (None, _) => Err(ValidationError::new(
+                "tenant",
+                "required: you belong to no tenant where you may do this",
+            )
+            .into()),
+        }
     }
 
     /// Tenants the actor may see: all for operators, their own for everyone else.

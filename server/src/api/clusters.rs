@@ -327,7 +327,10 @@ impl From<ClusterDetail> for ClusterDetailOut {
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ClusterIn {
-    pub tenant: String,
+    /// Tenant slug. Optional when the caller belongs to exactly one tenant where they may
+    /// create clusters: that one is used. Otherwise 400.
+    #[serde(default)]
+    pub tenant: Option<String>,
     pub name: String,
     /// Template name.
     pub template: String,

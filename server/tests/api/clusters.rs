@@ -32,7 +32,7 @@ pub(crate) async fn call(
 }
 
 /// An installer that reports steps and progress and writes a kubeconfig.
-fn installer(dir: &std::path::Path) -> String {
+pub(crate) fn installer(dir: &std::path::Path) -> String {
     let path = dir.join("install.sh");
     std::fs::write(
         &path,

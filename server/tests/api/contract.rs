@@ -1,10 +1,106 @@
-//! The API's contract as documented: malformed requests answer the error shape,
-//! `{"error": "...", "status": N}`, never plain text.
+//! The API's contract as documented: `POST /api/v1/clusters {name, template, parameters}`
+//! works without a tenant for callers of one tenant; malformed requests answer the error
+//! shape, `{"error": "...", "status": N}`, never plain text.
 
 use reqwest::{Method, StatusCode};
-use serde_json::Value;
+use serde_json::{json, Value};
 
+use crate::clusters::{call, installer};
 use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn a_request_without_tenant_goes_to_the_callers_only_tenant() {
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    app.seed_tenant("team-b", "Team B").await;
+    let olga = app.user("olga", true, &[]).await;
+    let amy = app.user("amy", false, &[("team-a", "member")]).await;
+    let max = app
+        .user("max", false, &[("team-a", "member"), ("team-b", "admin")])
+        .await;
+    let nemo = app.user("nemo", false, &[]).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let provider = json!({"name": "lab", "kind": "command",
+        "settings": {"create_command": installer(scripts.path()), "timeout_seconds": 60}});
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::POST,
+        "/api/v1/providers",
+        Some(provider),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let template = json!({"name": "small", "provider": "lab"});
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::POST,
+        "/api/v1/templates",
+        Some(template),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+
+    // Exactly the documented body: the caller's only tenant is used.
+    let request =
+        |name: &str| json!({"name": name, "template": "small", "parameters": {"node_count": 1}});
+    let (status, body) = call(
+        &amy,
+        &app,
+        Method::POST,
+        "/api/v1/clusters",
+        Some(request("dev")),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["cluster"]["tenant"], "team-a", "{body}");
+
+    // Several tenants, or none: 400 in the API's shape, saying why.
+    for (who, name, why) in [
+        (&max, "two", "several tenants"),
+        (&nemo, "none", "no tenant"),
+        (&olga, "op", "no tenant"),
+    ] {
+        let (status, body) = call(
+            who,
+            &app,
+            Method::POST,
+            "/api/v1/clusters",
+            Some(request(name)),
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{name}: {body}");
+        assert_eq!(body["status"], 400, "{body}");
+        let error = body["error"].as_str().unwrap();
+        assert!(
+            error.contains("tenant") && error.contains(why),
+            "{name}: {error}"
+        );
+    }
+    // Naming the tenant still works for them.
+    let mut named = request("two");
+    named["tenant"] = json!("team-b");
+    let (status, body) = call(&max, &app, Method::POST, "/api/v1/clusters", Some(named)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["cluster"]["tenant"], "team-b", "{body}");
+
+    // The OpenAPI document says the tenant is optional.
+    let doc: Value = app.get("/api/v1/openapi.json").await.json().await.unwrap();
+    let schema = &doc["components"]["schemas"]["ClusterIn"];
+    let required: Vec<&str> = schema["required"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert!(
+        required.contains(&"name") && !required.contains(&"tenant"),
+        "{schema}"
+    );
+    assert!(schema["properties"]["tenant"].is_object(), "{schema}");
+    app.stop().await;
+}
 
 #[tokio::test]
 async fn malformed_requests_answer_the_api_error_shape() {
