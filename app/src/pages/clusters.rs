@@ -377,7 +377,7 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
                 <div class="card-head"><h2 id="actions-heading">"Access and actions"</h2></div>
                 {if ready {
                     view! {
-                        <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download" download="">{kubeconfig_label}</a></p>
+                        <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download">{kubeconfig_label}</a></p>
                         <p class="muted">{kubeconfig_help}</p>
                         {(!page.admin_kubeconfig).then(|| view! {
                             <form method="post" action=format!("{base}/revoke")>

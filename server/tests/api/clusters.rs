@@ -648,7 +648,16 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         page.contains("Ready") && page.contains("https://web.example.test:6443"),
         "cluster page"
     );
-    assert!(page.contains("id=\"kubeconfig-download\""));
+    // The download link is a plain link: a `download` attribute would make the browser save
+    // the error page a failed download redirects to as a file. Success is an attachment anyway.
+    let at = page
+        .find("id=\"kubeconfig-download\"")
+        .expect("download link");
+    let tag = &page[page[..at].rfind('<').unwrap()..at + page[at..].find('>').unwrap()];
+    assert!(
+        !tag.replace("kubeconfig-download", "").contains("download"),
+        "{tag}"
+    );
     let list = app.get_as(&amy, "/clusters").await.text().await.unwrap();
     assert!(list.contains("data-cluster=\"web\""));
     // Delete through the form.
@@ -757,6 +766,16 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
         })
         .await;
     assert_eq!((issued.len(), issued[0].actor.as_str()), (1, "amy"));
+    // The portal's link answers the same file as an attachment.
+    let res = app
+        .get_as(&amy, &format!("/clusters/{id}/kubeconfig"))
+        .await;
+    assert_eq!(res.status(), StatusCode::OK);
+    let disposition = res.headers()["content-disposition"].to_str().unwrap();
+    assert!(
+        disposition.starts_with("attachment; filename="),
+        "{disposition}"
+    );
     // The tenant admin gets `admin`; a member cannot revoke someone else, the admin can.
     let res = adam
         .get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url))
@@ -810,6 +829,18 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
             .unwrap()
             .contains("cannot issue per-user kubeconfigs"),
         "{body}"
+    );
+    // Through the portal's link, the failure goes back to the cluster page with the message:
+    // a redirect the browser follows and shows, not an attachment it would save.
+    let res = app
+        .get_as(&amy, &format!("/clusters/{id}/kubeconfig"))
+        .await;
+    assert!(res.status().is_redirection(), "{}", res.status());
+    assert!(res.headers().get("content-disposition").is_none());
+    let to = res.headers()["location"].to_str().unwrap();
+    assert!(
+        to.starts_with(&format!("/clusters/{id}?error=")) && to.contains("per-user"),
+        "{to}"
     );
     app.stop().await;
 }
