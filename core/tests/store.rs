@@ -106,6 +106,28 @@ async fn tenant_list_filters_and_pages(s: &dyn Store) {
     assert_eq!(slugs(s, &all, Page::new(2, 2)).await, ["team-b"]);
 }
 
+/// Tenants by id: every one asked for, whatever its place in the slug order; unknown ids and
+/// repeats are skipped; no ids, no tenants.
+async fn tenants_by_ids(s: &dyn Store) {
+    let mut ids = Vec::new();
+    for slug in ["zz-last", "aa-first", "mm-middle"] {
+        let t = tenant(slug, slug);
+        s.create_tenant(&t, &created(&t)).await.unwrap();
+        ids.push(t.id);
+    }
+    let asked = [ids[0], ids[2], Uuid::now_v7(), ids[0]];
+    let mut found: Vec<String> = s
+        .tenants_by_ids(&asked)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.slug.to_string())
+        .collect();
+    found.sort();
+    assert_eq!(found, ["mm-middle", "zz-last"]);
+    assert!(s.tenants_by_ids(&[]).await.unwrap().is_empty());
+}
+
 async fn audit_is_newest_first_and_filtered(s: &dyn Store) {
     let a = tenant("team-a", "A");
     s.create_tenant(&a, &created(&a)).await.unwrap();
@@ -214,6 +236,7 @@ macro_rules! scenarios {
 scenarios!(
     tenants_round_trip,
     tenant_list_filters_and_pages,
+    tenants_by_ids,
     audit_is_newest_first_and_filtered,
     users_round_trip,
 );

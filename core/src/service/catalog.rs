@@ -393,34 +393,51 @@ impl Kqueen {
     }
 
     pub(crate) async fn template_view(&self, template: Template) -> Result<TemplateView> {
-        let provider = self.store.provider(template.provider_id).await?;
-        let provisioner = self.provisioner(provider.kind)?;
-        let (schema, fixed) = provisioner
-            .cluster_schema()
-            .refine(&template.overrides)
-            .map_err(|e| Error::Corrupt(format!("template {}: {e}", template.name)))?;
-        let mut tenant_slugs = Vec::new();
-        if !template.tenants.is_empty() {
-            // Few tenants per template: resolve through the tenant list.
-            let all = self
-                .store
-                .list_tenants(&Default::default(), None, Page::new(Page::MAX_LIMIT, 0))
-                .await?;
-            tenant_slugs = all
+        let mut views = self.template_views(vec![template]).await?;
+        views.pop().ok_or(Error::NotFound("template"))
+    }
+
+    /// Views of templates, their tenants' slugs resolved by id in one query for them all.
+    /// Never through a page of the tenant list: a tenant past its end would drop out, and a
+    /// limited template would read (and be saved back) as offered to every tenant.
+    pub(crate) async fn template_views(
+        &self,
+        templates: Vec<Template>,
+    ) -> Result<Vec<TemplateView>> {
+        let ids: Vec<Uuid> = templates
+            .iter()
+            .flat_map(|t| t.tenants.iter().copied())
+            .collect();
+        let slugs: BTreeMap<Uuid, String> = if ids.is_empty() {
+            BTreeMap::new()
+        } else {
+            self.store
+                .tenants_by_ids(&ids)
+                .await?
                 .into_iter()
-                .filter(|t| template.tenants.contains(&t.id))
-                .map(|t| t.slug.as_str().to_owned())
-                .collect();
+                .map(|t| (t.id, t.slug.as_str().to_owned()))
+                .collect()
+        };
+        let mut views = Vec::with_capacity(templates.len());
+        for template in templates {
+            let provider = self.store.provider(template.provider_id).await?;
+            let provisioner = self.provisioner(provider.kind)?;
+            let (schema, fixed) = provisioner
+                .cluster_schema()
+                .refine(&template.overrides)
+                .map_err(|e| Error::Corrupt(format!("template {}: {e}", template.name)))?;
+            let tenant_slugs = template_tenant_slugs(&template, &slugs)?;
+            views.push(TemplateView {
+                provider_name: provider.name,
+                provider_kind: provider.kind,
+                capabilities: provisioner.capabilities(),
+                schema,
+                fixed,
+                tenant_slugs,
+                template,
+            });
         }
-        Ok(TemplateView {
-            provider_name: provider.name,
-            provider_kind: provider.kind,
-            capabilities: provisioner.capabilities(),
-            schema,
-            fixed,
-            tenant_slugs,
-            template,
-        })
+        Ok(views)
     }
 
     pub async fn delete_template(&self, actor: &Actor, name: &str) -> Result<()> {
@@ -472,11 +489,7 @@ impl Kqueen {
                 self.store.list_templates(Some(t.id), page).await?
             }
         };
-        let mut out = Vec::with_capacity(templates.len());
-        for t in templates {
-            out.push(self.template_view(t).await?);
-        }
-        Ok(out)
+        self.template_views(templates).await
     }
 
     /// One template; tenants see it only when it is offered to one of their tenants.
@@ -508,4 +521,22 @@ impl Kqueen {
             }
         }
     }
+}
+
+/// The slugs of the tenants a template is limited to, from `slugs` (tenant id -> slug). A
+/// limited template whose tenants cannot all be named is corrupt, not "offered to every
+/// tenant": an empty list would mean exactly that, and an edit would save it so.
+fn template_tenant_slugs(
+    template: &Template,
+    slugs: &BTreeMap<Uuid, String>,
+) -> Result<Vec<String>> {
+    template
+        .tenants
+        .iter()
+        .map(|id| {
+            slugs.get(id).cloned().ok_or_else(|| {
+                Error::Corrupt(format!("template {}: unknown tenant {id}", template.name))
+            })
+        })
+        .collect()
 }

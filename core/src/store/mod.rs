@@ -60,6 +60,8 @@ pub trait TenantStore: Send + Sync {
         member: Option<Uuid>,
         page: Page,
     ) -> Result<Vec<Tenant>>;
+    /// The tenants with these ids, in no particular order; ids of no tenant are skipped.
+    async fn tenants_by_ids(&self, ids: &[Uuid]) -> Result<Vec<Tenant>>;
 }
 
 #[async_trait]

@@ -1,6 +1,7 @@
 //! The API's contract as documented: `POST /api/v1/clusters {name, template, parameters}`
 //! works without a tenant for callers of one tenant; malformed requests answer the error
-//! shape, `{"error": "...", "status": N}`, never plain text.
+//! shape, `{"error": "...", "status": N}`, never plain text; a template's tenant list reads
+//! back as written, however many tenants there are.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -172,6 +173,61 @@ async fn malformed_requests_answer_the_api_error_shape() {
         let answer: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(answer["status"], want.as_u16(), "{answer}");
         assert!(!answer["error"].as_str().unwrap().is_empty(), "{answer}");
+    }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn a_template_limited_to_a_tenant_past_the_first_500_stays_limited() {
+    let app = TestApp::sqlite().await;
+    app.on_server(|s| async move {
+        for i in 0..=kqueen_core::page::Page::MAX_LIMIT {
+            let input = kqueen_core::tenant::NewTenant {
+                slug: format!("t-{i:04}"),
+                display_name: None,
+            };
+            let system = kqueen_core::Actor::system();
+            s.kqueen.create_tenant(&system, input).await.unwrap();
+        }
+    })
+    .await;
+    let olga = app.user("olga", true, &[]).await;
+    let scripts = tempfile::tempdir().unwrap();
+    let provider = json!({"name": "lab", "kind": "command",
+        "settings": {"create_command": installer(scripts.path())}});
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::POST,
+        "/api/v1/providers",
+        Some(provider),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    // The last tenant by slug: beyond the first page of the tenant list.
+    let last = format!("t-{:04}", kqueen_core::page::Page::MAX_LIMIT);
+    let template = json!({"name": "small", "provider": "lab", "tenants": [last, "t-0000"]});
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::POST,
+        "/api/v1/templates",
+        Some(template),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let mut tenants = body["tenants"].as_array().unwrap().clone();
+    tenants.sort_by_key(|t| t.to_string());
+    assert_eq!(tenants, vec![json!("t-0000"), json!(last)], "{body}");
+    for path in ["/api/v1/templates/small", "/api/v1/templates"] {
+        let (status, body) = call(&olga, &app, Method::GET, path, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let view = if body.is_array() { &body[0] } else { &body };
+        assert_eq!(
+            view["tenants"].as_array().unwrap().len(),
+            2,
+            "{path}: {body}"
+        );
     }
     app.stop().await;
 }

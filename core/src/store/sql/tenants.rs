@@ -87,4 +87,36 @@ impl TenantStore for SqlStore {
         });
         rows.into_iter().map(Tenant::try_from).collect()
     }
+
+    #[tracing::instrument(skip_all, fields(ids = ids.len()))]
+    async fn tenants_by_ids(&self, ids: &[Uuid]) -> Result<Vec<Tenant>> {
+        let mut ids = ids.to_vec();
+        ids.sort_unstable();
+        ids.dedup();
+        let mut tenants = Vec::with_capacity(ids.len());
+        // One query per chunk keeps the bind count well under both databases' limits.
+        for chunk in ids.chunks(BIND_CHUNK) {
+            let placeholders = (1..=chunk.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "SELECT id, slug, display_name, created_at FROM tenants WHERE id IN ({placeholders})"
+            );
+            let rows: Vec<TenantRow> = on_pool!(self, p => {
+                let mut q = sqlx::query_as(&sql);
+                for id in chunk {
+                    q = q.bind(*id);
+                }
+                q.fetch_all(p).await?
+            });
+            for row in rows {
+                tenants.push(Tenant::try_from(row)?);
+            }
+        }
+        Ok(tenants)
+    }
 }
+
+/// Ids bound per `IN (...)` query.
+const BIND_CHUNK: usize = 1000;
