@@ -11,8 +11,8 @@ use chrono::Utc;
 use kqueen_core::identity::Role;
 use kqueen_core::kubernetes::{
     binding_name, client, issue_user_kubeconfig, parse_kubeconfig, probe_version,
-    revoke_user_access, service_account_name, AccessError, AuthKind, IssuedKubeconfig, ProbeError,
-    UserAccess, USERS_NAMESPACE,
+    revoke_user_access, service_account_name, AccessError, AuthKind, ClusterEndpoint,
+    IssuedKubeconfig, ProbeError, UserAccess, USERS_NAMESPACE,
 };
 use proptest::prelude::*;
 use support::apiserver::RealApiServer;
@@ -43,9 +43,13 @@ async fn issuance_scenario(admin: kube::Client, server: &str, ca: Option<&str>) 
     let req = UserAccess::new("Alice.Smith@example.com", "acme", Role::Member, HOUR);
     let sa = service_account_name(&req.username);
 
-    let first = issue_user_kubeconfig(admin.clone(), server, ca, &req)
-        .await
-        .unwrap();
+    let first = issue_user_kubeconfig(
+        admin.clone(),
+        &ClusterEndpoint::new(server).with_ca_data(ca),
+        &req,
+    )
+    .await
+    .unwrap();
     assert_eq!(first.service_account, sa);
     let text = yaml(&first);
     let parsed = parse_kubeconfig(&text, None, false).unwrap();
@@ -103,9 +107,13 @@ async fn issuance_scenario(admin: kube::Client, server: &str, ca: Option<&str>) 
     assert_eq!(subject.namespace.as_deref(), Some(USERS_NAMESPACE));
 
     // Again: the same ServiceAccount, a new token.
-    let second = issue_user_kubeconfig(admin.clone(), server, ca, &req)
-        .await
-        .unwrap();
+    let second = issue_user_kubeconfig(
+        admin.clone(),
+        &ClusterEndpoint::new(server).with_ca_data(ca),
+        &req,
+    )
+    .await
+    .unwrap();
     assert_eq!(accounts.get(&sa).await.unwrap().metadata.uid, uid);
     assert_ne!(yaml(&first), yaml(&second), "a fresh token");
     assert!(probe_issued(&second).await.is_ok());
@@ -115,9 +123,13 @@ async fn issuance_scenario(admin: kube::Client, server: &str, ca: Option<&str>) 
         role: Role::Admin,
         ..req.clone()
     };
-    issue_user_kubeconfig(admin.clone(), server, ca, &admin_req)
-        .await
-        .unwrap();
+    issue_user_kubeconfig(
+        admin.clone(),
+        &ClusterEndpoint::new(server).with_ca_data(ca),
+        &admin_req,
+    )
+    .await
+    .unwrap();
     let binding = bindings.get(&binding_name(&sa)).await.unwrap();
     assert_eq!(binding.role_ref.name, "admin");
 
@@ -214,17 +226,20 @@ async fn the_issued_kubeconfig_carries_server_ca_and_context() {
     let mut req = UserAccess::new("bob", "acme", Role::Member, HOUR);
     req.context_name = Some("prod-eu".into());
     let ca = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCk1JSUIKLS0tLS1FTkQgQ0VSVElGSUNBVEUtLS0tLQo=";
-    let issued = issue_user_kubeconfig(admin.clone(), fake.url(), Some(ca), &req)
-        .await
-        .unwrap();
+    let issued = issue_user_kubeconfig(
+        admin.clone(),
+        &ClusterEndpoint::new(fake.url()).with_ca_data(Some(ca)),
+        &req,
+    )
+    .await
+    .unwrap();
     let parsed = parse_kubeconfig(&yaml(&issued), None, false).unwrap();
     assert_eq!(parsed.context(), "prod-eu");
     assert_eq!(parsed.ca_data(), Some(ca));
 
     let default_name = issue_user_kubeconfig(
         admin,
-        fake.url(),
-        None,
+        &ClusterEndpoint::new(fake.url()),
         &UserAccess::new("bob", "acme", Role::Member, HOUR),
     )
     .await
@@ -242,9 +257,10 @@ async fn the_cluster_may_shorten_the_token() {
     let fake = FakeKube::start().await;
     fake.set_max_token_seconds(3600);
     let req = UserAccess::new("carol", "acme", Role::Member, 24 * HOUR);
-    let issued = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
-        .await
-        .unwrap();
+    let issued =
+        issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
+            .await
+            .unwrap();
     assert!(issued.expires_at - Utc::now() <= chrono::Duration::minutes(61));
 }
 
@@ -253,7 +269,7 @@ async fn a_cluster_without_token_requests_cannot_issue() {
     let fake = FakeKube::start().await;
     fake.fail(Method::POST, "/token", 404);
     let req = UserAccess::new("dave", "acme", Role::Member, HOUR);
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    let err = issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap_err();
     match &err {
@@ -269,7 +285,7 @@ async fn forbidden_is_unsupported_and_server_errors_are_transient() {
     let req = UserAccess::new("erin", "acme", Role::Member, HOUR);
 
     fake.fail(Method::POST, "/serviceaccounts", 403);
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    let err = issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap_err();
     assert!(
@@ -279,14 +295,14 @@ async fn forbidden_is_unsupported_and_server_errors_are_transient() {
 
     fake.clear_failures();
     fake.fail(Method::POST, "/token", 500);
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    let err = issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap_err();
     assert!(err.is_transient(), "{err:?}");
 
     fake.clear_failures();
     fake.fail(Method::POST, "/token", 401);
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    let err = issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap_err();
     assert!(
@@ -296,9 +312,13 @@ async fn forbidden_is_unsupported_and_server_errors_are_transient() {
 
     let refused = refused_url().await;
     let kubeconfig = fake.admin_kubeconfig().replace(fake.url(), &refused);
-    let err = issue_user_kubeconfig(admin_client(&kubeconfig).await, &refused, None, &req)
-        .await
-        .unwrap_err();
+    let err = issue_user_kubeconfig(
+        admin_client(&kubeconfig).await,
+        &ClusterEndpoint::new(&refused),
+        &req,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&err, AccessError::Transient(r) if r.contains("connection refused")),
         "{err:?}"
@@ -309,9 +329,13 @@ async fn forbidden_is_unsupported_and_server_errors_are_transient() {
 async fn bad_requests_and_unknown_roles_are_refused() {
     let fake = FakeKube::start().await;
     let short = UserAccess::new("frank", "acme", Role::Member, Duration::from_secs(60));
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &short)
-        .await
-        .unwrap_err();
+    let err = issue_user_kubeconfig(
+        fake.admin_client(),
+        &ClusterEndpoint::new(fake.url()),
+        &short,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(err, AccessError::Invalid(ref v) if v.field == "ttl"),
         "{err:?}"
@@ -319,9 +343,13 @@ async fn bad_requests_and_unknown_roles_are_refused() {
 
     let mut custom = UserAccess::new("frank", "acme", Role::Member, HOUR);
     custom.role_map.member = "no-such-role".into();
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &custom)
-        .await
-        .unwrap_err();
+    let err = issue_user_kubeconfig(
+        fake.admin_client(),
+        &ClusterEndpoint::new(fake.url()),
+        &custom,
+    )
+    .await
+    .unwrap_err();
     assert!(
         matches!(&err, AccessError::Unsupported(r) if r.contains("no-such-role")),
         "{err:?}"
@@ -345,7 +373,7 @@ async fn namespace_access_may_be_limited() {
         serde_json::json!({"metadata": {"name": USERS_NAMESPACE}}),
     );
     fake.fail_path(Method::POST, NS, 403);
-    issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap();
     assert_eq!(fake.names(SA_PATH), vec![service_account_name("gina")]);
@@ -353,7 +381,7 @@ async fn namespace_access_may_be_limited() {
     // May not read namespaces, but may create one.
     let fake = FakeKube::start().await;
     fake.fail_path(Method::GET, USERS_NS, 403);
-    issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap();
     assert_eq!(fake.names(SA_PATH), vec![service_account_name("gina")]);
@@ -362,7 +390,7 @@ async fn namespace_access_may_be_limited() {
     let fake = FakeKube::start().await;
     fake.fail_path(Method::GET, USERS_NS, 403);
     fake.fail_path(Method::POST, NS, 403);
-    let err = issue_user_kubeconfig(fake.admin_client(), fake.url(), None, &req)
+    let err = issue_user_kubeconfig(fake.admin_client(), &ClusterEndpoint::new(fake.url()), &req)
         .await
         .unwrap_err();
     assert!(

@@ -13,5 +13,6 @@ pub use access::{
 };
 pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
-    current_server, parse_kubeconfig, AuthKind, ParsedKubeconfig, MAX_KUBECONFIG_BYTES,
+    current_server, parse_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
+    MAX_KUBECONFIG_BYTES,
 };

@@ -730,12 +730,7 @@ impl Kqueen {
         req.context_name = Some(format!("{}-{}", cluster.tenant_slug, cluster.name));
         let issued = tokio::time::timeout(
             self.settings.request_check_timeout * 2,
-            crate::kubernetes::issue_user_kubeconfig(
-                client,
-                parsed.server(),
-                parsed.ca_data(),
-                &req,
-            ),
+            crate::kubernetes::issue_user_kubeconfig(client, &parsed.endpoint(), &req),
         )
         .await
         .map_err(|_| Error::Conflict("the cluster did not answer in time; try again".into()))?

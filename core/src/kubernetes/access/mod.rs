@@ -17,6 +17,7 @@ use kube::api::Api;
 use sha2::{Digest, Sha256};
 
 use crate::identity::Role;
+use crate::kubernetes::ClusterEndpoint;
 use crate::vault::Secret;
 use crate::ValidationError;
 use objects::{
@@ -165,14 +166,15 @@ pub fn binding_name(service_account: &str) -> String {
 
 /// Creates (or reuses) the user's ServiceAccount and its ClusterRoleBinding, then asks the
 /// cluster for a token valid for `req.ttl` and returns a kubeconfig built around it.
-/// `cluster_server` and `ca_data` (base64 PEM, as in kubeconfigs) are what the user's kubectl
-/// will use to reach the cluster. Safe to call again: existing objects are reused, and a
-/// changed role replaces the binding.
+/// `endpoint` (server, CA, TLS and proxy settings, usually [`ParsedKubeconfig::endpoint`] of
+/// the stored kubeconfig) is what the user's kubectl will use to reach the cluster. Safe to
+/// call again: existing objects are reused, and a changed role replaces the binding.
+///
+/// [`ParsedKubeconfig::endpoint`]: crate::kubernetes::ParsedKubeconfig::endpoint
 #[tracing::instrument(skip_all, fields(sa, role = %req.role))]
 pub async fn issue_user_kubeconfig(
     client: kube::Client,
-    cluster_server: &str,
-    ca_data: Option<&str>,
+    endpoint: &ClusterEndpoint,
     req: &UserAccess,
 ) -> Result<IssuedKubeconfig, AccessError> {
     validate(req)?;
@@ -190,8 +192,8 @@ pub async fn issue_user_kubeconfig(
         .context_name
         .clone()
         .filter(|c| !c.trim().is_empty())
-        .unwrap_or_else(|| default_context_name(&req.tenant, cluster_server));
-    let yaml = user_kubeconfig(&context, cluster_server, ca_data, token)?;
+        .unwrap_or_else(|| default_context_name(&req.tenant, &endpoint.server));
+    let yaml = user_kubeconfig(&context, endpoint, token)?;
     tracing::info!(expires_at = %expires_at, "issued a user kubeconfig");
     Ok(IssuedKubeconfig {
         yaml,

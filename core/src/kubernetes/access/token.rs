@@ -8,13 +8,14 @@ use k8s_openapi::api::authentication::v1::{TokenRequest, TokenRequestSpec};
 use k8s_openapi::api::core::v1::ServiceAccount;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::PostParams;
-use kube::config::{AuthInfo, Cluster, Context, Kubeconfig};
+use kube::config::{AuthInfo, Context, Kubeconfig};
 use kube::config::{NamedAuthInfo, NamedCluster, NamedContext};
 use kube::Resource;
 
 use super::objects::{map_error, TOKENS_NOT_SERVED};
 use super::{AccessError, USERS_NAMESPACE};
 use crate::kubernetes::kubeconfig::write_kubeconfig;
+use crate::kubernetes::ClusterEndpoint;
 use crate::vault::Secret;
 
 /// Calls the TokenRequest API. The request is sent by hand so that an unreadable answer
@@ -58,10 +59,12 @@ pub(super) async fn request_token(
     Ok((status.token, expires_at))
 }
 
+/// A kubeconfig for `token` that reaches the cluster as `endpoint` says: the stored
+/// kubeconfig's server, CA, TLS server name, insecure flag and proxy, so it works with kubectl
+/// wherever the stored one does.
 pub(super) fn user_kubeconfig(
     context: &str,
-    server: &str,
-    ca_data: Option<&str>,
+    endpoint: &ClusterEndpoint,
     token: String,
 ) -> Result<Secret, AccessError> {
     let config = Kubeconfig {
@@ -69,11 +72,7 @@ pub(super) fn user_kubeconfig(
         kind: Some("Config".into()),
         clusters: vec![NamedCluster {
             name: context.into(),
-            cluster: Some(Cluster {
-                server: Some(server.into()),
-                certificate_authority_data: ca_data.map(str::to_owned),
-                ..Cluster::default()
-            }),
+            cluster: Some(endpoint.to_cluster()),
             other: BTreeMap::new(),
         }],
         auth_infos: vec![NamedAuthInfo {
@@ -114,5 +113,61 @@ pub(super) fn default_context_name(tenant: &str, server: &str) -> String {
         format!("kqueen-{tenant}")
     } else {
         format!("kqueen-{tenant}-{host}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+    use crate::kubernetes::parse_kubeconfig;
+
+    fn issued(endpoint: &ClusterEndpoint) -> kube::config::Cluster {
+        let yaml = user_kubeconfig("ctx", endpoint, "user-token".into()).unwrap();
+        let text = std::str::from_utf8(yaml.expose()).unwrap().to_owned();
+        let config = Kubeconfig::from_yaml(&text).unwrap();
+        config.clusters[0].cluster.clone().unwrap()
+    }
+
+    #[test]
+    fn the_stored_kubeconfigs_tls_and_proxy_settings_are_carried_over() {
+        let stored = "apiVersion: v1\nkind: Config\ncurrent-context: c\n\
+            clusters: [{name: c, cluster: {server: 'https://10.0.0.1:6443', \
+              insecure-skip-tls-verify: true, tls-server-name: api.internal}}]\n\
+            contexts: [{name: c, context: {cluster: c, user: u}}]\n\
+            users: [{name: u, user: {token: admin-token}}]\n";
+        let parsed = parse_kubeconfig(stored, None, false).unwrap();
+        let cluster = issued(&parsed.endpoint());
+        assert_eq!(cluster.server.as_deref(), Some("https://10.0.0.1:6443"));
+        assert_eq!(cluster.insecure_skip_tls_verify, Some(true));
+        assert_eq!(cluster.tls_server_name.as_deref(), Some("api.internal"));
+        assert_eq!(cluster.certificate_authority_data, None);
+    }
+
+    #[test]
+    fn every_endpoint_setting_reaches_the_issued_kubeconfig() {
+        let endpoint = ClusterEndpoint {
+            server: "https://k8s.example.test".into(),
+            ca_data: Some("Q0E=".into()),
+            insecure_skip_tls_verify: false,
+            tls_server_name: Some("kubernetes.default".into()),
+            proxy_url: Some("http://proxy.example.test:3128".into()),
+        };
+        let cluster = issued(&endpoint);
+        assert_eq!(cluster.certificate_authority_data.as_deref(), Some("Q0E="));
+        assert_eq!(
+            cluster.insecure_skip_tls_verify, None,
+            "only written when set"
+        );
+        assert_eq!(
+            cluster.tls_server_name.as_deref(),
+            Some("kubernetes.default")
+        );
+        assert_eq!(
+            cluster.proxy_url.as_deref(),
+            Some("http://proxy.example.test:3128")
+        );
+        assert_eq!(cluster.certificate_authority, None);
     }
 }

@@ -105,6 +105,67 @@ impl ParsedKubeconfig {
     pub(crate) fn kubeconfig(&self) -> &Kubeconfig {
         &self.minimal
     }
+
+    /// How this kubeconfig reaches its cluster, credentials aside: what a kubeconfig issued
+    /// to someone else for the same cluster must carry over.
+    pub fn endpoint(&self) -> ClusterEndpoint {
+        let cluster = self
+            .minimal
+            .clusters
+            .first()
+            .and_then(|c| c.cluster.clone())
+            .unwrap_or_default();
+        ClusterEndpoint {
+            server: self.server.clone(),
+            ca_data: self.ca_data.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify,
+            tls_server_name: cluster.tls_server_name.filter(|n| !n.is_empty()),
+            proxy_url: cluster.proxy_url.filter(|p| !p.is_empty()),
+        }
+    }
+}
+
+/// The cluster entry of a kubeconfig without credentials: the server and the TLS and network
+/// settings kubectl needs to reach it. File references (`certificate-authority`) never
+/// appear: [`parse_kubeconfig`] refuses them, since they name files on the KQueen server.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClusterEndpoint {
+    /// The API server URL.
+    pub server: String,
+    /// The CA bundle, base64 of PEM (`certificate-authority-data`).
+    pub ca_data: Option<String>,
+    pub insecure_skip_tls_verify: bool,
+    /// The name the server certificate is checked against, when not the URL's host.
+    pub tls_server_name: Option<String>,
+    pub proxy_url: Option<String>,
+}
+
+impl ClusterEndpoint {
+    /// An endpoint at `server` with the system's trust roots.
+    pub fn new(server: impl Into<String>) -> Self {
+        Self {
+            server: server.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The same endpoint with this CA bundle (base64 of PEM), if any.
+    pub fn with_ca_data(mut self, ca_data: Option<&str>) -> Self {
+        self.ca_data = ca_data.map(str::to_owned);
+        self
+    }
+
+    /// As a kubeconfig cluster entry.
+    pub(crate) fn to_cluster(&self) -> kube::config::Cluster {
+        kube::config::Cluster {
+            server: Some(self.server.clone()),
+            certificate_authority_data: self.ca_data.clone(),
+            insecure_skip_tls_verify: self.insecure_skip_tls_verify.then_some(true),
+            tls_server_name: self.tls_server_name.clone(),
+            proxy_url: self.proxy_url.clone(),
+            ..kube::config::Cluster::default()
+        }
+    }
 }
 
 impl fmt::Debug for ParsedKubeconfig {
