@@ -157,7 +157,8 @@ pub struct Provider {
 }
 
 /// Input to create or edit a provider. Secret fields left empty on edit keep their value.
-#[derive(Debug, Clone, Default)]
+/// `Debug` names the settings but shows none of their values.
+#[derive(Clone, Default)]
 pub struct ProviderInput {
     pub name: String,
     pub kind: String,
@@ -165,6 +166,30 @@ pub struct ProviderInput {
     /// Every setting by name, secret ones included (they go to the vault).
     pub settings: Params,
     pub disabled: bool,
+}
+
+impl fmt::Debug for ProviderInput {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ProviderInput")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("description", &self.description)
+            .field("settings", &RedactedValues(&self.settings))
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+/// `Debug` of a map of settings or parameters: the names, no values. Which ones are secret
+/// (a Jenkins API token, an uploaded kubeconfig) is known only to the provisioner's schema.
+pub struct RedactedValues<'a, V>(pub &'a BTreeMap<String, V>);
+
+impl<V> fmt::Debug for RedactedValues<'_, V> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, format_args!("[redacted]"))))
+            .finish()
+    }
 }
 
 /// A template as stored.
@@ -225,8 +250,9 @@ pub struct Cluster {
     pub updated_at: DateTime<Utc>,
 }
 
-/// A cluster request.
-#[derive(Debug, Clone, Default)]
+/// A cluster request. `Debug` names the parameters but shows none of their values (one may be
+/// an uploaded kubeconfig).
+#[derive(Clone, Default)]
 pub struct ClusterRequest {
     /// Tenant slug; `None` (or blank): the caller's only tenant where they may create clusters.
     pub tenant: Option<String>,
@@ -234,6 +260,17 @@ pub struct ClusterRequest {
     /// Template name or id.
     pub template: String,
     pub parameters: Params,
+}
+
+impl fmt::Debug for ClusterRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterRequest")
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("template", &self.template)
+            .field("parameters", &RedactedValues(&self.parameters))
+            .finish()
+    }
 }
 
 /// What to list.
@@ -392,6 +429,43 @@ impl Quota {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn debug_never_shows_provider_settings_or_request_parameters() {
+        let provider = ProviderInput {
+            name: "ci".into(),
+            kind: "jenkins".into(),
+            settings: [
+                ("url".to_owned(), "https://ci.example.test".to_owned()),
+                ("api_token".to_owned(), "11aa22bb-jenkins-token".to_owned()),
+            ]
+            .into(),
+            ..ProviderInput::default()
+        };
+        let shown = format!("{provider:?}");
+        assert!(!shown.contains("11aa22bb-jenkins-token"), "{shown}");
+        assert!(
+            shown.contains("api_token") && shown.contains("jenkins"),
+            "{shown}"
+        );
+
+        let request = ClusterRequest {
+            tenant: Some("team-a".into()),
+            name: "prod".into(),
+            template: "import".into(),
+            parameters: [(
+                "kubeconfig".to_owned(),
+                "users: [{name: u, user: {token: uploaded-admin-token}}]".to_owned(),
+            )]
+            .into(),
+        };
+        let shown = format!("{request:?}");
+        assert!(!shown.contains("uploaded-admin-token"), "{shown}");
+        assert!(
+            shown.contains("kubeconfig") && shown.contains("prod"),
+            "{shown}"
+        );
+    }
 
     #[test]
     fn names_are_dns_labels() {

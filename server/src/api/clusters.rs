@@ -98,7 +98,7 @@ impl From<Provider> for ProviderOut {
 
 /// Creates or edits a provider. On edit, `kind` is ignored and secret settings left out
 /// keep their stored value.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ProviderIn {
     pub name: String,
     #[serde(default)]
@@ -111,6 +111,30 @@ pub struct ProviderIn {
     pub settings: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     pub disabled: bool,
+}
+
+impl std::fmt::Debug for ProviderIn {
+    /// Names the settings, shows none of their values (some are secrets).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderIn")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("description", &self.description)
+            .field("settings", &RedactedJson(&self.settings))
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+/// `Debug` of a JSON object of settings or parameters: the names, no values.
+struct RedactedJson<'a>(&'a serde_json::Map<String, serde_json::Value>);
+
+impl std::fmt::Debug for RedactedJson<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, format_args!("[redacted]"))))
+            .finish()
+    }
 }
 
 impl TryFrom<ProviderIn> for ProviderInput {
@@ -325,7 +349,8 @@ impl From<ClusterDetail> for ClusterDetailOut {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+/// `Debug` names the parameters but shows none of their values (one may be a kubeconfig).
+#[derive(Serialize, Deserialize, ToSchema)]
 pub struct ClusterIn {
     /// Tenant slug. Optional when the caller belongs to exactly one tenant where they may
     /// create clusters: that one is used. Otherwise 400.
@@ -338,6 +363,17 @@ pub struct ClusterIn {
     #[serde(default)]
     #[schema(value_type = Object)]
     pub parameters: serde_json::Map<String, serde_json::Value>,
+}
+
+impl std::fmt::Debug for ClusterIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterIn")
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("template", &self.template)
+            .field("parameters", &RedactedJson(&self.parameters))
+            .finish()
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -779,4 +815,34 @@ pub async fn put_quota(
     };
     state.kqueen.set_quota(&actor, &slug, quota).await?;
     Ok(Json(q))
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_settings_or_parameters() {
+        let provider: ProviderIn = serde_json::from_value(serde_json::json!({
+            "name": "ci", "kind": "jenkins", "settings": {"api_token": "11aa22bb-jenkins-token"}
+        }))
+        .unwrap();
+        let shown = format!("{provider:?}");
+        assert!(
+            !shown.contains("11aa22bb") && shown.contains("api_token"),
+            "{shown}"
+        );
+        let request: ClusterIn = serde_json::from_value(serde_json::json!({
+            "name": "prod", "template": "import",
+            "parameters": {"kubeconfig": "users: [{user: {token: uploaded-admin-token}}]"}
+        }))
+        .unwrap();
+        let shown = format!("{request:?}");
+        assert!(
+            !shown.contains("uploaded-admin-token") && shown.contains("kubeconfig"),
+            "{shown}"
+        );
+    }
 }
