@@ -530,7 +530,7 @@ async fn scaling_stays_within_the_template(db: TestDatabase) {
         s.k.request_cluster(
             &s.alice,
             ClusterRequest {
-                tenant: "team-a".into(),
+                tenant: Some("team-a".into()),
                 name: "ok-pinned".into(),
                 template: "pinned".into(),
                 parameters: Default::default(),

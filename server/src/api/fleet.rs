@@ -664,7 +664,7 @@ pub struct ImageHistoryPageOut {
 pub async fn image_history(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    Query(p): Query<FleetParams>,
+    ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
     let k = &state.kqueen;
