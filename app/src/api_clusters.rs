@@ -211,6 +211,8 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         .is_some_and(|o| matches!(o.state, OperationState::Pending | OperationState::Running));
     let can_manage = check(&actor, Permission::ManageClusters(d.cluster.tenant_id)).is_ok();
     let mut page = ClusterPageDto {
+        node_range: d.node_range,
+        version_options: d.version_options.clone(),
         parameters: d.cluster.parameters.clone().into_iter().collect(),
         error: d.cluster.error.clone(),
         created_by: d.cluster.created_by.clone(),

@@ -211,6 +211,10 @@ pub struct ClusterPageDto {
     pub busy: bool,
     pub admin_kubeconfig: bool,
     pub can_manage: bool,
+    /// Node counts a scale may ask for under the template (None: fixed by it).
+    pub node_range: Option<(i64, i64)>,
+    /// Versions an upgrade may choose from (empty: free text).
+    pub version_options: Vec<String>,
     /// The stored inventory (nodes, workloads, charts), once the cluster was synced.
     pub inventory: Option<crate::dto_fleet::InventoryDto>,
 }

@@ -541,6 +541,14 @@ async fn scaling_stays_within_the_template(db: TestDatabase) {
         .0;
     let engine = s.engine("w", Duration::from_secs(30));
     engine.run_until_idle().await.unwrap();
+    // The cluster page offers what the template allows.
+    for (id, range) in [(c.id, Some((1, 3))), (pinned.id, None)] {
+        let d = s.k.cluster_detail(&s.alice, &id.to_string()).await.unwrap();
+        assert_eq!(
+            d.node_range, range,
+            "the template's range; none when it fixes the count"
+        );
+    }
     let refused = s.k.scale_cluster(&s.alice, &c.id.to_string(), 5).await;
     assert!(
         matches!(&refused, Err(Error::Invalid(v)) if v.message.contains("node_count: must be at most 3")),

@@ -388,19 +388,34 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
                 } else {
                     view! { <p class="muted">"Kubeconfigs are available once the cluster is Ready."</p> }.into_any()
                 }}
-                {(page.can_manage && page.capabilities.scale && ready).then(|| view! {
+                {page.node_range.filter(|_| page.can_manage && page.capabilities.scale && ready).map(|(min, max)| view! {
                     <form method="post" action=format!("{base}/scale") class="filter" id="scale-form">
-                        <label for="scale-nodes">"Nodes"</label>
-                        <input type="number" id="scale-nodes" name="node_count" min="1" max="1000" value=c.node_count.to_string() />
+                        <label for="scale-nodes">{format!("Nodes ({min}–{max})")}</label>
+                        <input type="number" id="scale-nodes" name="node_count" min=min.to_string() max=max.to_string() value=c.node_count.to_string() required />
                         <button type="submit">"Scale"</button>
                     </form>
                 })}
-                {(page.can_manage && page.capabilities.upgrade && ready).then(|| view! {
-                    <form method="post" action=format!("{base}/upgrade") class="filter" id="upgrade-form">
-                        <label for="upgrade-version">"Kubernetes version"</label>
-                        <input id="upgrade-version" name="kubernetes_version" maxlength="20" required />
-                        <button type="submit">"Upgrade"</button>
-                    </form>
+                {(page.can_manage && page.capabilities.upgrade && ready).then(|| {
+                    let current = page.parameters.iter().find(|(k, _)| k == "kubernetes_version").map(|(_, v)| v.clone()).unwrap_or_default();
+                    let field = if page.version_options.is_empty() {
+                        view! { <input id="upgrade-version" name="kubernetes_version" maxlength="20" required /> }.into_any()
+                    } else {
+                        view! {
+                            <select id="upgrade-version" name="kubernetes_version" required>
+                                {page.version_options.iter().map(|v| {
+                                    let selected = *v == current;
+                                    view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
+                                }).collect_view()}
+                            </select>
+                        }.into_any()
+                    };
+                    view! {
+                        <form method="post" action=format!("{base}/upgrade") class="filter" id="upgrade-form">
+                            <label for="upgrade-version">"Kubernetes version"</label>
+                            {field}
+                            <button type="submit">"Upgrade"</button>
+                        </form>
+                    }
                 })}
                 {(page.can_manage && c.state != "deleting").then(|| view! {
                     <form method="post" action=format!("{base}/delete") id="delete-form">

@@ -15,7 +15,7 @@ use crate::cluster::{
 use crate::engine::kubeconfig_name;
 use crate::page::Page;
 use crate::policy::{self, Permission};
-use crate::provisioner::{Capabilities, OpContext, Params};
+use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params};
 use crate::store;
 use crate::tenant::{Tenant, TenantSlug};
 use crate::vault::{Secret, SecretRef};
@@ -32,6 +32,11 @@ pub struct ClusterDetail {
     pub events: Vec<ClusterEvent>,
     /// Whether the caller gets the admin kubeconfig (operators) or a per-user one.
     pub admin_kubeconfig: bool,
+    /// What a scale may ask for under the cluster's template (None: the template fixes the
+    /// node count, or the provisioner has no such parameter).
+    pub node_range: Option<(i64, i64)>,
+    /// The versions an upgrade may choose from (empty: any version-shaped text).
+    pub version_options: Vec<String>,
 }
 
 /// A downloaded kubeconfig.
@@ -339,7 +344,25 @@ impl Kqueen {
         let capabilities = self.capabilities_of(&cluster).await?;
         let operations = self.store.operations_of(cluster.id, 10).await?;
         let events = self.store.events_of(cluster.id, None, 300).await?;
+        let (mut node_range, mut version_options) = (None, Vec::new());
+        if capabilities.scale || capabilities.upgrade {
+            let (schema, fixed, _) = self.template_schema(&cluster).await?;
+            if !fixed.contains_key("node_count") {
+                if let Some(ParamKind::Integer { min, max, .. }) =
+                    schema.get("node_count").map(|s| &s.kind)
+                {
+                    node_range = Some((min.unwrap_or(1).max(1), max.unwrap_or(1000).min(1000)));
+                }
+            }
+            if let Some(ParamKind::Enum { options, .. }) =
+                schema.get("kubernetes_version").map(|s| &s.kind)
+            {
+                version_options = options.clone();
+            }
+        }
         Ok(ClusterDetail {
+            node_range,
+            version_options,
             admin_kubeconfig: policy::check(actor, Permission::AdminKubeconfig).is_ok(),
             cluster,
             capabilities,
@@ -487,25 +510,9 @@ impl Kqueen {
         name: &'static str,
         value: &str,
     ) -> Result<String> {
-        let provisioner = self.provisioner(cluster.provider_kind)?;
-        let template = match cluster.template_id {
-            Some(id) => match self.store.template(id).await {
-                Ok(t) => Some(t),
-                Err(Error::NotFound(_)) => None,
-                Err(e) => return Err(e),
-            },
-            None => None,
-        };
-        let (schema, fixed) = match &template {
-            Some(t) => provisioner
-                .cluster_schema()
-                .refine(&t.overrides)
-                .map_err(|e| Error::Corrupt(format!("template {}: {e}", t.name)))?,
-            None => (provisioner.cluster_schema(), Params::new()),
-        };
+        let (schema, fixed, by) = self.template_schema(cluster).await?;
         if let Some(v) = fixed.get(name) {
             if v != value {
-                let by = template.map(|t| t.name).unwrap_or_default();
                 return Err(ValidationError::new(
                     name,
                     format!("is fixed at {v} by template {by}"),
@@ -516,13 +523,37 @@ impl Kqueen {
         let Some(spec) = schema.get(name) else {
             return Ok(value.to_owned());
         };
-        let one = crate::provisioner::ParamSchema::new(vec![spec.clone()]);
+        let one = ParamSchema::new(vec![spec.clone()]);
         let input: Params = [(name.to_owned(), value.to_owned())].into();
         let checked = one.validate(&input)?;
         Ok(checked
             .get(name)
             .cloned()
             .unwrap_or_else(|| value.to_owned()))
+    }
+
+    /// The cluster parameters its template allows (refined schema), the values it fixes, and
+    /// the template's name; the provisioner's schema when the template is gone.
+    async fn template_schema(&self, cluster: &Cluster) -> Result<(ParamSchema, Params, String)> {
+        let provisioner = self.provisioner(cluster.provider_kind)?;
+        let template = match cluster.template_id {
+            Some(id) => match self.store.template(id).await {
+                Ok(t) => Some(t),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        Ok(match template {
+            Some(t) => {
+                let (schema, fixed) = provisioner
+                    .cluster_schema()
+                    .refine(&t.overrides)
+                    .map_err(|e| Error::Corrupt(format!("template {}: {e}", t.name)))?;
+                (schema, fixed, t.name)
+            }
+            None => (provisioner.cluster_schema(), Params::new(), String::new()),
+        })
     }
 
     /// Queues the deletion of a cluster.
