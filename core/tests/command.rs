@@ -444,6 +444,30 @@ async fn delete_scale_and_upgrade() {
 }
 
 #[tokio::test]
+async fn the_secret_environment_reaches_every_command() {
+    let mut f = Fixture::new(&[]);
+    let script = f.script(
+        "create.sh",
+        "test \"$CLOUD_TOKEN\" = 's3 cr3t' && echo token-ok\n",
+    );
+    f.set("create_command", &format!("/bin/sh {}", script.display()));
+    f.ctx.provider_secrets.insert(
+        "environment".into(),
+        kqueen_core::vault::Secret::new("CLOUD_TOKEN=s3 cr3t\n"),
+    );
+    let p = provisioner();
+    assert!(matches!(p.create(&mut f.ctx).await, Ok(Step::Done(()))));
+    assert!(logs(&f.reports()).contains(&"token-ok".to_owned()));
+    // A broken one fails the operation without quoting it.
+    f.ctx.checkpoint = serde_json::Value::Null;
+    f.ctx
+        .provider_secrets
+        .insert("environment".into(), kqueen_core::vault::Secret::new("bad"));
+    let why = failed(p.create(&mut f.ctx).await);
+    assert!(why.contains("secret environment line 1"), "{why}");
+}
+
+#[tokio::test]
 async fn the_kubeconfig_is_on_disk_only_while_a_command_needs_it() {
     let mut f = Fixture::new(&[]);
     let create = f.script(

@@ -209,6 +209,16 @@ impl Provisioner for CommandProvisioner {
                 "Upgrades Kubernetes to $KQ_KUBERNETES_VERSION.",
             ),
             ParamSpec::new(
+                "environment",
+                "Secret environment",
+                ParamKind::Text { max_len: 16 * 1024 },
+            )
+            .secret()
+            .help(
+                "Credentials for the installer, one NAME=value per line (cloud keys, registry \
+                 tokens): kept in the vault, given to every command, never shown again.",
+            ),
+            ParamSpec::new(
                 "shell",
                 "Run through /bin/sh",
                 ParamKind::Boolean { default: false },
@@ -246,6 +256,15 @@ impl Provisioner for CommandProvisioner {
                 },
             ),
         ])
+    }
+
+    fn check_provider_secrets(&self, secrets: &Params) -> Result<(), ValidationError> {
+        match secrets.get(ENVIRONMENT) {
+            Some(text) => parse_environment(text)
+                .map(drop)
+                .map_err(|m| ValidationError::new(ENVIRONMENT, m)),
+            None => Ok(()),
+        }
     }
 
     fn check_provider(&self, config: &Params) -> Result<(), ValidationError> {
@@ -322,6 +341,47 @@ impl Provisioner for CommandProvisioner {
         let env = vec![("KQ_KUBERNETES_VERSION".to_owned(), version.to_owned())];
         self.run_once(ctx, Action::Upgrade, &line, env).await
     }
+}
+
+/// The provider's secret setting with environment variables for every command.
+const ENVIRONMENT: &str = "environment";
+
+/// `NAME=value` lines (blank lines and `#` comments skipped). Names are upper-case shell
+/// variable names; KQueen's own (`KQ_…`) and `PATH`/`HOME` cannot be replaced. Messages name
+/// the line and never quote a value.
+fn parse_environment(text: &str) -> Result<Vec<(String, String)>, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim_end_matches('\r');
+        if line.trim().is_empty() || line.trim_start().starts_with('#') {
+            continue;
+        }
+        let n = i + 1;
+        let Some((name, value)) = line.split_once('=') else {
+            return Err(format!("line {n} is not NAME=value"));
+        };
+        let name = name.trim();
+        let valid = name
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_uppercase() || c == '_')
+            && name
+                .chars()
+                .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_');
+        if !valid {
+            return Err(format!(
+                "line {n}: the name must be upper-case letters, digits and _"
+            ));
+        }
+        if name.starts_with("KQ_") || matches!(name, "PATH" | "HOME") {
+            return Err(format!("line {n}: {name} is set by KQueen"));
+        }
+        if value.contains('\0') {
+            return Err(format!("line {n}: the value holds a NUL byte"));
+        }
+        out.push((name.to_owned(), value.to_owned()));
+    }
+    Ok(out)
 }
 
 /// Removes a plaintext kubeconfig when dropped.
@@ -480,7 +540,17 @@ impl CommandProvisioner {
             _ => None,
         };
 
-        let mut cmd = self.command(ctx, action, &argv, &work_dir, extra_env);
+        let mut env = match ctx.provider_secrets.get(ENVIRONMENT) {
+            Some(secret) => std::str::from_utf8(secret.expose())
+                .map_err(|_| "is not text".to_owned())
+                .and_then(parse_environment)
+                .map_err(|m| {
+                    ProvisionError::Failed(format!("the provider's secret environment {m}"))
+                })?,
+            None => Vec::new(),
+        };
+        env.extend(extra_env);
+        let mut cmd = self.command(ctx, action, &argv, &work_dir, env);
 
         ctx.reporter
             .step(format!("Running the {} command", action.as_str()));
@@ -886,6 +956,33 @@ fn current_server(k: &kube::config::Kubeconfig) -> Result<String, &'static str> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_environments_parse_without_quoting_values() {
+        let env = parse_environment("# cloud\nAWS_KEY=a=b\r\n\n_X=\nTOKEN= spaced \n").unwrap();
+        assert_eq!(
+            env,
+            [
+                ("AWS_KEY".to_owned(), "a=b".to_owned()),
+                ("_X".to_owned(), String::new()),
+                ("TOKEN".to_owned(), " spaced ".to_owned()),
+            ]
+        );
+        for (bad, why) in [
+            ("secret-value", "line 1 is not NAME=value"),
+            ("ok=secret-value", "upper-case"),
+            (
+                "A=1\nKQ_TENANT=secret-value",
+                "line 2: KQ_TENANT is set by KQueen",
+            ),
+            ("PATH=secret-value", "PATH is set by KQueen"),
+            ("1A=secret-value", "upper-case"),
+        ] {
+            let e = parse_environment(bad).unwrap_err();
+            assert!(e.contains(why), "{bad}: {e}");
+            assert!(!e.contains("secret-value"), "{e}");
+        }
+    }
 
     fn split(line: &str) -> Vec<String> {
         split_command_line(line).unwrap_or_else(|e| panic!("{line:?}: {e}"))

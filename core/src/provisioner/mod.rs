@@ -258,6 +258,12 @@ pub trait Provisioner: Send + Sync + 'static {
         Ok(())
     }
 
+    /// Checks new values of a provider's secret settings (those left unchanged on edit are
+    /// not passed). Errors name the field and never quote the value.
+    fn check_provider_secrets(&self, _secrets: &Params) -> Result<(), crate::ValidationError> {
+        Ok(())
+    }
+
     /// Checks a cluster request before it is accepted (e.g. that an uploaded kubeconfig
     /// parses and its API server answers). Runs inside the request: keep it short.
     async fn check_request(&self, _ctx: &OpContext) -> Result<(), crate::ValidationError> {

@@ -158,6 +158,12 @@ impl Kqueen {
             .into_iter()
             .partition(|(k, _)| schema.get(k).is_some_and(|s| s.secret));
         provisioner.check_provider(&config)?;
+        let changed: Params = secrets
+            .iter()
+            .filter(|(k, _)| !kept.contains(k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        provisioner.check_provider_secrets(&changed)?;
         let now = store::now();
         let provider = Provider {
             id: existing.as_ref().map_or_else(Uuid::now_v7, |p| p.id),

@@ -151,6 +151,22 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
         body["error"].as_str().unwrap().contains("create_command"),
         "{body}"
     );
+    // A malformed secret environment is refused without echoing it.
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::POST,
+        "/api/v1/providers",
+        Some(json!({"name": "z", "kind": "command",
+            "settings": {"create_command": "/bin/true", "environment": "lower=hunter2"}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+    let error = body["error"].as_str().unwrap();
+    assert!(
+        error.contains("environment") && !error.contains("hunter2"),
+        "{body}"
+    );
 
     let template = json!({"name": "small", "provider": "lab", "tenants": ["team-a"],
         "overrides": {"node_count": {"max": 3, "default": "2"}}});
