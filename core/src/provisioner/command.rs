@@ -959,7 +959,8 @@ mod tests {
 
     #[test]
     fn secret_environments_parse_without_quoting_values() {
-        let env = parse_environment("# cloud\nAWS_KEY=a=b\r\n\n_X=\nTOKEN= spaced \n").unwrap();
+        let env =
+            parse_environment("# cloud\nAWS_KEY=a=b\r\n\n_X=\nTOKEN= spaced \n").expect("valid");
         assert_eq!(
             env,
             [
@@ -978,7 +979,7 @@ mod tests {
             ("PATH=secret-value", "PATH is set by KQueen"),
             ("1A=secret-value", "upper-case"),
         ] {
-            let e = parse_environment(bad).unwrap_err();
+            let e = parse_environment(bad).expect_err("refused");
             assert!(e.contains(why), "{bad}: {e}");
             assert!(!e.contains("secret-value"), "{e}");
         }
