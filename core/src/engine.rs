@@ -345,8 +345,7 @@ impl Engine {
                         {
                             remove_work_dir(&ctx.work_dir).await
                         }
-                        OperationKind::Delete => {}
-                        OperationKind::Scale | OperationKind::Upgrade => {}
+                        OperationKind::Delete | OperationKind::Scale | OperationKind::Upgrade => {}
                     }
                     return Ok(());
                 }

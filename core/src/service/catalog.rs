@@ -428,10 +428,7 @@ impl Kqueen {
         for template in templates {
             let provider = self.store.provider(template.provider_id).await?;
             let provisioner = self.provisioner(provider.kind)?;
-            let (schema, fixed) = provisioner
-                .cluster_schema()
-                .refine(&template.overrides)
-                .map_err(|e| Error::Corrupt(format!("template {}: {e}", template.name)))?;
+            let (schema, fixed) = refined_schema(provisioner.as_ref(), &template)?;
             let tenant_slugs = template_tenant_slugs(&template, &slugs)?;
             views.push(TemplateView {
                 provider_name: provider.name,
@@ -527,6 +524,18 @@ impl Kqueen {
             }
         }
     }
+}
+
+/// What a template lets tenants ask of its provisioner: the cluster schema narrowed by the
+/// template's overrides, and the values it fixes.
+pub(super) fn refined_schema(
+    provisioner: &dyn Provisioner,
+    template: &Template,
+) -> Result<(ParamSchema, Params)> {
+    provisioner
+        .cluster_schema()
+        .refine(&template.overrides)
+        .map_err(|e| Error::Corrupt(format!("template {}: {e}", template.name)))
 }
 
 /// The slugs of the tenants a template is limited to, from `slugs` (tenant id -> slug). A

@@ -2,10 +2,11 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::catalog::provider_secret_ref;
+use super::catalog::{provider_secret_ref, refined_schema};
 use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{
@@ -15,7 +16,7 @@ use crate::cluster::{
 use crate::engine::kubeconfig_name;
 use crate::page::Page;
 use crate::policy::{self, Permission};
-use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params};
+use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params, Provisioner};
 use crate::store;
 use crate::tenant::{Tenant, TenantSlug};
 use crate::vault::{Secret, SecretRef};
@@ -243,17 +244,30 @@ impl Kqueen {
         Ok((cluster, op))
     }
 
+    /// The cluster's provisioner and its provider's current settings; `None` when this portal
+    /// has no provisioner of its kind or the provider is gone.
+    async fn provisioner_of(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<Option<(Arc<dyn Provisioner>, Params)>> {
+        let Some(p) = self.registry.get(cluster.provider_kind) else {
+            return Ok(None);
+        };
+        match self.store.provider(cluster.provider_id).await {
+            Ok(provider) => Ok(Some((p, provider.config))),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
     /// What the cluster's provider can do with its current settings (nothing, when this
     /// portal has no provisioner of its kind or the provider is gone).
     async fn capabilities_of(&self, cluster: &Cluster) -> Result<Capabilities> {
-        let Some(p) = self.registry.get(cluster.provider_kind) else {
-            return Ok(Capabilities::default());
-        };
-        match self.store.provider(cluster.provider_id).await {
-            Ok(provider) => Ok(p.capabilities_for(&provider.config)),
-            Err(Error::NotFound(_)) => Ok(Capabilities::default()),
-            Err(e) => Err(e),
-        }
+        Ok(self
+            .provisioner_of(cluster)
+            .await?
+            .map(|(p, config)| p.capabilities_for(&config))
+            .unwrap_or_default())
     }
 
     async fn provider_secrets(
@@ -546,10 +560,7 @@ impl Kqueen {
         };
         Ok(match template {
             Some(t) => {
-                let (schema, fixed) = provisioner
-                    .cluster_schema()
-                    .refine(&t.overrides)
-                    .map_err(|e| Error::Corrupt(format!("template {}: {e}", t.name)))?;
+                let (schema, fixed) = refined_schema(provisioner.as_ref(), &t)?;
                 (schema, fixed, t.name)
             }
             None => (provisioner.cluster_schema(), Params::new(), String::new()),
@@ -720,14 +731,10 @@ impl Kqueen {
         let text = std::str::from_utf8(admin.expose())
             .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
         // Checked again at every use: the provider may no longer allow credential plugins.
-        let allow_exec = match self.registry.get(cluster.provider_kind) {
-            Some(p) => match self.store.provider(cluster.provider_id).await {
-                Ok(provider) => p.allows_exec(&provider.config),
-                Err(Error::NotFound(_)) => false,
-                Err(e) => return Err(e),
-            },
-            None => false,
-        };
+        let allow_exec = self
+            .provisioner_of(cluster)
+            .await?
+            .is_some_and(|(p, config)| p.allows_exec(&config));
         let parsed = crate::kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
             Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
         })?;
