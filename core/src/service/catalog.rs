@@ -433,7 +433,7 @@ impl Kqueen {
             views.push(TemplateView {
                 provider_name: provider.name,
                 provider_kind: provider.kind,
-                capabilities: provisioner.capabilities(),
+                capabilities: provisioner.capabilities_for(&provider.config),
                 schema,
                 fixed,
                 tenant_slugs,

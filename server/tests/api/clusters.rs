@@ -179,6 +179,12 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
     )
     .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
+    // What the template's provider can do: "lab" has only a create command.
+    assert_eq!(
+        body["capabilities"],
+        json!({"scale": false, "upgrade": false, "deletes_infrastructure": false}),
+        "{body}"
+    );
     let node_count = body["parameters"]
         .as_array()
         .unwrap()
