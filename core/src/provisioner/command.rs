@@ -406,15 +406,13 @@ fn write_kubeconfig(path: &Path, kubeconfig: &Secret) -> Result<KubeconfigFile, 
     use std::io::Write;
     use std::os::unix::fs::OpenOptionsExt;
     let guard = KubeconfigFile(path.to_owned());
-    let mut file = std::fs::OpenOptions::new()
+    std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
         .open(path)
-        .and_then(|mut f| f.write_all(kubeconfig.expose()).map(|()| f))
-        .map_err(|e| ProvisionError::Failed(format!("cannot write $KQ_KUBECONFIG: {e}")))?;
-    file.flush()
+        .and_then(|mut f| f.write_all(kubeconfig.expose()))
         .map_err(|e| ProvisionError::Failed(format!("cannot write $KQ_KUBECONFIG: {e}")))?;
     Ok(guard)
 }
