@@ -427,7 +427,42 @@ macro_rules! on_both_databases {
     };
 }
 
+/// Two portal processes on one database: a token revoked through one stops working in the
+/// other within the cache's time-to-live, and at once where it was revoked.
+async fn a_token_revoked_by_another_process_stops_within_the_cache_ttl(db: TestDatabase) {
+    let db = &db;
+    let ttl = std::time::Duration::from_millis(300);
+    let one = kqueen(db).await.with_identity_cache_ttl(ttl);
+    let two = kqueen(db).await.with_identity_cache_ttl(ttl);
+    let alice = login(&one, "alice", &["team-a"]).await;
+    let issued = one.create_token(&alice, "laptop", 30).await.unwrap();
+    for k in [&one, &two] {
+        assert!(k
+            .authenticate_token(&issued.secret)
+            .await
+            .unwrap()
+            .is_some());
+    }
+    one.revoke_token(&alice, issued.token.id).await.unwrap();
+    assert!(
+        one.authenticate_token(&issued.secret)
+            .await
+            .unwrap()
+            .is_none(),
+        "at once where it was revoked"
+    );
+    tokio::time::sleep(ttl + std::time::Duration::from_millis(50)).await;
+    assert!(
+        two.authenticate_token(&issued.secret)
+            .await
+            .unwrap()
+            .is_none(),
+        "the other process after the ttl"
+    );
+}
+
 on_both_databases!(
+    a_token_revoked_by_another_process_stops_within_the_cache_ttl,
     cli_creates_tenants_with_defaults_and_refusals_are_audited,
     sso_login_maps_groups_and_leaving_a_group_removes_access,
     manual_memberships_survive_sso_logins,

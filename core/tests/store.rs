@@ -3,7 +3,12 @@
 #![allow(clippy::unwrap_used)]
 
 use kqueen_core::audit::{action, AuditEvent, AuditQuery, Outcome};
+use kqueen_core::cluster::{
+    Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind, Operation,
+    OperationKind, Provider, Template,
+};
 use kqueen_core::page::Page;
+use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::store::{self, Backend, Store, TenantStore};
 use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
 use kqueen_core::testing::TestDatabase;
@@ -210,6 +215,200 @@ async fn users_round_trip(s: &dyn Store) {
     assert_eq!(s.counts().await.unwrap().users, 1);
 }
 
+/// Cluster `name` of `t` in `state` (provider `p`), not yet stored.
+fn cluster(t: &Tenant, p: Uuid, name: &str, state: ClusterState) -> Cluster {
+    let now = store::now();
+    Cluster {
+        id: Uuid::now_v7(),
+        tenant_id: t.id,
+        tenant_slug: t.slug.to_string(),
+        name: ClusterName::parse(name).unwrap(),
+        template_id: None,
+        template_name: "small".into(),
+        provider_id: p,
+        provider_kind: ProviderKind::Command,
+        state,
+        parameters: [("node_count".to_owned(), "3".to_owned())].into(),
+        node_count: 3,
+        endpoint: None,
+        provisioner_state: serde_json::Value::Null,
+        error: None,
+        expires_at: None,
+        created_by: "test".into(),
+        created_at: now,
+        updated_at: now,
+    }
+}
+
+/// Stores `c` with its create operation, first event and audit entry.
+async fn insert(s: &dyn Store, c: &Cluster) {
+    let now = c.created_at;
+    let op = Operation::new(
+        c.id,
+        OperationKind::Create,
+        None,
+        "test",
+        now,
+        chrono::Duration::hours(1),
+    );
+    let event = ClusterEvent::new(c.id, Some(op.id), EventKind::State, "created", now);
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::CLUSTER_CREATE,
+        c.name.as_str(),
+        Outcome::Success,
+    )
+    .in_tenant(c.tenant_id);
+    s.create_cluster(c, &op, &event, &audit).await.unwrap();
+}
+
+/// A provider "lab" and its template "small".
+async fn catalog(s: &dyn Store) -> (Provider, Template) {
+    let now = store::now();
+    let provider = Provider {
+        id: Uuid::now_v7(),
+        name: "lab".into(),
+        kind: ProviderKind::Command,
+        description: String::new(),
+        config: Default::default(),
+        secret_fields: Vec::new(),
+        disabled: false,
+        created_at: now,
+        updated_at: now,
+    };
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::PROVIDER_CREATE,
+        "lab",
+        Outcome::Success,
+    );
+    s.create_provider(&provider, &audit).await.unwrap();
+    let template = Template {
+        id: Uuid::now_v7(),
+        provider_id: provider.id,
+        name: "small".into(),
+        description: String::new(),
+        overrides: Default::default(),
+        tenants: Vec::new(),
+        timeout_minutes: 30,
+        disabled: false,
+        created_at: now,
+        updated_at: now,
+    };
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::TEMPLATE_CREATE,
+        "small",
+        Outcome::Success,
+    );
+    s.create_template(&template, &audit).await.unwrap();
+    (provider, template)
+}
+
+/// Every field of a cluster survives a list (SQLite's arrives as JSON) as a single read has it.
+async fn cluster_list_keeps_every_field(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, template) = catalog(s).await;
+    let now = store::now();
+    // Every field survives the list (SQLite's comes as JSON): one with every optional field.
+    let mut full = cluster(&a, provider.id, "full", ClusterState::Error);
+    full.template_id = Some(template.id);
+    full.endpoint = Some("https://full.example.test:6443".into());
+    full.error = Some("a \"quoted\" error\non two lines, ünïcode".into());
+    full.expires_at = Some(now + chrono::Duration::hours(5));
+    full.provisioner_state = serde_json::json!({"build": 7, "queue": "https://ci/queue/9/"});
+    full.parameters
+        .insert("version".into(), "1.31 \\ \"x\"".into());
+    insert(s, &full).await;
+    let stored = s.cluster(full.id).await.unwrap();
+    let by_name = |n: &str| ClusterFilter {
+        name: Some(n.into()),
+        ..ClusterFilter::default()
+    };
+    let (listed, total) = s
+        .list_clusters(&by_name("full"), None, Page::default())
+        .await
+        .unwrap();
+    assert_eq!((listed, total), (vec![stored.clone()], 1));
+    assert_eq!(stored, full, "and the single read agrees");
+}
+
+/// A page of clusters and the number matching in all, from one query: the total follows the
+/// filters and the tenant scope, not the page; a page past the end still has the total.
+async fn cluster_list_pages_and_totals(s: &dyn Store) {
+    let (a, b) = (tenant("team-a", "A"), tenant("team-b", "B"));
+    for t in [&a, &b] {
+        s.create_tenant(t, &created(t)).await.unwrap();
+    }
+    let (provider, _) = catalog(s).await;
+    for (t, name, state) in [
+        (&b, "web", ClusterState::Ready),
+        (&a, "db", ClusterState::Ready),
+        (&a, "web", ClusterState::Error),
+        (&a, "api", ClusterState::Ready),
+        (&b, "batch", ClusterState::Provisioning),
+    ] {
+        insert(s, &cluster(t, provider.id, name, state)).await;
+    }
+    let list = |filter: ClusterFilter, scope: Option<Vec<Uuid>>, page: Page| async move {
+        let (items, total) = s
+            .list_clusters(&filter, scope.as_deref(), page)
+            .await
+            .unwrap();
+        let names: Vec<String> = items
+            .iter()
+            .map(|c| format!("{}/{}", c.tenant_slug, c.name))
+            .collect();
+        (names, total)
+    };
+    let all = ClusterFilter::default;
+    assert_eq!(
+        list(all(), None, Page::new(2, 0)).await,
+        (vec!["team-a/api".to_owned(), "team-a/db".to_owned()], 5)
+    );
+    assert_eq!(
+        list(all(), None, Page::new(2, 4)).await,
+        (vec!["team-b/web".to_owned()], 5)
+    );
+    assert_eq!(
+        list(all(), None, Page::new(2, 10)).await,
+        (vec![], 5),
+        "past the end"
+    );
+    let ready = ClusterFilter {
+        state: Some(ClusterState::Ready),
+        ..all()
+    };
+    assert_eq!(
+        list(ready, None, Page::new(1, 1)).await,
+        (vec!["team-a/db".to_owned()], 3)
+    );
+    let web_of_b = ClusterFilter {
+        tenant: Some("team-b".into()),
+        name: Some("WE".into()),
+        ..all()
+    };
+    assert_eq!(
+        list(web_of_b, None, Page::default()).await,
+        (vec!["team-b/web".to_owned()], 1)
+    );
+    assert_eq!(
+        list(all(), Some(vec![b.id]), Page::new(1, 0)).await,
+        (vec!["team-b/batch".to_owned()], 2),
+        "scope"
+    );
+    assert_eq!(
+        list(all(), Some(vec![]), Page::default()).await,
+        (vec![], 0)
+    );
+    let nothing = ClusterFilter {
+        name: Some("zzz".into()),
+        ..all()
+    };
+    assert_eq!(list(nothing, None, Page::new(2, 2)).await, (vec![], 0));
+}
+
 /// Runs every scenario on a fresh database of each backend.
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
@@ -239,6 +438,8 @@ scenarios!(
     tenants_by_ids,
     audit_is_newest_first_and_filtered,
     users_round_trip,
+    cluster_list_pages_and_totals,
+    cluster_list_keeps_every_field,
 );
 
 #[tokio::test]

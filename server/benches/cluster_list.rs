@@ -5,6 +5,7 @@
 //!
 //!   cargo bench -p kqueen-server --bench cluster_list            (release build)
 //!   KQUEEN_BENCH_SECONDS=10 cargo bench -p kqueen-server --bench cluster_list
+//!   KQUEEN_BENCH_ONLY=clusters cargo bench …   (only the cases whose name contains it)
 //!
 //! A benchmark, not a test: it prints figures and never fails on them.
 
@@ -12,8 +13,10 @@
 
 use std::time::{Duration, Instant};
 
-use kqueen_core::cluster::ClusterState;
+use kqueen_core::cluster::{ClusterFilter, ClusterState};
+use kqueen_core::page::Page;
 use kqueen_core::testing::TestDatabase;
+use kqueen_core::Actor;
 
 mod common;
 use common::{percentiles, Fleet, Portal};
@@ -61,6 +64,33 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
         .unwrap();
 
     println!("{backend}: seeded in {:.1} s", seed_time.as_secs_f64());
+    let only = std::env::var("KQUEEN_BENCH_ONLY").ok();
+    // The core use case alone, one call at a time: what a request costs below HTTP.
+    let cli = Actor::cli(None);
+    for (name, filter) in [
+        ("core list_clusters (first page)", ClusterFilter::default()),
+        (
+            "core list_clusters (tenant t-07)",
+            ClusterFilter {
+                tenant: Some("t-07".into()),
+                ..ClusterFilter::default()
+            },
+        ),
+    ] {
+        if !only.as_deref().is_none_or(|o| name.contains(o)) {
+            continue;
+        }
+        let k = portal.kqueen();
+        let calls = 300;
+        let t = Instant::now();
+        for _ in 0..calls {
+            k.list_clusters(&cli, &filter, Page::default())
+                .await
+                .unwrap();
+        }
+        let per_call = t.elapsed().as_secs_f64() * 1e6 / f64::from(calls);
+        println!("{backend}: {name:36} {per_call:7.0} us per call (one at a time)");
+    }
     for (name, client, path) in [
         // Floors: the HTTP stack alone, then with token authentication.
         ("GET /healthz (floor)", plain, "/healthz"),
@@ -77,6 +107,9 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
         ),
         ("GET /clusters (page)", browser.clone(), "/clusters"),
     ] {
+        if !only.as_deref().is_none_or(|o| name.contains(o)) {
+            continue;
+        }
         let figures = measure(client, format!("{url}{path}"), Duration::from_secs(seconds)).await;
         println!("{backend}: {name:36} {figures}");
     }

@@ -173,7 +173,7 @@ impl Kqueen {
     /// The current identity of a user, or `None` when the user is gone or disabled (their
     /// sessions and tokens then stop working).
     pub async fn identity(&self, user_id: Uuid) -> Result<Option<Identity>> {
-        if let Some(cached) = self.identities.get(user_id) {
+        if let Some(cached) = self.identities.get(&user_id) {
             return Ok(cached);
         }
         let user = match self.store.user_by_id(user_id).await {

@@ -313,12 +313,9 @@ impl Kqueen {
                 return Err(e);
             }
         };
-        let clusters = self
-            .store
+        self.store
             .list_clusters(filter, scope.as_deref(), page)
-            .await?;
-        let total = self.store.count_clusters(filter, scope.as_deref()).await?;
-        Ok((clusters, total))
+            .await
     }
 
     /// A cluster the actor may view; others answer "not found" (and are audited).

@@ -1,26 +1,36 @@
-//! A short-lived, in-process cache of resolved identities (user, operator flag, memberships),
-//! so that a burst of requests by one user or token does not read the same three rows for
-//! each. Entries live `ttl` (default 2 s); every change of users or memberships made through
-//! this process empties the cache at once, and changes made by another process sharing the
-//! database are seen within `ttl`. Authorization itself is still checked on every use case.
+//! Short-lived, in-process caches of what authenticates a request: resolved identities (user,
+//! operator flag, memberships) and API tokens by hash, so that a burst of requests by one
+//! user or token does not read the same rows for each. Entries live `ttl` (default 2 s);
+//! every change of users, memberships or tokens made through this process empties the
+//! matching cache at once, and changes made by another process sharing the database are seen
+//! within `ttl`. Authorization itself is still checked on every use case.
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use uuid::Uuid;
 
 use crate::identity::Identity;
+use crate::token::ApiToken;
 
-/// Most identities kept; beyond that the cache starts again empty.
+/// Most entries kept; beyond that a cache starts again empty.
 const MAX_ENTRIES: usize = 10_000;
 
-pub(crate) struct IdentityCache {
+/// Identities by user id (`None`: the user is gone or disabled).
+pub(crate) type IdentityCache = TtlCache<Uuid, Option<Identity>>;
+/// Stored API tokens by the hash of their secret (only tokens that exist).
+pub(crate) type TokenCache = TtlCache<String, ApiToken>;
+
+type Entries<K, V> = HashMap<K, (Instant, V)>;
+
+pub(crate) struct TtlCache<K, V> {
     ttl: Duration,
-    entries: Mutex<HashMap<Uuid, (Instant, Option<Identity>)>>,
+    entries: Mutex<Entries<K, V>>,
 }
 
-impl IdentityCache {
+impl<K: Eq + Hash, V: Clone> TtlCache<K, V> {
     pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(2);
 
     pub(crate) fn new(ttl: Duration) -> Self {
@@ -30,24 +40,24 @@ impl IdentityCache {
         }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<Uuid, (Instant, Option<Identity>)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Entries<K, V>> {
         // A panic while holding the lock leaves only cache entries behind: keep using them.
         self.entries
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// The cached identity of `user_id` (`Some(None)`: known to be disabled or gone).
-    pub(crate) fn get(&self, user_id: Uuid) -> Option<Option<Identity>> {
+    /// The cached value for `key`, while fresh.
+    pub(crate) fn get(&self, key: &K) -> Option<V> {
         if self.ttl.is_zero() {
             return None;
         }
         let entries = self.lock();
-        let (at, identity) = entries.get(&user_id)?;
-        (at.elapsed() < self.ttl).then(|| identity.clone())
+        let (at, value) = entries.get(key)?;
+        (at.elapsed() < self.ttl).then(|| value.clone())
     }
 
-    pub(crate) fn put(&self, user_id: Uuid, identity: Option<Identity>) {
+    pub(crate) fn put(&self, key: K, value: V) {
         if self.ttl.is_zero() {
             return;
         }
@@ -55,10 +65,17 @@ impl IdentityCache {
         if entries.len() >= MAX_ENTRIES {
             entries.clear();
         }
-        entries.insert(user_id, (Instant::now(), identity));
+        entries.insert(key, (Instant::now(), value));
     }
 
-    /// Forgets everything: users or memberships changed.
+    /// Replaces the value of a cached `key` and keeps its age (no effect when absent).
+    pub(crate) fn update(&self, key: &K, value: V) {
+        if let Some(entry) = self.lock().get_mut(key) {
+            entry.1 = value;
+        }
+    }
+
+    /// Forgets everything: what it caches changed.
     pub(crate) fn clear(&self) {
         self.lock().clear();
     }
@@ -84,17 +101,21 @@ mod tests {
         let cache = IdentityCache::new(Duration::from_millis(50));
         let amy = identity("amy");
         let id = amy.user_id;
-        assert_eq!(cache.get(id), None);
+        assert_eq!(cache.get(&id), None);
         cache.put(id, Some(amy.clone()));
-        assert_eq!(cache.get(id), Some(Some(amy.clone())));
+        assert_eq!(cache.get(&id), Some(Some(amy.clone())));
         cache.clear();
-        assert_eq!(cache.get(id), None);
+        assert_eq!(cache.get(&id), None);
+        cache.update(&id, None);
+        assert_eq!(cache.get(&id), None, "update adds nothing");
         cache.put(id, None);
-        assert_eq!(cache.get(id), Some(None), "gone users are cached too");
+        assert_eq!(cache.get(&id), Some(None), "gone users are cached too");
+        cache.update(&id, Some(amy.clone()));
+        assert_eq!(cache.get(&id), Some(Some(amy.clone())), "updated");
         std::thread::sleep(Duration::from_millis(60));
-        assert_eq!(cache.get(id), None, "expired");
+        assert_eq!(cache.get(&id), None, "expired");
         let off = IdentityCache::new(Duration::ZERO);
         off.put(id, Some(amy));
-        assert_eq!(off.get(id), None, "a zero ttl turns the cache off");
+        assert_eq!(off.get(&id), None, "a zero ttl turns the cache off");
     }
 }

@@ -47,6 +47,7 @@ pub struct Kqueen {
     pub(crate) settings: Arc<ClusterSettings>,
     pub(crate) inventory: Arc<InventorySettings>,
     pub(crate) identities: Arc<identity_cache::IdentityCache>,
+    pub(crate) tokens: Arc<identity_cache::TokenCache>,
 }
 
 /// Installation-wide settings of cluster management.
@@ -87,13 +88,18 @@ impl Kqueen {
             identities: Arc::new(identity_cache::IdentityCache::new(
                 identity_cache::IdentityCache::DEFAULT_TTL,
             )),
+            tokens: Arc::new(identity_cache::TokenCache::new(
+                identity_cache::TokenCache::DEFAULT_TTL,
+            )),
         }
     }
 
-    /// How long a resolved identity may be reused by this process (default 2 s; zero: never).
-    /// Changes made through this process are seen at once; another process's within `ttl`.
+    /// How long a resolved identity or API token may be reused by this process (default 2 s;
+    /// zero: never). Changes made through this process are seen at once; another process's
+    /// within `ttl`.
     pub fn with_identity_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
         self.identities = Arc::new(identity_cache::IdentityCache::new(ttl));
+        self.tokens = Arc::new(identity_cache::TokenCache::new(ttl));
         self
     }
 

@@ -88,6 +88,7 @@ impl Kqueen {
             .revoke_token(owner.user_id, id, store::now(), &audit)
             .await?
         {
+            self.tokens.clear();
             Ok(())
         } else {
             let e = Error::NotFound("token");
@@ -104,12 +105,16 @@ impl Kqueen {
             return Ok(None);
         }
         let now = store::now();
-        let Some(token) = self
-            .store
-            .token_by_hash(&secret::token_hash(secret))
-            .await?
-        else {
-            return Ok(None);
+        let hash = secret::token_hash(secret);
+        let mut token = match self.tokens.get(&hash) {
+            Some(t) => t,
+            None => match self.store.token_by_hash(&hash).await? {
+                Some(t) => {
+                    self.tokens.put(hash.clone(), t.clone());
+                    t
+                }
+                None => return Ok(None),
+            },
         };
         if !token.is_active(now) {
             return Ok(None);
@@ -121,6 +126,8 @@ impl Kqueen {
             .is_none_or(|t| now - t >= chrono::Duration::minutes(1))
         {
             self.store.touch_token(token.id, now).await?;
+            token.last_used_at = Some(now);
+            self.tokens.update(&hash, token.clone());
         }
         self.identity(token.user_id).await
     }

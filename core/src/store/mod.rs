@@ -206,15 +206,14 @@ pub trait ClusterStore: Send + Sync {
     ) -> Result<()>;
     /// A live (not deleted) cluster.
     async fn cluster(&self, id: Uuid) -> Result<Cluster>;
-    /// Live clusters, by tenant slug and name; `tenants` restricts to those tenants.
+    /// One page of live clusters, by tenant slug and name, and how many match in all;
+    /// `tenants` restricts to those tenants.
     async fn list_clusters(
         &self,
         filter: &ClusterFilter,
         tenants: Option<&[Uuid]>,
         page: Page,
-    ) -> Result<Vec<Cluster>>;
-    async fn count_clusters(&self, filter: &ClusterFilter, tenants: Option<&[Uuid]>)
-        -> Result<u64>;
+    ) -> Result<(Vec<Cluster>, u64)>;
     /// Queues an operation on a cluster and moves it to `state`. `Conflict` while another
     /// operation of that cluster is unfinished.
     async fn enqueue_operation(

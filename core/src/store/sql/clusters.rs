@@ -2,6 +2,7 @@
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
+use serde::Deserialize;
 use sqlx::FromRow;
 use uuid::Uuid;
 
@@ -17,7 +18,9 @@ use crate::provisioner::ProviderKind;
 use crate::store::{ClusterChange, ClusterStore, OperationStore};
 use crate::{Error, Result};
 
-#[derive(FromRow)]
+/// A cluster as the database holds it. Also read from JSON: SQLite lists (see
+/// [`SQLITE_PAGE_JSON`]) arrive as one JSON array.
+#[derive(FromRow, Deserialize)]
 struct ClusterRow {
     id: Uuid,
     tenant_id: Uuid,
@@ -33,10 +36,61 @@ struct ClusterRow {
     endpoint: Option<String>,
     provisioner_state: String,
     error: Option<String>,
+    #[serde(deserialize_with = "json_time::optional")]
     expires_at: Option<DateTime<Utc>>,
     created_by: String,
+    #[serde(deserialize_with = "json_time::required")]
     created_at: DateTime<Utc>,
+    #[serde(deserialize_with = "json_time::required")]
     updated_at: DateTime<Utc>,
+}
+
+/// Timestamps in SQLite's JSON: the text sqlx stored (RFC 3339), or SQLite's own
+/// `YYYY-MM-DD HH:MM:SS[.fff]` (UTC), as sqlx itself accepts.
+mod json_time {
+    use chrono::{DateTime, NaiveDateTime, Utc};
+    use serde::{de::Error, Deserialize, Deserializer};
+
+    fn parse<E: Error>(s: &str) -> Result<DateTime<Utc>, E> {
+        DateTime::parse_from_rfc3339(s)
+            .map(|t| t.with_timezone(&Utc))
+            .or_else(|_| NaiveDateTime::parse_from_str(s, "%F %T%.f").map(|t| t.and_utc()))
+            .map_err(|_| E::custom(format!("not a timestamp: '{s}'")))
+    }
+
+    pub(super) fn required<'de, D: Deserializer<'de>>(d: D) -> Result<DateTime<Utc>, D::Error> {
+        parse(&String::deserialize(d)?)
+    }
+
+    pub(super) fn optional<'de, D: Deserializer<'de>>(
+        d: D,
+    ) -> Result<Option<DateTime<Utc>>, D::Error> {
+        Option::<String>::deserialize(d)?
+            .map(|s| parse(&s))
+            .transpose()
+    }
+}
+
+/// SQLite: a page of clusters as one JSON array, built from the rows of the page query (a
+/// subquery yielding [`CLUSTER_COLS`] and `total`). sqlx's SQLite driver hands every row
+/// from its database thread to the async task separately — a thread wake-up per row that
+/// cost more than the query itself — so a page crosses as one value. Ids are BLOBs there:
+/// hex, which [`Uuid`] parses.
+const SQLITE_PAGE_JSON: &str = "json_group_array(json_object(\
+     'id', hex(id), 'tenant_id', hex(tenant_id), 'tenant_slug', tenant_slug, 'name', name, \
+     'template_id', nullif(hex(template_id), ''), 'template_name', template_name, \
+     'provider_id', hex(provider_id), 'provider_kind', provider_kind, 'state', state, \
+     'parameters', parameters, 'node_count', node_count, 'endpoint', endpoint, \
+     'provisioner_state', provisioner_state, 'error', error, 'expires_at', expires_at, \
+     'created_by', created_by, 'created_at', created_at, 'updated_at', updated_at)), \
+     MAX(total)";
+
+/// A cluster of a listed page, with the number of clusters matching in all.
+#[derive(FromRow)]
+struct ListedRow {
+    #[sqlx(flatten)]
+    row: ClusterRow,
+    total: i64,
 }
 
 const CLUSTER_COLS: &str = "c.id, c.tenant_id, t.slug AS tenant_slug, c.name, c.template_id, \
@@ -193,7 +247,10 @@ pub(super) fn cluster_where(
     let mut texts = Vec::new();
     let mut n = first;
     if let Some(t) = &filter.tenant {
-        clauses.push(format!("t.slug = ${n}"));
+        // By the tenant's id, so that counting needs no join.
+        clauses.push(format!(
+            "c.tenant_id = (SELECT id FROM tenants WHERE slug = ${n})"
+        ));
         texts.push(t.clone());
         n += 1;
     }
@@ -218,6 +275,27 @@ pub(super) fn cluster_where(
         }
     }
     (clauses.join(" AND "), texts, ids)
+}
+
+impl SqlStore {
+    async fn count_clusters(
+        &self,
+        filter: &ClusterFilter,
+        tenants: Option<&[Uuid]>,
+    ) -> Result<i64> {
+        let (wh, texts, ids) = cluster_where(filter, tenants, 1);
+        let sql = format!("SELECT COUNT(*) FROM clusters c WHERE {wh}");
+        Ok(on_pool!(self, p => {
+            let mut q = sqlx::query_scalar(&sql);
+            for t in &texts {
+                q = q.bind(t);
+            }
+            for id in &ids {
+                q = q.bind(*id);
+            }
+            q.fetch_one(p).await?
+        }))
+    }
 }
 
 #[async_trait]
@@ -358,49 +436,63 @@ impl ClusterStore for SqlStore {
         filter: &ClusterFilter,
         tenants: Option<&[Uuid]>,
         page: Page,
-    ) -> Result<Vec<Cluster>> {
+    ) -> Result<(Vec<Cluster>, u64)> {
         let (wh, texts, ids) = cluster_where(filter, tenants, 3);
-        // Written as tenants CROSS JOIN clusters so that SQLite walks tenants in slug order
-        // and each tenant's clusters by name through indexes, stopping after one page; a plain
-        // JOIN made it sort every live cluster for every page. Postgres plans both the same.
-        let sql = format!(
-            "SELECT {CLUSTER_COLS} FROM tenants t CROSS JOIN clusters c \
+        // One round trip: the page and, in each row, the total (an uncorrelated subquery,
+        // evaluated once). Written as tenants CROSS JOIN clusters so that SQLite walks
+        // tenants in slug order and each tenant's clusters by name through indexes, stopping
+        // after one page; a plain JOIN made it sort every live cluster for every page.
+        let page_sql = format!(
+            "SELECT {CLUSTER_COLS}, \
+             (SELECT COUNT(*) FROM clusters c WHERE {wh}) AS total \
+             FROM tenants t CROSS JOIN clusters c \
              WHERE c.tenant_id = t.id AND {wh} ORDER BY t.slug, c.name LIMIT $1 OFFSET $2"
         );
         let (limit, offset) = limit_offset(page);
-        let rows: Vec<ClusterRow> = on_pool!(self, p => {
-            let mut q = sqlx::query_as(&sql).bind(limit).bind(offset);
-            for t in &texts {
-                q = q.bind(t);
+        let (rows, total): (Vec<ClusterRow>, Option<i64>) = match &self.pool {
+            Pool::Sqlite(p) => {
+                let sql = format!("SELECT {SQLITE_PAGE_JSON} FROM ({page_sql})");
+                let mut q = sqlx::query_as(&sql).bind(limit).bind(offset);
+                for t in &texts {
+                    q = q.bind(t);
+                }
+                for id in &ids {
+                    q = q.bind(*id);
+                }
+                let (page, total): (String, Option<i64>) = q.fetch_one(p).await?;
+                let mut rows: Vec<ClusterRow> = serde_json::from_str(&page)
+                    .map_err(|e| Error::Corrupt(format!("cluster list: {e}")))?;
+                // The page's order, restored here rather than by a sort inside SQLite (both
+                // compare bytes; names are unique per tenant).
+                rows.sort_unstable_by(|a, b| {
+                    (&a.tenant_slug, &a.name).cmp(&(&b.tenant_slug, &b.name))
+                });
+                (rows, total)
             }
-            for id in &ids {
-                q = q.bind(*id);
+            Pool::Postgres(p) => {
+                let mut q = sqlx::query_as(&page_sql).bind(limit).bind(offset);
+                for t in &texts {
+                    q = q.bind(t);
+                }
+                for id in &ids {
+                    q = q.bind(*id);
+                }
+                let rows: Vec<ListedRow> = q.fetch_all(p).await?;
+                let total = rows.first().map(|r| r.total);
+                (rows.into_iter().map(|r| r.row).collect(), total)
             }
-            q.fetch_all(p).await?
-        });
-        rows.into_iter().map(TryInto::try_into).collect()
-    }
-
-    async fn count_clusters(
-        &self,
-        filter: &ClusterFilter,
-        tenants: Option<&[Uuid]>,
-    ) -> Result<u64> {
-        let (wh, texts, ids) = cluster_where(filter, tenants, 1);
-        let sql = format!(
-            "SELECT COUNT(*) FROM clusters c JOIN tenants t ON t.id = c.tenant_id WHERE {wh}"
-        );
-        let n: i64 = on_pool!(self, p => {
-            let mut q = sqlx::query_scalar(&sql);
-            for t in &texts {
-                q = q.bind(t);
-            }
-            for id in &ids {
-                q = q.bind(*id);
-            }
-            q.fetch_one(p).await?
-        });
-        Ok(u64::try_from(n).unwrap_or(0))
+        };
+        let total = match total {
+            Some(n) => n,
+            // A page past the end still reports how many there are.
+            None if offset > 0 => self.count_clusters(filter, tenants).await?,
+            None => 0,
+        };
+        let clusters = rows
+            .into_iter()
+            .map(TryInto::try_into)
+            .collect::<Result<_>>()?;
+        Ok((clusters, u64::try_from(total).unwrap_or(0)))
     }
 
     async fn enqueue_operation(

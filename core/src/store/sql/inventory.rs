@@ -341,7 +341,7 @@ impl InventoryStore for SqlStore {
         loop {
             let offset = u32::try_from(all.len()).unwrap_or(u32::MAX);
             let page = Page::new(Page::MAX_LIMIT, offset);
-            let batch =
+            let (batch, _) =
                 crate::store::ClusterStore::list_clusters(self, &filter, None, page).await?;
             let done = batch.len() < Page::MAX_LIMIT as usize;
             all.extend(batch);

@@ -107,6 +107,9 @@ mod tenants;
 mod tokens;
 mod users;
 
+/// Postgres connections idle this long are pinged before use.
+const PING_WHEN_IDLE: Duration = Duration::from_secs(30);
+
 /// Opens the database named by `url` (`sqlite://…` or `postgres://…`) and applies pending
 /// migrations. A SQLite file and its directory are created when missing.
 #[tracing::instrument(skip_all, fields(backend))]
@@ -126,8 +129,11 @@ pub async fn connect(url: &str) -> Result<SqlStore> {
                 })?;
             }
         }
+        // The database is a file in this process: there is no connection to lose, and sqlx's
+        // default ping before every use was a round trip to the connection's thread per query.
         let pool = SqlitePoolOptions::new()
             .max_connections(8)
+            .test_before_acquire(false)
             .connect_with(opts)
             .await?;
         SQLITE_MIGRATIONS.run(&pool).await?;
@@ -137,8 +143,20 @@ pub async fn connect(url: &str) -> Result<SqlStore> {
         // The URL may hold a password: never echo it.
         let opts = PgConnectOptions::from_str(url)
             .map_err(|_| Error::UnsupportedDatabase("malformed postgres URL".into()))?;
+        // sqlx pings a connection before every use by default: a network round trip per
+        // query. Ping only connections that sat idle long enough for a server restart or a
+        // firewall to have dropped them; a busy connection that breaks fails one query.
         let pool = PgPoolOptions::new()
             .max_connections(16)
+            .test_before_acquire(false)
+            .before_acquire(|conn, meta| {
+                Box::pin(async move {
+                    if meta.idle_for >= PING_WHEN_IDLE {
+                        sqlx::Connection::ping(conn).await?;
+                    }
+                    Ok(true)
+                })
+            })
             .acquire_timeout(Duration::from_secs(5))
             .connect_with(opts)
             .await?;
