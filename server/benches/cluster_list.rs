@@ -13,6 +13,10 @@
 
 use std::time::{Duration, Instant};
 
+/// The allocator of the `kqueen` binary (server/src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use kqueen_core::cluster::{ClusterFilter, ClusterState};
 use kqueen_core::page::Page;
 use kqueen_core::testing::TestDatabase;
@@ -56,6 +60,18 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
             .await;
     }
     let seed_time = seeded.elapsed();
+    if backend == "postgres" {
+        // The steady state of a database that received a bulk load: Postgres' autovacuum
+        // gathers statistics and the visibility map within a minute or so. Without them the
+        // planner guesses 3 rows per table and hash-joins everything for every page.
+        use sqlx::Connection;
+        let mut conn = sqlx::PgConnection::connect(db.url()).await.unwrap();
+        sqlx::query("VACUUM ANALYZE")
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
     let (browser, api) = portal.operator_clients(CONNECTIONS).await;
     let url = portal.url.clone();
     let plain = reqwest::Client::builder()

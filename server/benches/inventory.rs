@@ -20,6 +20,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+/// The allocator of the `kqueen` binary (server/src/main.rs).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 use kqueen_core::cluster::{ClusterRequest, ClusterState, ProviderInput, TemplateInput};
 use kqueen_core::engine::{Engine, EngineConfig};
 use kqueen_core::identity::GroupMap;
