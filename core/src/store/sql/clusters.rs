@@ -286,14 +286,7 @@ impl SqlStore {
         let (wh, texts, ids) = cluster_where(filter, tenants, 1);
         let sql = format!("SELECT COUNT(*) FROM clusters c WHERE {wh}");
         Ok(on_pool!(self, p => {
-            let mut q = sqlx::query_scalar(&sql);
-            for t in &texts {
-                q = q.bind(t);
-            }
-            for id in &ids {
-                q = q.bind(*id);
-            }
-            q.fetch_one(p).await?
+            bind_all!(sqlx::query_scalar(&sql), &texts, &ids).fetch_one(p).await?
         }))
     }
 }
@@ -452,14 +445,9 @@ impl ClusterStore for SqlStore {
         let (rows, total): (Vec<ClusterRow>, Option<i64>) = match &self.pool {
             Pool::Sqlite(p) => {
                 let sql = format!("SELECT {SQLITE_PAGE_JSON} FROM ({page_sql})");
-                let mut q = sqlx::query_as(&sql).bind(limit).bind(offset);
-                for t in &texts {
-                    q = q.bind(t);
-                }
-                for id in &ids {
-                    q = q.bind(*id);
-                }
-                let (page, total): (String, Option<i64>) = q.fetch_one(p).await?;
+                let q = sqlx::query_as(&sql).bind(limit).bind(offset);
+                let (page, total): (String, Option<i64>) =
+                    bind_all!(q, &texts, &ids).fetch_one(p).await?;
                 let mut rows: Vec<ClusterRow> = serde_json::from_str(&page)
                     .map_err(|e| Error::Corrupt(format!("cluster list: {e}")))?;
                 // The page's order, restored here rather than by a sort inside SQLite (both
@@ -470,14 +458,8 @@ impl ClusterStore for SqlStore {
                 (rows, total)
             }
             Pool::Postgres(p) => {
-                let mut q = sqlx::query_as(&page_sql).bind(limit).bind(offset);
-                for t in &texts {
-                    q = q.bind(t);
-                }
-                for id in &ids {
-                    q = q.bind(*id);
-                }
-                let rows: Vec<ListedRow> = q.fetch_all(p).await?;
+                let q = sqlx::query_as(&page_sql).bind(limit).bind(offset);
+                let rows: Vec<ListedRow> = bind_all!(q, &texts, &ids).fetch_all(p).await?;
                 let total = rows.first().map(|r| r.total);
                 (rows.into_iter().map(|r| r.row).collect(), total)
             }

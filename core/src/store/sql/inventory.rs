@@ -102,20 +102,6 @@ fn like(expr: &str, q: Option<&str>) -> Option<(String, String)> {
     ))
 }
 
-/// Binds the text parameters, then the tenant ids, to a query.
-macro_rules! bind_all {
-    ($q:expr, $texts:expr, $ids:expr) => {{
-        let mut q = $q;
-        for t in $texts {
-            q = q.bind(t);
-        }
-        for id in $ids {
-            q = q.bind(*id);
-        }
-        q
-    }};
-}
-
 /// Runs a page query (`$1` limit, `$2` offset, then the texts and tenant ids) and its count
 /// query (the same binds without limit and offset); answers `(rows, total)`.
 macro_rules! page_and_total {

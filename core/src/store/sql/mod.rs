@@ -44,6 +44,20 @@ macro_rules! on_pool {
     };
 }
 
+/// Binds the text parameters, then the tenant ids, to a query.
+macro_rules! bind_all {
+    ($q:expr, $texts:expr, $ids:expr) => {{
+        let mut q = $q;
+        for t in $texts {
+            q = q.bind(t);
+        }
+        for id in $ids {
+            q = q.bind(*id);
+        }
+        q
+    }};
+}
+
 const INSERT_AUDIT: &str = "INSERT INTO audit_events \
      (id, occurred_at, actor, tenant_id, action, target, outcome, source_ip, detail) \
      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)";
