@@ -7,9 +7,13 @@ use kqueen_core::cluster::{
     Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind, Operation,
     OperationKind, Provider, Template,
 };
+use kqueen_core::identity::{MembershipSource, Role};
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::ProviderKind;
-use kqueen_core::store::{self, Backend, Store, TenantStore};
+use kqueen_core::store::SqlStore;
+use kqueen_core::store::{
+    self, Backend, ClusterStore, MembershipStore, Store, TenantStore, UserStore,
+};
 use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
 use kqueen_core::testing::TestDatabase;
 use kqueen_core::user::User;
@@ -441,6 +445,130 @@ scenarios!(
     cluster_list_pages_and_totals,
     cluster_list_keeps_every_field,
 );
+
+/// Names and total of a cluster list page.
+async fn listed(s: &SqlStore, filter: &ClusterFilter) -> (Vec<String>, u64) {
+    let (list, total) = s
+        .list_clusters(filter, None, Page::default())
+        .await
+        .unwrap();
+    (list.iter().map(|c| c.name.to_string()).collect(), total)
+}
+
+/// Slugs of a tenant list page (of `member`'s tenants when given).
+async fn tenant_slugs(s: &SqlStore, member: Option<Uuid>) -> Vec<String> {
+    let list = s
+        .list_tenants(&TenantFilter::default(), member, Page::default())
+        .await
+        .unwrap();
+    list.iter().map(|t| t.slug.to_string()).collect()
+}
+
+/// List pages come from memory while nothing they read has changed, and never after a
+/// write: by the same store, or by another process on the same database (`b`).
+async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
+    let t = tenant("team-a", "A");
+    a.create_tenant(&t, &created(&t)).await.unwrap();
+    let (provider, _) = catalog(a).await;
+    let one = cluster(&t, provider.id, "one", ClusterState::Ready);
+    insert(a, &one).await;
+    let all = ClusterFilter::default();
+    let v = |names: &[&str], total| (names.iter().map(|n| n.to_string()).collect(), total);
+    assert_eq!(listed(a, &all).await, v(&["one"], 1));
+    let hits = a.list_cache_hits();
+    assert_eq!(listed(a, &all).await, v(&["one"], 1));
+    assert_eq!(
+        a.list_cache_hits(),
+        hits + 1,
+        "an unchanged page comes from memory"
+    );
+
+    // A cluster inserted by another process.
+    insert(b, &cluster(&t, provider.id, "two", ClusterState::Ready)).await;
+    assert_eq!(listed(a, &all).await, v(&["one", "two"], 2));
+    // A cluster's state changed by another process: the state filter follows.
+    let deleting = ClusterFilter {
+        state: Some(ClusterState::Deleting),
+        ..ClusterFilter::default()
+    };
+    assert_eq!(listed(a, &deleting).await, v(&[], 0));
+    let now = store::now();
+    let op = Operation::new(
+        one.id,
+        OperationKind::Delete,
+        None,
+        "test",
+        now,
+        chrono::Duration::hours(1),
+    );
+    let event = ClusterEvent::new(one.id, Some(op.id), EventKind::State, "deleting", now);
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::CLUSTER_DELETE,
+        "one",
+        Outcome::Success,
+    );
+    b.enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
+        .await
+        .unwrap();
+    assert_eq!(listed(a, &deleting).await, v(&["one"], 1));
+    // The same page from the writer itself, which had it in memory too.
+    assert_eq!(listed(b, &deleting).await, v(&["one"], 1));
+
+    // Tenants: one created elsewhere, then a membership granted elsewhere.
+    assert_eq!(tenant_slugs(a, None).await, ["team-a"]);
+    let other = tenant("team-b", "B");
+    b.create_tenant(&other, &created(&other)).await.unwrap();
+    assert_eq!(tenant_slugs(a, None).await, ["team-a", "team-b"]);
+    let user = User {
+        id: Uuid::now_v7(),
+        subject: "local:dev".into(),
+        username: "dev".into(),
+        email: None,
+        display_name: None,
+        is_operator: false,
+        disabled: false,
+        created_at: store::now(),
+        last_login_at: None,
+    };
+    let audit = AuditEvent::now(&Actor::system(), "user.create", "dev", Outcome::Success);
+    a.create_user(&user, None, &audit).await.unwrap();
+    assert!(tenant_slugs(a, Some(user.id)).await.is_empty());
+    let audit = AuditEvent::now(&Actor::system(), "member.put", "dev", Outcome::Success);
+    b.put_membership(
+        other.id,
+        user.id,
+        Role::Member,
+        MembershipSource::Manual,
+        &audit,
+    )
+    .await
+    .unwrap();
+    assert_eq!(tenant_slugs(a, Some(user.id)).await, ["team-b"]);
+    let hits = a.list_cache_hits();
+    assert_eq!(tenant_slugs(a, Some(user.id)).await, ["team-b"]);
+    assert_eq!(a.list_cache_hits(), hits + 1);
+}
+
+mod list_cache {
+    #[tokio::test]
+    async fn sqlite() {
+        let db = super::TestDatabase::sqlite();
+        let (a, b) = (db.connect().await, db.connect().await);
+        super::list_pages_follow_writes_of_every_process(&a, &b).await;
+    }
+
+    #[tokio::test]
+    async fn postgres() {
+        let Some(db) = super::TestDatabase::postgres().await else {
+            return;
+        };
+        let (a, b) = (db.connect().await, db.connect().await);
+        super::list_pages_follow_writes_of_every_process(&a, &b).await;
+        super::Store::close(&a).await;
+        super::Store::close(&b).await;
+    }
+}
 
 #[tokio::test]
 async fn migrations_are_idempotent_and_data_survives_reopen() {

@@ -23,7 +23,7 @@ use kqueen_core::testing::TestDatabase;
 use kqueen_core::Actor;
 
 mod common;
-use common::{percentiles, Fleet, Portal};
+use common::{load, percentiles, Fleet, Portal};
 
 const TENANTS: usize = 50;
 const CLUSTERS: usize = 1_000;
@@ -72,12 +72,10 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
             .unwrap();
         conn.close().await.unwrap();
     }
-    let (browser, api) = portal.operator_clients(CONNECTIONS).await;
-    let url = portal.url.clone();
-    let plain = reqwest::Client::builder()
-        .pool_max_idle_per_host(CONNECTIONS)
-        .build()
-        .unwrap();
+    let operator = portal.operator_clients(CONNECTIONS).await;
+    let addr: std::net::SocketAddr = portal.url.trim_start_matches("http://").parse().unwrap();
+    let api = [("authorization", operator.authorization.clone())];
+    let browser = [("cookie", operator.cookie.clone())];
 
     println!("{backend}: seeded in {:.1} s", seed_time.as_secs_f64());
     let only = std::env::var("KQUEEN_BENCH_ONLY").ok();
@@ -107,64 +105,35 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
         let per_call = t.elapsed().as_secs_f64() * 1e6 / f64::from(calls);
         println!("{backend}: {name:36} {per_call:7.0} us per call (one at a time)");
     }
-    for (name, client, path) in [
+    for (name, headers, path) in [
         // Floors: the HTTP stack alone, then with token authentication.
-        ("GET /healthz (floor)", plain, "/healthz"),
+        ("GET /healthz (floor)", &[][..], "/healthz"),
         (
             "GET /api/v1/whoami (authentication)",
-            api.clone(),
+            &api[..],
             "/api/v1/whoami",
         ),
-        ("GET /api/v1/clusters", api.clone(), "/api/v1/clusters"),
+        ("GET /api/v1/clusters", &api[..], "/api/v1/clusters"),
         (
             "GET /api/v1/clusters?tenant=t-07",
-            api.clone(),
+            &api[..],
             "/api/v1/clusters?tenant=t-07",
         ),
-        ("GET /clusters (page)", browser.clone(), "/clusters"),
+        ("GET /clusters (page)", &browser[..], "/clusters"),
     ] {
         if !only.as_deref().is_none_or(|o| name.contains(o)) {
             continue;
         }
-        let figures = measure(client, format!("{url}{path}"), Duration::from_secs(seconds)).await;
-        println!("{backend}: {name:36} {figures}");
+        let length = Duration::from_secs(seconds);
+        let start = Instant::now();
+        let mut all = load(addr, path, headers, CONNECTIONS, length).await;
+        let elapsed = start.elapsed().as_secs_f64();
+        let requests = all.len();
+        println!(
+            "{backend}: {name:36} {}  {:7.0} req/s  ({requests} requests)",
+            percentiles(&mut all),
+            requests as f64 / elapsed,
+        );
     }
     portal.stop().await;
-}
-
-/// Runs CONNECTIONS loops of requests for `length`; returns p50, p99, max and throughput.
-async fn measure(client: reqwest::Client, url: String, length: Duration) -> String {
-    // Warm up connections and caches.
-    for _ in 0..CONNECTIONS {
-        let res = client.get(&url).send().await.unwrap();
-        assert!(res.status().is_success(), "{url}: {}", res.status());
-        res.bytes().await.unwrap();
-    }
-    let start = Instant::now();
-    let mut tasks = Vec::new();
-    for _ in 0..CONNECTIONS {
-        let (client, url) = (client.clone(), url.clone());
-        tasks.push(tokio::spawn(async move {
-            let mut samples = Vec::new();
-            while start.elapsed() < length {
-                let t = Instant::now();
-                let res = client.get(&url).send().await.unwrap();
-                assert!(res.status().is_success());
-                res.bytes().await.unwrap();
-                samples.push(t.elapsed());
-            }
-            samples
-        }));
-    }
-    let mut all = Vec::new();
-    for t in tasks {
-        all.extend(t.await.unwrap());
-    }
-    let elapsed = start.elapsed().as_secs_f64();
-    let requests = all.len();
-    format!(
-        "{}  {:7.0} req/s  ({requests} requests)",
-        percentiles(&mut all),
-        requests as f64 / elapsed,
-    )
 }

@@ -294,7 +294,7 @@ async fn queries(backend: &str, db: TestDatabase, samples: usize) {
     .await;
     println!("{backend}: {:40} {figures}", "core fleet_overview");
 
-    let (browser, api) = portal.operator_clients(1).await;
+    let common::Operator { browser, api, .. } = portal.operator_clients(1).await;
     let url = portal.url.clone();
     for (name, client, path) in [
         ("GET /api/v1/fleet/images", &api, "/api/v1/fleet/images"),

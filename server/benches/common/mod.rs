@@ -70,7 +70,7 @@ impl Portal {
 
     /// An operator ("bench") logged in: a browser client with its session cookie (pages), and
     /// an API client with a bearer token. Each keeps up to `connections` idle connections.
-    pub async fn operator_clients(&self, connections: usize) -> (reqwest::Client, reqwest::Client) {
+    pub async fn operator_clients(&self, connections: usize) -> Operator {
         let url = &self.url;
         self.kqueen()
             .create_local_user(&Actor::system(), "bench", "bench-password-1234", true)
@@ -94,6 +94,14 @@ impl Portal {
             .await
             .unwrap();
         assert!(res.status().is_redirection());
+        let cookie = res
+            .headers()
+            .get_all(reqwest::header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok()?.split(';').next())
+            .find(|c| c.starts_with("kqueen_session="))
+            .unwrap()
+            .to_owned();
         let token: serde_json::Value = browser
             .post(format!("{url}/api/v1/tokens"))
             .header("origin", url)
@@ -105,25 +113,41 @@ impl Portal {
             .await
             .unwrap();
         let secret = token["secret"].as_str().unwrap().to_owned();
+        let authorization = format!("Bearer {secret}");
         let api = reqwest::Client::builder()
             .pool_max_idle_per_host(connections)
             .default_headers(
                 [(
                     reqwest::header::AUTHORIZATION,
-                    format!("Bearer {secret}").parse().unwrap(),
+                    authorization.parse().unwrap(),
                 )]
                 .into_iter()
                 .collect(),
             )
             .build()
             .unwrap();
-        (browser, api)
+        Operator {
+            browser,
+            api,
+            cookie,
+            authorization,
+        }
     }
 
     pub async fn stop(self) {
         self.server.abort();
         self.state.kqueen.shutdown().await;
     }
+}
+
+/// The logged-in operator: clients, and the raw headers for [`load`].
+pub struct Operator {
+    pub browser: reqwest::Client,
+    pub api: reqwest::Client,
+    /// `kqueen_session=…`: the `Cookie` header of the browser session.
+    pub cookie: String,
+    /// `Bearer …`: the `Authorization` header of the API token.
+    pub authorization: String,
 }
 
 /// Tenants `t-00…`, a `command` provider "lab" and a template "small": what seeded clusters
@@ -245,4 +269,66 @@ pub fn percentiles(all: &mut [Duration]) -> String {
         ms(pct(0.99)),
         ms(*all.last().unwrap())
     )
+}
+
+/// Closed-loop HTTP/1.1 load, the way wrk or oha generate it: `connections` keep-alive
+/// connections, each sending `GET path` with `headers` and reading the whole answer, one
+/// request after another, for `length` (after one warm-up request each). Returns every
+/// request's latency. Built on hyper's bare connection API: the load generator shares the
+/// machine with the server, and reqwest's pool, cookie jar and redirect handling cost it
+/// about as much CPU as a small endpoint costs the server.
+pub async fn load(
+    addr: std::net::SocketAddr,
+    path: &str,
+    headers: &[(&'static str, String)],
+    connections: usize,
+    length: Duration,
+) -> Vec<Duration> {
+    use http_body_util::{BodyExt, Empty};
+    use hyper::body::Bytes;
+
+    let (path, headers) = (path.to_owned(), headers.to_vec());
+    let request = move || {
+        let mut req =
+            hyper::Request::get(path.as_str()).header(hyper::header::HOST, addr.to_string());
+        for (name, value) in &headers {
+            req = req.header(*name, value.as_str());
+        }
+        req.body(Empty::<Bytes>::new()).unwrap()
+    };
+    let mut senders = Vec::with_capacity(connections);
+    for _ in 0..connections {
+        let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
+        stream.set_nodelay(true).unwrap();
+        let (mut sender, conn) =
+            hyper::client::conn::http1::handshake(hyper_util::rt::TokioIo::new(stream))
+                .await
+                .unwrap();
+        tokio::spawn(conn);
+        let res = sender.send_request(request()).await.unwrap();
+        assert!(res.status().is_success(), "{}: {}", res.status(), addr);
+        res.into_body().collect().await.unwrap();
+        senders.push(sender);
+    }
+    let start = std::time::Instant::now();
+    let mut tasks = Vec::with_capacity(connections);
+    for mut sender in senders {
+        let request = request.clone();
+        tasks.push(tokio::spawn(async move {
+            let mut samples = Vec::new();
+            while start.elapsed() < length {
+                let t = std::time::Instant::now();
+                let res = sender.send_request(request()).await.unwrap();
+                assert!(res.status().is_success());
+                res.into_body().collect().await.unwrap();
+                samples.push(t.elapsed());
+            }
+            samples
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.unwrap());
+    }
+    all
 }

@@ -277,7 +277,79 @@ pub(super) fn cluster_where(
     (clauses.join(" AND "), texts, ids)
 }
 
+/// The list cache's key of a cluster page: everything that selects its rows.
+fn cluster_list_key(filter: &ClusterFilter, tenants: Option<&[Uuid]>, page: Page) -> String {
+    let scope = tenants.map(|t| {
+        let mut t = t.to_vec();
+        t.sort_unstable();
+        t.dedup();
+        t
+    });
+    format!(
+        "{:?}|{:?}|{:?}|{scope:?}|{}|{}",
+        filter.tenant,
+        filter.state.map(ClusterState::as_str),
+        filter.name,
+        page.limit(),
+        page.offset()
+    )
+}
+
 impl SqlStore {
+    /// A page of clusters and the number matching, from the database.
+    async fn read_cluster_page(
+        &self,
+        filter: &ClusterFilter,
+        tenants: Option<&[Uuid]>,
+        page: Page,
+    ) -> Result<(Vec<Cluster>, u64)> {
+        let (wh, texts, ids) = cluster_where(filter, tenants, 3);
+        // One round trip: the page and, in each row, the total (an uncorrelated subquery,
+        // evaluated once). Written as tenants CROSS JOIN clusters so that SQLite walks
+        // tenants in slug order and each tenant's clusters by name through indexes, stopping
+        // after one page; a plain JOIN made it sort every live cluster for every page.
+        let page_sql = format!(
+            "SELECT {CLUSTER_COLS}, \
+             (SELECT COUNT(*) FROM clusters c WHERE {wh}) AS total \
+             FROM tenants t CROSS JOIN clusters c \
+             WHERE c.tenant_id = t.id AND {wh} ORDER BY t.slug, c.name LIMIT $1 OFFSET $2"
+        );
+        let (limit, offset) = limit_offset(page);
+        let (rows, total): (Vec<ClusterRow>, Option<i64>) = match &self.pool {
+            Pool::Sqlite(p) => {
+                let sql = format!("SELECT {SQLITE_PAGE_JSON} FROM ({page_sql})");
+                let q = sqlx::query_as(&sql).bind(limit).bind(offset);
+                let (page, total): (String, Option<i64>) =
+                    bind_all!(q, &texts, &ids).fetch_one(p).await?;
+                let mut rows: Vec<ClusterRow> = serde_json::from_str(&page)
+                    .map_err(|e| Error::Corrupt(format!("cluster list: {e}")))?;
+                // The page's order, restored here rather than by a sort inside SQLite (both
+                // compare bytes; names are unique per tenant).
+                rows.sort_unstable_by(|a, b| {
+                    (&a.tenant_slug, &a.name).cmp(&(&b.tenant_slug, &b.name))
+                });
+                (rows, total)
+            }
+            Pool::Postgres(p) => {
+                let q = sqlx::query_as(&page_sql).bind(limit).bind(offset);
+                let rows: Vec<ListedRow> = bind_all!(q, &texts, &ids).fetch_all(p).await?;
+                let total = rows.first().map(|r| r.total);
+                (rows.into_iter().map(|r| r.row).collect(), total)
+            }
+        };
+        let total = match total {
+            Some(n) => n,
+            // A page past the end still reports how many there are.
+            None if offset > 0 => self.count_clusters(filter, tenants).await?,
+            None => 0,
+        };
+        let clusters = rows
+            .into_iter()
+            .map(TryInto::try_into)
+            .collect::<Result<_>>()?;
+        Ok((clusters, u64::try_from(total).unwrap_or(0)))
+    }
+
     async fn count_clusters(
         &self,
         filter: &ClusterFilter,
@@ -430,51 +502,13 @@ impl ClusterStore for SqlStore {
         tenants: Option<&[Uuid]>,
         page: Page,
     ) -> Result<(Vec<Cluster>, u64)> {
-        let (wh, texts, ids) = cluster_where(filter, tenants, 3);
-        // One round trip: the page and, in each row, the total (an uncorrelated subquery,
-        // evaluated once). Written as tenants CROSS JOIN clusters so that SQLite walks
-        // tenants in slug order and each tenant's clusters by name through indexes, stopping
-        // after one page; a plain JOIN made it sort every live cluster for every page.
-        let page_sql = format!(
-            "SELECT {CLUSTER_COLS}, \
-             (SELECT COUNT(*) FROM clusters c WHERE {wh}) AS total \
-             FROM tenants t CROSS JOIN clusters c \
-             WHERE c.tenant_id = t.id AND {wh} ORDER BY t.slug, c.name LIMIT $1 OFFSET $2"
-        );
-        let (limit, offset) = limit_offset(page);
-        let (rows, total): (Vec<ClusterRow>, Option<i64>) = match &self.pool {
-            Pool::Sqlite(p) => {
-                let sql = format!("SELECT {SQLITE_PAGE_JSON} FROM ({page_sql})");
-                let q = sqlx::query_as(&sql).bind(limit).bind(offset);
-                let (page, total): (String, Option<i64>) =
-                    bind_all!(q, &texts, &ids).fetch_one(p).await?;
-                let mut rows: Vec<ClusterRow> = serde_json::from_str(&page)
-                    .map_err(|e| Error::Corrupt(format!("cluster list: {e}")))?;
-                // The page's order, restored here rather than by a sort inside SQLite (both
-                // compare bytes; names are unique per tenant).
-                rows.sort_unstable_by(|a, b| {
-                    (&a.tenant_slug, &a.name).cmp(&(&b.tenant_slug, &b.name))
-                });
-                (rows, total)
-            }
-            Pool::Postgres(p) => {
-                let q = sqlx::query_as(&page_sql).bind(limit).bind(offset);
-                let rows: Vec<ListedRow> = bind_all!(q, &texts, &ids).fetch_all(p).await?;
-                let total = rows.first().map(|r| r.total);
-                (rows.into_iter().map(|r| r.row).collect(), total)
-            }
-        };
-        let total = match total {
-            Some(n) => n,
-            // A page past the end still reports how many there are.
-            None if offset > 0 => self.count_clusters(filter, tenants).await?,
-            None => 0,
-        };
-        let clusters = rows
-            .into_iter()
-            .map(TryInto::try_into)
-            .collect::<Result<_>>()?;
-        Ok((clusters, u64::try_from(total).unwrap_or(0)))
+        let key = cluster_list_key(filter, tenants, page);
+        let listed = self
+            .cached_list(&self.lists.clusters, key, || {
+                self.read_cluster_page(filter, tenants, page)
+            })
+            .await?;
+        Ok((listed.0.clone(), listed.1))
     }
 
     async fn enqueue_operation(

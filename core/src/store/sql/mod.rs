@@ -6,7 +6,9 @@
 //! two databases. [`on_pool!`] expands a body once per dialect, so each copy is type-checked
 //! against its own driver with no generic bounds to carry around.
 
+use std::future::Future;
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -16,8 +18,11 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{PgPool, SqlitePool};
 
 use super::{Backend, Counts, Store};
+use crate::cluster::Cluster;
 use crate::page::Page;
+use crate::tenant::Tenant;
 use crate::{Error, Result};
+use list_cache::ListCache;
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -32,6 +37,14 @@ enum Pool {
 #[derive(Clone, Debug)]
 pub struct SqlStore {
     pool: Pool,
+    lists: Arc<Lists>,
+}
+
+/// List pages kept in memory while the database's list version is unchanged.
+#[derive(Debug, Default)]
+struct Lists {
+    clusters: ListCache<(Vec<Cluster>, u64)>,
+    tenants: ListCache<Vec<Tenant>>,
 }
 
 /// Runs `$body` with `$p` bound to the concrete pool of the store's dialect.
@@ -115,6 +128,7 @@ mod audit;
 mod catalog;
 mod clusters;
 mod inventory;
+mod list_cache;
 mod secrets;
 mod sessions;
 mod tenants;
@@ -187,7 +201,44 @@ pub async fn connect(url: &str) -> Result<SqlStore> {
             "{got} (expected sqlite:// or postgres://)"
         )));
     };
-    Ok(SqlStore { pool })
+    Ok(SqlStore {
+        pool,
+        lists: Arc::default(),
+    })
+}
+
+impl SqlStore {
+    /// The version of what list pages read, bumped by every committed write to clusters,
+    /// tenants and memberships (triggers; see [`list_cache`]).
+    async fn list_version(&self) -> Result<i64> {
+        const SQL: &str = "SELECT version FROM list_version";
+        Ok(on_pool!(self, p => sqlx::query_scalar(SQL).fetch_one(p).await?))
+    }
+
+    /// The page under `key`: from `cache` when the list version still is the one it was read
+    /// at, else read by `read` (after reading the version, which is what makes it safe).
+    async fn cached_list<V, F>(
+        &self,
+        cache: &ListCache<V>,
+        key: String,
+        read: impl FnOnce() -> F,
+    ) -> Result<Arc<V>>
+    where
+        F: Future<Output = Result<V>>,
+    {
+        let version = self.list_version().await?;
+        if let Some(page) = cache.get(&key, version) {
+            return Ok(page);
+        }
+        let page = Arc::new(read().await?);
+        cache.put(key, version, page.clone());
+        Ok(page)
+    }
+
+    /// List pages answered from memory since the store was opened.
+    pub fn list_cache_hits(&self) -> u64 {
+        self.lists.clusters.hits() + self.lists.tenants.hits()
+    }
 }
 
 /// `%needle%` for `LIKE … ESCAPE '\'`, lower-cased, with the pattern characters escaped.

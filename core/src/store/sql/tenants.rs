@@ -68,24 +68,17 @@ impl TenantStore for SqlStore {
         member: Option<Uuid>,
         page: Page,
     ) -> Result<Vec<Tenant>> {
-        const SQL: &str = "SELECT id, slug, display_name, created_at FROM tenants t \
-             WHERE ($1 IS NULL OR LOWER(slug) LIKE $1 ESCAPE '\\' \
-                    OR LOWER(display_name) LIKE $1 ESCAPE '\\') \
-               AND ($2 IS NULL OR EXISTS (SELECT 1 FROM memberships m \
-                                          WHERE m.tenant_id = t.id AND m.user_id = $2)) \
-             ORDER BY slug LIMIT $3 OFFSET $4";
-        let pattern = filter.contains.as_deref().map(contains_pattern);
-        let (limit, offset) = limit_offset(page);
-        let rows: Vec<TenantRow> = on_pool!(self, p => {
-            sqlx::query_as(SQL)
-                .bind(&pattern)
-                .bind(member)
-                .bind(limit)
-                .bind(offset)
-                .fetch_all(p)
-                .await?
-        });
-        rows.into_iter().map(Tenant::try_from).collect()
+        let key = format!(
+            "{:?}|{member:?}|{}|{}",
+            filter.contains,
+            page.limit(),
+            page.offset()
+        );
+        let read = || self.read_tenant_page(filter, member, page);
+        Ok(self
+            .cached_list(&self.lists.tenants, key, read)
+            .await?
+            .to_vec())
     }
 
     #[tracing::instrument(skip_all, fields(ids = ids.len()))]
@@ -120,3 +113,32 @@ impl TenantStore for SqlStore {
 
 /// Ids bound per `IN (...)` query.
 const BIND_CHUNK: usize = 1000;
+
+impl SqlStore {
+    /// A page of tenants, from the database.
+    async fn read_tenant_page(
+        &self,
+        filter: &TenantFilter,
+        member: Option<Uuid>,
+        page: Page,
+    ) -> Result<Vec<Tenant>> {
+        const SQL: &str = "SELECT id, slug, display_name, created_at FROM tenants t \
+             WHERE ($1 IS NULL OR LOWER(slug) LIKE $1 ESCAPE '\\' \
+                    OR LOWER(display_name) LIKE $1 ESCAPE '\\') \
+               AND ($2 IS NULL OR EXISTS (SELECT 1 FROM memberships m \
+                                          WHERE m.tenant_id = t.id AND m.user_id = $2)) \
+             ORDER BY slug LIMIT $3 OFFSET $4";
+        let pattern = filter.contains.as_deref().map(contains_pattern);
+        let (limit, offset) = limit_offset(page);
+        let rows: Vec<TenantRow> = on_pool!(self, p => {
+            sqlx::query_as(SQL)
+                .bind(&pattern)
+                .bind(member)
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(p)
+                .await?
+        });
+        rows.into_iter().map(Tenant::try_from).collect()
+    }
+}
