@@ -119,6 +119,7 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
             &api[..],
             "/api/v1/clusters?tenant=t-07",
         ),
+        ("GET /tokens (page floor)", &browser[..], "/tokens"),
         ("GET /clusters (page)", &browser[..], "/clusters"),
     ] {
         if !only.as_deref().is_none_or(|o| name.contains(o)) {

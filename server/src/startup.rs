@@ -31,9 +31,32 @@ use crate::auth::{self, AuthConfig};
 use crate::settings::Settings;
 use crate::{api, csrf, forms, health};
 
-/// Everything a request handler may need. Cheap to clone.
-#[derive(Clone, FromRef)]
-pub struct AppState {
+/// Everything a request handler may need. Every middleware layer and handler clones the
+/// state for every request: one reference count, whatever it holds.
+#[derive(Clone)]
+pub struct AppState(Arc<SharedState>);
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+impl FromRef<AppState> for Kqueen {
+    fn from_ref(state: &AppState) -> Self {
+        state.kqueen.clone()
+    }
+}
+
+/// What [`AppState`] shares.
+pub struct SharedState {
     pub leptos_options: LeptosOptions,
     pub kqueen: Kqueen,
     pub auth: Arc<AuthConfig>,
@@ -138,14 +161,14 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
     if oidc.is_none() && !settings.local_accounts {
         tracing::warn!("neither single sign-on nor local accounts are enabled: nobody can log in");
     }
-    Ok(AppState {
+    Ok(AppState(Arc::new(SharedState {
         leptos_options,
         kqueen,
         auth: Arc::new(auth),
         oidc,
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
-    })
+    })))
 }
 
 fn oidc_from(settings: &Settings, public_url: &str) -> anyhow::Result<Option<Arc<Oidc>>> {

@@ -16,8 +16,11 @@
 //! the database as the source of the version.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use crate::{Error, Result};
 
 /// Pages kept per list. A page of 50 clusters is ~50 KB in memory.
 const CAPACITY: usize = 128;
@@ -106,6 +109,66 @@ impl<V> ListCache<V> {
     }
 }
 
+/// Reads of the list version, coalesced: requests that arrive while a read is in flight
+/// gather, and the next read answers all of them. A request never takes the answer of a read
+/// sent before it arrived, so it still sees every write committed before it started; under
+/// load the database answers one version query per round instead of one per request.
+#[derive(Default)]
+pub(super) struct VersionReads {
+    /// Held while a read is in flight.
+    in_flight: tokio::sync::Mutex<()>,
+    /// The read that requests arriving now will share (not sent yet).
+    next: Mutex<Option<Batch>>,
+    reads: AtomicU64,
+}
+
+type Batch = Arc<tokio::sync::OnceCell<std::result::Result<i64, String>>>;
+
+impl std::fmt::Debug for VersionReads {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("VersionReads")
+            .field("reads", &self.reads.load(Ordering::Relaxed))
+            .finish()
+    }
+}
+
+impl VersionReads {
+    /// The version as `query` reads it, sent after this call began.
+    pub(super) async fn read<F>(&self, query: impl FnOnce() -> F) -> Result<i64>
+    where
+        F: Future<Output = Result<i64>>,
+    {
+        let batch = {
+            let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+            next.get_or_insert_with(Batch::default).clone()
+        };
+        // One member of the batch runs the read (another takes over if it is cancelled).
+        let answer = batch
+            .get_or_init(|| async {
+                let _flight = self.in_flight.lock().await;
+                // Close the batch: whoever arrives from now on shares the next read.
+                {
+                    let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
+                    if next.as_ref().is_some_and(|b| Arc::ptr_eq(b, &batch)) {
+                        *next = None;
+                    }
+                }
+                self.reads.fetch_add(1, Ordering::Relaxed);
+                query().await.map_err(|e| e.to_string())
+            })
+            .await;
+        answer
+            .clone()
+            .map_err(|e| Error::Backend(format!("reading the list version: {e}")))
+    }
+
+    /// Queries sent so far.
+    #[cfg(test)]
+    fn reads(&self) -> u64 {
+        self.reads.load(Ordering::Relaxed)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -145,5 +208,60 @@ mod tests {
         // A newer version makes every older page useless: they go first.
         cache.put("newer".into(), 2, Arc::new(0));
         assert_eq!(cache.lock().len(), 1);
+    }
+
+    /// A read in flight is never shared with requests that arrive after it was sent; those
+    /// arriving meanwhile share the next one.
+    #[tokio::test]
+    async fn version_reads_are_shared_only_by_requests_that_arrived_before_them() {
+        use std::sync::atomic::AtomicI64;
+        use tokio::sync::Notify;
+
+        let reads = Arc::new(VersionReads::default());
+        let version = Arc::new(AtomicI64::new(1));
+        let release = Arc::new(Notify::new());
+        let read = |reads: Arc<VersionReads>, version: Arc<AtomicI64>, release: Arc<Notify>| {
+            tokio::spawn(async move {
+                reads
+                    .read(|| async move {
+                        // The version is taken when the query is sent; the answer waits.
+                        let v = version.load(Ordering::SeqCst);
+                        release.notified().await;
+                        Ok(v)
+                    })
+                    .await
+            })
+        };
+        let first = read(reads.clone(), version.clone(), release.clone());
+        while reads.reads() == 0 {
+            tokio::task::yield_now().await;
+        }
+        // A write commits while the first read is in flight; three requests arrive after it.
+        version.store(2, Ordering::SeqCst);
+        let later: Vec<_> = (0..3)
+            .map(|_| read(reads.clone(), version.clone(), release.clone()))
+            .collect();
+        for _ in 0..20 {
+            tokio::task::yield_now().await;
+        }
+        assert_eq!(
+            reads.reads(),
+            1,
+            "the later requests wait for the next read"
+        );
+        release.notify_one();
+        assert_eq!(first.await.expect("joined").expect("read"), 1);
+        while reads.reads() < 2 {
+            tokio::task::yield_now().await;
+        }
+        release.notify_one();
+        for r in later {
+            assert_eq!(
+                r.await.expect("joined").expect("read"),
+                2,
+                "they see the write"
+            );
+        }
+        assert_eq!(reads.reads(), 2, "one read answered all three");
     }
 }

@@ -22,7 +22,7 @@ use crate::cluster::Cluster;
 use crate::page::Page;
 use crate::tenant::Tenant;
 use crate::{Error, Result};
-use list_cache::ListCache;
+use list_cache::{ListCache, VersionReads};
 
 static SQLITE_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/sqlite");
 static POSTGRES_MIGRATIONS: Migrator = sqlx::migrate!("../migrations/postgres");
@@ -43,6 +43,7 @@ pub struct SqlStore {
 /// List pages kept in memory while the database's list version is unchanged.
 #[derive(Debug, Default)]
 struct Lists {
+    version: VersionReads,
     clusters: ListCache<(Vec<Cluster>, u64)>,
     tenants: ListCache<Vec<Tenant>>,
 }
@@ -212,7 +213,9 @@ impl SqlStore {
     /// tenants and memberships (triggers; see [`list_cache`]).
     async fn list_version(&self) -> Result<i64> {
         const SQL: &str = "SELECT version FROM list_version";
-        Ok(on_pool!(self, p => sqlx::query_scalar(SQL).fetch_one(p).await?))
+        let query =
+            || async { Ok(on_pool!(self, p => sqlx::query_scalar(SQL).fetch_one(p).await?)) };
+        self.lists.version.read(query).await
     }
 
     /// The page under `key`: from `cache` when the list version still is the one it was read
