@@ -59,7 +59,7 @@ impl FromRef<AppState> for Kqueen {
 pub struct SharedState {
     pub leptos_options: LeptosOptions,
     pub kqueen: Kqueen,
-    pub auth: Arc<AuthConfig>,
+    pub auth: AuthConfig,
     pub oidc: Option<Arc<Oidc>>,
     /// How often this process syncs the inventory when it runs workers; none: never.
     pub inventory_every: Option<std::time::Duration>,
@@ -164,7 +164,7 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
     Ok(AppState(Arc::new(SharedState {
         leptos_options,
         kqueen,
-        auth: Arc::new(auth),
+        auth,
         oidc,
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
