@@ -7,6 +7,10 @@
 //!   KQUEEN_BENCH_SECONDS=10 cargo bench -p kqueen-server --bench cluster_list
 //!   KQUEEN_BENCH_ONLY=clusters cargo bench …   (only the cases whose name contains it)
 //!
+//! Each HTTP case prints p50/p99/max latency, requests per second, and the CPU time the
+//! process (server and load generator) spent per request: on a shared virtual machine the
+//! throughput of one run can differ from the next by a third, the CPU per request far less.
+//!
 //! A benchmark, not a test: it prints figures and never fails on them.
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -23,7 +27,7 @@ use kqueen_core::testing::TestDatabase;
 use kqueen_core::Actor;
 
 mod common;
-use common::{load, percentiles, Fleet, Portal};
+use common::{cpu_time, load, percentiles, Fleet, Portal};
 
 const TENANTS: usize = 50;
 const CLUSTERS: usize = 1_000;
@@ -126,12 +130,19 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
             continue;
         }
         let length = Duration::from_secs(seconds);
-        let start = Instant::now();
+        let (start, cpu) = (Instant::now(), cpu_time());
         let mut all = load(addr, path, headers, CONNECTIONS, length).await;
         let elapsed = start.elapsed().as_secs_f64();
         let requests = all.len();
+        let cpu = match (cpu, cpu_time()) {
+            (Some(before), Some(after)) => format!(
+                "{:5.0} us CPU/req",
+                (after - before).as_secs_f64() * 1e6 / requests as f64
+            ),
+            _ => String::new(),
+        };
         println!(
-            "{backend}: {name:36} {}  {:7.0} req/s  ({requests} requests)",
+            "{backend}: {name:36} {}  {:7.0} req/s  {cpu}  ({requests} requests)",
             percentiles(&mut all),
             requests as f64 / elapsed,
         );

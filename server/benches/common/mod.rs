@@ -271,6 +271,18 @@ pub fn percentiles(all: &mut [Duration]) -> String {
     )
 }
 
+/// CPU time this process has used so far (user + system, all threads: server and load
+/// generator), from /proc/self/stat; None off Linux. CPU per request moves much less than
+/// throughput when other machines share the host's cores.
+pub fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The command name (field 2) is in parentheses and may hold spaces: count from after it.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // utime and stime are fields 14 and 15, in clock ticks of 1/100 s (USER_HZ on Linux).
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(Duration::from_millis(ticks * 10))
+}
+
 /// Closed-loop HTTP/1.1 load, the way wrk or oha generate it: `connections` keep-alive
 /// connections, each sending `GET path` with `headers` and reading the whole answer, one
 /// request after another, for `length` (after one warm-up request each). Returns every
