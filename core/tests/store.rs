@@ -413,6 +413,116 @@ async fn cluster_list_pages_and_totals(s: &dyn Store) {
     assert_eq!(list(nothing, None, Page::new(2, 2)).await, (vec![], 0));
 }
 
+/// Stale accesses as sortable tuples.
+async fn stale(s: &dyn Store) -> Vec<(String, String, Option<String>, bool, Uuid)> {
+    let mut v: Vec<_> = s
+        .stale_accesses(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|x| {
+            (
+                x.username,
+                x.granted_role,
+                x.current_role,
+                x.disabled,
+                x.cluster_id,
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+/// ServiceAccounts whose user left the cluster's tenant, has another role there, or is
+/// disabled are stale; only in clusters that can be reached (Ready, Updating).
+async fn stale_accesses_follow_memberships(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let ready = cluster(&a, provider.id, "ready", ClusterState::Ready);
+    let building = cluster(&a, provider.id, "building", ClusterState::Provisioning);
+    insert(s, &ready).await;
+    insert(s, &building).await;
+    // A new audit entry for every write (each has its own id).
+    let audit = || AuditEvent::now(&Actor::system(), "test", "x", Outcome::Success);
+    let mut users = Vec::new();
+    for (name, role, disabled) in [
+        ("amy", Role::Member, false),
+        ("adam", Role::Admin, false),
+        ("dora", Role::Member, true),
+    ] {
+        let u = User {
+            id: Uuid::now_v7(),
+            subject: format!("local:{name}"),
+            username: name.into(),
+            email: None,
+            display_name: None,
+            is_operator: false,
+            disabled,
+            created_at: store::now(),
+            last_login_at: None,
+        };
+        s.create_user(&u, None, &audit()).await.unwrap();
+        s.put_membership(a.id, u.id, role, MembershipSource::Manual, &audit())
+            .await
+            .unwrap();
+        let expires = store::now() + chrono::Duration::hours(8);
+        for c in [&ready, &building] {
+            s.put_access(
+                c.id,
+                u.id,
+                &format!("kq-{name}"),
+                role.as_str(),
+                expires,
+                &audit(),
+            )
+            .await
+            .unwrap();
+        }
+        users.push(u);
+    }
+    let dora = (
+        "dora".to_owned(),
+        "member".to_owned(),
+        Some("member".to_owned()),
+        true,
+        ready.id,
+    );
+    assert_eq!(stale(s).await, vec![dora.clone()], "disabled only");
+    s.delete_membership(a.id, users[0].id, &audit())
+        .await
+        .unwrap();
+    s.put_membership(
+        a.id,
+        users[1].id,
+        Role::Member,
+        MembershipSource::Manual,
+        &audit(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        stale(s).await,
+        vec![
+            (
+                "adam".to_owned(),
+                "admin".to_owned(),
+                Some("member".to_owned()),
+                false,
+                ready.id
+            ),
+            ("amy".to_owned(), "member".to_owned(), None, false, ready.id),
+            dora.clone(),
+        ],
+        "left, another role, disabled; never the cluster still being built"
+    );
+    for u in &users[..2] {
+        assert!(s.delete_access(ready.id, u.id, &audit()).await.unwrap());
+    }
+    assert_eq!(stale(s).await, vec![dora]);
+}
+
 /// Runs every scenario on a fresh database of each backend.
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
@@ -444,6 +554,7 @@ scenarios!(
     users_round_trip,
     cluster_list_pages_and_totals,
     cluster_list_keeps_every_field,
+    stale_accesses_follow_memberships,
 );
 
 /// Names and total of a cluster list page.

@@ -90,8 +90,12 @@ impl Kqueen {
             .store
             .upsert_external_login(&user, &memberships, &audit)
             .await;
-        // The identity provider's groups may have changed this user's memberships.
+        // The identity provider's groups may have changed this user's memberships (and with
+        // them, which of their ServiceAccounts in clusters are still due).
         self.identities.clear();
+        if upserted.is_ok() {
+            self.revoke_stale_access_soon();
+        }
         if let Err(e) = upserted {
             if e.is_client_error() {
                 self.audit_refusal(&actor, action::LOGIN, &user.username, None, &e)

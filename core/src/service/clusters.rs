@@ -871,6 +871,82 @@ impl Kqueen {
         .await
     }
 
+    /// Deletes the ServiceAccounts of users who left a cluster's tenant, whose role there
+    /// changed, or who were disabled, so that the kubeconfigs issued to them stop working at
+    /// once instead of when their tokens expire (after a role change the user downloads a new
+    /// one, bound to the new role). Clusters that do not answer keep their record and are
+    /// tried again at the next pass: the engine's sweeps run this every minute. Returns how
+    /// many were revoked.
+    pub async fn revoke_stale_access(&self) -> Result<usize> {
+        let stale = self.store.stale_accesses(100).await?;
+        let mut revoked = 0;
+        for access in stale {
+            let cluster = match self.store.cluster(access.cluster_id).await {
+                Ok(c) => c,
+                Err(Error::NotFound(_)) => continue,
+                Err(e) => return Err(e),
+            };
+            let reason = if access.disabled {
+                "account disabled".to_owned()
+            } else {
+                match &access.current_role {
+                    None => format!("no longer a member of {}", cluster.tenant_slug),
+                    Some(now) => format!("role changed from {} to {now}", access.granted_role),
+                }
+            };
+            let removed = async {
+                let (client, _) = self.admin_client(&cluster).await?;
+                tokio::time::timeout(
+                    self.settings.request_check_timeout * 2,
+                    crate::kubernetes::revoke_user_access(client, &access.username),
+                )
+                .await
+                .map_err(|_| Error::Conflict("the cluster did not answer in time".into()))?
+                .map_err(access_error)
+            }
+            .await;
+            match removed {
+                Ok(_) => {
+                    let audit = AuditEvent::now(
+                        &Actor::system(),
+                        action::ACCESS_REVOKE,
+                        cluster.name.as_str(),
+                        Outcome::Success,
+                    )
+                    .in_tenant(cluster.tenant_id)
+                    .with_detail(format!("user {}: {reason}", access.username));
+                    self.store
+                        .delete_access(cluster.id, access.user_id, &audit)
+                        .await?;
+                    revoked += 1;
+                }
+                Err(e) => tracing::warn!(
+                    cluster = %cluster.name,
+                    user = %access.username,
+                    error = %e,
+                    "cannot revoke a stale ServiceAccount yet; will retry"
+                ),
+            }
+        }
+        Ok(revoked)
+    }
+
+    /// [`Self::revoke_stale_access`] in the background, right after a membership change
+    /// (which must not wait for clusters to answer).
+    pub(crate) fn revoke_stale_access_soon(&self) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let k = self.clone();
+        runtime.spawn(async move {
+            match k.revoke_stale_access().await {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(revoked = n, "stale cluster access revoked"),
+                Err(e) => tracing::warn!(error = %e, "cannot revoke stale cluster access"),
+            }
+        });
+    }
+
     pub(crate) async fn stored_kubeconfig(&self, cluster: &Cluster) -> Result<Secret> {
         if cluster.state == ClusterState::Provisioning {
             return Err(Error::Conflict(

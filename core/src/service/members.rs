@@ -50,6 +50,10 @@ impl Kqueen {
             .put_membership(t.id, user.id, role, MembershipSource::Manual, &audit)
             .await;
         self.identities.clear();
+        if done.is_ok() {
+            // A changed role: kubeconfigs bound to the old one are revoked.
+            self.revoke_stale_access_soon();
+        }
         done
     }
 
@@ -81,6 +85,9 @@ impl Kqueen {
             .delete_membership(t.id, member.user_id, &audit)
             .await;
         self.identities.clear();
+        if done.is_ok() {
+            self.revoke_stale_access_soon();
+        }
         done.map(|_| ())
     }
 }

@@ -252,6 +252,23 @@ pub trait ClusterStore: Send + Sync {
         user_id: Uuid,
         audit: &AuditEvent,
     ) -> Result<bool>;
+    /// ServiceAccounts recorded in live Ready or Updating clusters whose user left the
+    /// cluster's tenant, has another role there now, or was disabled; at most `limit`, the
+    /// least recently issued first.
+    async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>>;
+}
+
+/// A user's ServiceAccount in a cluster that no longer matches their membership.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StaleAccess {
+    pub cluster_id: Uuid,
+    pub user_id: Uuid,
+    pub username: String,
+    /// The role the ServiceAccount is bound to.
+    pub granted_role: String,
+    /// The user's role in the cluster's tenant now; None: not a member.
+    pub current_role: Option<String>,
+    pub disabled: bool,
 }
 
 /// The workers' side of operations: claims with a lease, fenced writes.

@@ -694,6 +694,184 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
 
 const SA_PATH: &str = "api/v1/namespaces/kqueen-users/serviceaccounts";
 
+/// The operator `olga` defines an `import` provider and template `import` for every tenant.
+async fn offer_import(app: &TestApp, olga: &reqwest::Client) {
+    let (status, body) = call(
+        olga,
+        app,
+        Method::POST,
+        "/api/v1/providers",
+        Some(
+            json!({"name": "existing", "kind": "import", "settings": {"probe_timeout_seconds": 5}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let (status, _) = call(
+        olga,
+        app,
+        Method::POST,
+        "/api/v1/templates",
+        Some(json!({"name": "import", "provider": "existing"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED);
+}
+
+/// Imports the fake API server as cluster `prod` of team-a; its id once Ready.
+async fn import_fake(
+    app: &TestApp,
+    who: &reqwest::Client,
+    fake: &kqueen_core::testing::fake_kube::FakeKube,
+) -> String {
+    let (status, body) = call(
+        who,
+        app,
+        Method::POST,
+        "/api/v1/clusters",
+        Some(json!({
+        "tenant": "team-a", "name": "prod", "template": "import",
+        "parameters": {"kubeconfig": fake.admin_kubeconfig()}})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["cluster"]["id"].as_str().unwrap().to_owned();
+    wait_for_state(app, who, &id, "ready").await;
+    id
+}
+
+/// Waits (up to 10 s) until `done` holds: work the server does in the background.
+async fn eventually(what: &str, done: impl Fn() -> bool) {
+    for _ in 0..200 {
+        if done() {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    panic!("{what} did not happen");
+}
+
+#[tokio::test]
+async fn leaving_a_tenant_or_changing_role_revokes_cluster_access_at_once() {
+    use kqueen_core::kubernetes::{
+        binding_name, parse_kubeconfig, probe_version, service_account_name as sa,
+    };
+    use kqueen_core::testing::fake_kube::FakeKube;
+
+    let fake = FakeKube::start().await;
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    let olga = app.user("olga", true, &[]).await;
+    let amy = app.user("amy", false, &[("team-a", "member")]).await;
+    let adam = app.user("adam", false, &[("team-a", "admin")]).await;
+    let carl = app.user("carl", false, &[("team-a", "member")]).await;
+    offer_import(&app, &olga).await;
+    let id = import_fake(&app, &amy, &fake).await;
+    let download = |who: &reqwest::Client| {
+        let req = who.get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url));
+        async move {
+            let res = req.send().await.unwrap();
+            assert_eq!(res.status(), StatusCode::OK);
+            parse_kubeconfig(&res.text().await.unwrap(), None, false).unwrap()
+        }
+    };
+    let works = |k| async move { probe_version(&k, Duration::from_secs(5)).await.is_ok() };
+    let (amy_k, _, carl_k) = (
+        download(&amy).await,
+        download(&adam).await,
+        download(&carl).await,
+    );
+    let mut all = vec![sa("adam"), sa("amy"), sa("carl")];
+    all.sort();
+    assert_eq!(fake.names(SA_PATH), all);
+
+    // Removed from the tenant: amy's kubeconfig stops working now, not when its token expires.
+    let (status, body) = call(
+        &adam,
+        &app,
+        Method::DELETE,
+        "/api/v1/tenants/team-a/members/amy",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    eventually("revoking amy", || !fake.names(SA_PATH).contains(&sa("amy"))).await;
+    assert!(!works(amy_k).await, "a removed member's token still works");
+    assert!(works(carl_k.clone()).await, "the other members keep theirs");
+
+    // Another role: the binding to `admin` goes; a new download is bound to `edit`.
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::PUT,
+        "/api/v1/tenants/team-a/members/adam",
+        Some(json!({"role": "member"})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    eventually("revoking adam", || {
+        !fake.names(SA_PATH).contains(&sa("adam"))
+    })
+    .await;
+    download(&adam).await;
+    let binding = fake
+        .object(&format!(
+            "apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+            binding_name(&sa("adam"))
+        ))
+        .unwrap();
+    assert_eq!(binding["roleRef"]["name"], "edit");
+
+    // A cluster that does not answer keeps the record; the engine's next sweep revokes.
+    fake.fail(reqwest::Method::DELETE, SA_PATH, 503);
+    let (status, _) = call(
+        &olga,
+        &app,
+        Method::DELETE,
+        "/api/v1/tenants/team-a/members/carl",
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    eventually("trying to revoke carl", || {
+        fake.count("DELETE", &format!("/{SA_PATH}/{}", sa("carl"))) > 0
+    })
+    .await;
+    assert!(
+        works(carl_k.clone()).await,
+        "the cluster refused: still there"
+    );
+    fake.clear_failures();
+    let revoked = app
+        .on_server(|s| async move { s.kqueen.revoke_stale_access().await.unwrap() })
+        .await;
+    // (1, unless the engine's own sweep came first.)
+    assert!(revoked <= 1, "{revoked}");
+    assert!(!works(carl_k).await);
+    assert_eq!(fake.names(SA_PATH), vec![sa("adam")]);
+
+    let revokes = app
+        .audit(kqueen_core::audit::AuditQuery {
+            action: Some("access.revoke".into()),
+            ..Default::default()
+        })
+        .await;
+    let mut seen: Vec<_> = revokes
+        .iter()
+        .map(|e| (e.actor.as_str(), e.detail.as_deref().unwrap_or_default()))
+        .collect();
+    seen.sort();
+    assert_eq!(
+        seen,
+        vec![
+            ("system", "user adam: role changed from admin to member"),
+            ("system", "user amy: no longer a member of team-a"),
+            ("system", "user carl: no longer a member of team-a"),
+        ]
+    );
+    app.stop().await;
+}
+
 #[tokio::test]
 async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
     use kqueen_core::testing::fake_kube::FakeKube;
@@ -704,26 +882,7 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
     let olga = app.user("olga", true, &[]).await;
     let amy = app.user("amy", false, &[("team-a", "member")]).await;
     let adam = app.user("adam", false, &[("team-a", "admin")]).await;
-    let (status, body) = call(
-        &olga,
-        &app,
-        Method::POST,
-        "/api/v1/providers",
-        Some(
-            json!({"name": "existing", "kind": "import", "settings": {"probe_timeout_seconds": 5}}),
-        ),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
-    let (status, _) = call(
-        &olga,
-        &app,
-        Method::POST,
-        "/api/v1/templates",
-        Some(json!({"name": "import", "provider": "existing"})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED);
+    offer_import(&app, &olga).await;
 
     // Bad kubeconfigs are refused at once with a clear message.
     let exec = "apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: 'https://x.test'}}]\n\

@@ -15,7 +15,7 @@ use crate::cluster::{
 };
 use crate::page::Page;
 use crate::provisioner::ProviderKind;
-use crate::store::{ClusterChange, ClusterStore, OperationStore};
+use crate::store::{ClusterChange, ClusterStore, OperationStore, StaleAccess};
 use crate::{Error, Result};
 
 /// A cluster as the database holds it. Also read from JSON: SQLite lists (see
@@ -693,6 +693,36 @@ impl ClusterStore for SqlStore {
             }
         });
         Ok(true)
+    }
+
+    async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>> {
+        const SQL: &str = "SELECT a.cluster_id, a.user_id, u.username, a.role, m.role, u.disabled \
+             FROM cluster_access a \
+             JOIN clusters c ON c.id = a.cluster_id \
+             JOIN users u ON u.id = a.user_id \
+             LEFT JOIN memberships m ON m.tenant_id = c.tenant_id AND m.user_id = a.user_id \
+             WHERE c.deleted_at IS NULL AND c.state IN ('ready', 'updating') \
+               AND (m.role IS NULL OR m.role <> a.role OR u.disabled) \
+             ORDER BY a.last_issued_at, a.cluster_id, a.user_id LIMIT $1";
+        type Row = (Uuid, Uuid, String, String, Option<String>, bool);
+        let rows: Vec<Row> = on_pool!(self, p => {
+            sqlx::query_as(SQL).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(
+                |(cluster_id, user_id, username, granted_role, current_role, disabled)| {
+                    StaleAccess {
+                        cluster_id,
+                        user_id,
+                        username,
+                        granted_role,
+                        current_role,
+                        disabled,
+                    }
+                },
+            )
+            .collect())
     }
 }
 
