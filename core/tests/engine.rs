@@ -577,6 +577,54 @@ async fn scaling_stays_within_the_template(db: TestDatabase) {
     ));
 }
 
+/// A scale takes its share of the node quota when it is queued, not when it is done: two
+/// scales (or a scale and a new cluster) cannot together exceed the quota.
+async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase) {
+    let s = setup(db).await;
+    let ops = Actor::cli(None);
+    let q = Quota {
+        max_clusters: None,
+        max_nodes: Some(5),
+        cluster_ttl_hours: None,
+    };
+    s.k.set_quota(&ops, "team-a", q).await.unwrap();
+    let a = s.request("ok-a").await.unwrap();
+    let b = s.request("ok-b").await.unwrap();
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    let used = || async { s.k.quota(&s.alice, "team-a").await.unwrap().1.nodes };
+    assert_eq!(used().await, 2);
+
+    s.k.scale_cluster(&s.alice, &a.id.to_string(), 3)
+        .await
+        .unwrap();
+    assert_eq!(used().await, 4, "the queued scale counts already");
+    let refused = s.k.scale_cluster(&s.alice, &b.id.to_string(), 3).await;
+    assert!(
+        matches!(&refused, Err(Error::Conflict(m)) if m.contains("at most 5 nodes")),
+        "{refused:?}"
+    );
+    let refused = s.request_nodes("ok-c", "2").await;
+    assert!(
+        matches!(&refused, Err(Error::Conflict(m)) if m.contains("at most 5 nodes")),
+        "{refused:?}"
+    );
+    assert_eq!(
+        s.state(b.id).await,
+        ClusterState::Ready,
+        "refusals change nothing"
+    );
+    s.k.scale_cluster(&s.alice, &b.id.to_string(), 2)
+        .await
+        .unwrap();
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(used().await, 5);
+    // Down is always within the quota.
+    s.k.scale_cluster(&s.alice, &a.id.to_string(), 1)
+        .await
+        .unwrap();
+}
+
 async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
     let s = setup(db).await;
     let ops = Actor::cli(None);
@@ -825,6 +873,7 @@ on_both_databases!(
     a_stale_claim_of_the_same_process_cannot_write,
     a_delete_cancels_an_unfinished_create,
     scaling_stays_within_the_template,
+    scale_targets_count_against_the_node_quota_until_done,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,

@@ -465,16 +465,7 @@ impl Kqueen {
             ),
             (_, target) => target,
         };
-        if kind == OperationKind::Scale {
-            let nodes: u32 = target.as_deref().and_then(|t| t.parse().ok()).unwrap_or(0);
-            let usage = self.store.usage(cluster.tenant_id).await?;
-            let quota = self.store.quota(cluster.tenant_id).await?;
-            let others = Usage {
-                clusters: usage.clusters.saturating_sub(1),
-                nodes: usage.nodes.saturating_sub(cluster.node_count),
-            };
-            quota.admit(others, nodes).map_err(Error::Conflict)?;
-        }
+        // The node quota of a scale is checked by the store, in the transaction that queues it.
         let now = store::now();
         let who = actor.to_string();
         let timeout = match cluster.template_id {

@@ -363,6 +363,59 @@ impl SqlStore {
     }
 }
 
+/// Clusters and nodes a tenant uses: live clusters, each counted with its node count or the
+/// target of its unfinished scale operation, whichever is larger (a scale in flight has
+/// already taken its share of the quota). `$2` names a cluster to leave out (`nil`: none).
+const USAGE_SQL: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.target > c.node_count \
+     THEN s.target ELSE c.node_count END), 0) \
+     FROM clusters c LEFT JOIN (SELECT cluster_id, MAX(CAST(target AS INTEGER)) AS target \
+       FROM operations WHERE kind = 'scale' AND state IN ('pending', 'running') \
+       GROUP BY cluster_id) s ON s.cluster_id = c.id \
+     WHERE c.tenant_id = $1 AND c.deleted_at IS NULL";
+const USAGE_EXCEPT_SQL: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.target > c.node_count \
+     THEN s.target ELSE c.node_count END), 0) \
+     FROM clusters c LEFT JOIN (SELECT cluster_id, MAX(CAST(target AS INTEGER)) AS target \
+       FROM operations WHERE kind = 'scale' AND state IN ('pending', 'running') \
+       GROUP BY cluster_id) s ON s.cluster_id = c.id \
+     WHERE c.tenant_id = $1 AND c.deleted_at IS NULL AND c.id <> $2";
+
+fn usage(clusters: i64, nodes: i64) -> Usage {
+    Usage {
+        clusters: u32::try_from(clusters).unwrap_or(u32::MAX),
+        nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
+    }
+}
+
+/// Inside a transaction: locks the tenant (Postgres row lock; SQLite has one writer), then
+/// refuses with Conflict when one more cluster of `nodes` nodes, besides the tenant's other
+/// clusters (all but `except`), would exceed its quota.
+macro_rules! admit_in_tx {
+    ($tx:ident, $postgres:expr, $tenant:expr, $except:expr, $nodes:expr) => {{
+        let lock = if $postgres {
+            "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1 FOR UPDATE"
+        } else {
+            "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1"
+        };
+        let (max_c, max_n): (Option<i32>, Option<i32>) = sqlx::query_as(lock)
+            .bind($tenant)
+            .fetch_one(&mut *$tx)
+            .await?;
+        let (used_c, used_n): (i64, i64) = sqlx::query_as(USAGE_EXCEPT_SQL)
+            .bind($tenant)
+            .bind($except)
+            .fetch_one(&mut *$tx)
+            .await?;
+        let quota = Quota {
+            max_clusters: max_c.and_then(|v| u32::try_from(v).ok()),
+            max_nodes: max_n.and_then(|v| u32::try_from(v).ok()),
+            cluster_ttl_hours: None,
+        };
+        quota
+            .admit(usage(used_c, used_n), $nodes)
+            .map_err(Error::Conflict)?;
+    }};
+}
+
 #[async_trait]
 impl ClusterStore for SqlStore {
     async fn quota(&self, tenant_id: Uuid) -> Result<Quota> {
@@ -401,15 +454,10 @@ impl ClusterStore for SqlStore {
     }
 
     async fn usage(&self, tenant_id: Uuid) -> Result<Usage> {
-        const SQL: &str = "SELECT COUNT(*), COALESCE(SUM(node_count), 0) FROM clusters \
-             WHERE tenant_id = $1 AND deleted_at IS NULL";
         let (c, n): (i64, i64) = on_pool!(self, p => {
-            sqlx::query_as(SQL).bind(tenant_id).fetch_one(p).await?
+            sqlx::query_as(USAGE_SQL).bind(tenant_id).fetch_one(p).await?
         });
-        Ok(Usage {
-            clusters: u32::try_from(c).unwrap_or(u32::MAX),
-            nodes: u32::try_from(n).unwrap_or(u32::MAX),
-        })
+        Ok(usage(c, n))
     }
 
     async fn create_cluster(
@@ -424,33 +472,7 @@ impl ClusterStore for SqlStore {
         let checkpoint = to_json(&op.checkpoint)?;
         let postgres = matches!(self.pool, Pool::Postgres(_));
         audited_tx!(self, audit, |tx| {
-            // Serialise requests of one tenant (Postgres row lock; SQLite has one writer).
-            let lock = if postgres {
-                "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1 FOR UPDATE"
-            } else {
-                "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1"
-            };
-            let (max_c, max_n): (Option<i32>, Option<i32>) = sqlx::query_as(lock)
-                .bind(c.tenant_id)
-                .fetch_one(&mut *tx)
-                .await?;
-            let (used_c, used_n): (i64, i64) = sqlx::query_as(
-                "SELECT COUNT(*), COALESCE(SUM(node_count), 0) FROM clusters \
-                 WHERE tenant_id = $1 AND deleted_at IS NULL",
-            )
-            .bind(c.tenant_id)
-            .fetch_one(&mut *tx)
-            .await?;
-            let quota = Quota {
-                max_clusters: max_c.and_then(|v| u32::try_from(v).ok()),
-                max_nodes: max_n.and_then(|v| u32::try_from(v).ok()),
-                cluster_ttl_hours: None,
-            };
-            let usage = Usage {
-                clusters: u32::try_from(used_c).unwrap_or(u32::MAX),
-                nodes: u32::try_from(used_n).unwrap_or(u32::MAX),
-            };
-            quota.admit(usage, c.node_count).map_err(Error::Conflict)?;
+            admit_in_tx!(tx, postgres, c.tenant_id, Uuid::nil(), c.node_count);
             sqlx::query(
                 "INSERT INTO clusters (id, tenant_id, name, template_id, template_name, \
                  provider_id, provider_kind, state, parameters, node_count, endpoint, \
@@ -519,7 +541,32 @@ impl ClusterStore for SqlStore {
         audit: &AuditEvent,
     ) -> Result<()> {
         let checkpoint = to_json(&op.checkpoint)?;
+        let postgres = matches!(self.pool, Pool::Postgres(_));
+        // A scale's target counts against the tenant's node quota from now on (not only once
+        // it is done), checked under the tenant's lock like a new cluster.
+        let scale_to = match op.kind {
+            OperationKind::Scale => Some(
+                op.target
+                    .as_deref()
+                    .and_then(|t| t.parse::<u32>().ok())
+                    .ok_or_else(|| {
+                        Error::Corrupt("a scale operation without a node count".into())
+                    })?,
+            ),
+            _ => None,
+        };
         audited_tx!(self, audit, |tx| {
+            if let Some(nodes) = scale_to {
+                // Tenant first, then the cluster: the order a new cluster takes them in.
+                let tenant: Option<Uuid> = sqlx::query_scalar(
+                    "SELECT tenant_id FROM clusters WHERE id = $1 AND deleted_at IS NULL",
+                )
+                .bind(op.cluster_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                let tenant = tenant.ok_or(Error::NotFound("cluster"))?;
+                admit_in_tx!(tx, postgres, tenant, op.cluster_id, nodes);
+            }
             // Claim the cluster first (the row write serialises concurrent requests).
             let done = sqlx::query(
                 "UPDATE clusters SET state = $2, updated_at = $3 WHERE id = $1 AND deleted_at IS NULL",
