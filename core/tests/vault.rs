@@ -80,6 +80,97 @@ async fn scenario(db: TestDatabase) {
     assert!(!format!("{:?}", new_only.get(&at_a).await.unwrap()).contains("apiVersion"));
 }
 
+/// What another portal process does while a rotation runs, right after the rotation read the
+/// secrets: it writes new credentials to one slot (still under the old key: it has not got
+/// the new one yet) and deletes another.
+struct RacingBackend {
+    inner: Arc<dyn SecretBackend>,
+    other_process: Vault,
+    changed: (SecretRef, Secret),
+    deleted: SecretRef,
+}
+
+#[async_trait::async_trait]
+impl SecretBackend for RacingBackend {
+    async fn put_sealed(&self, at: &SecretRef, sealed: &str) -> kqueen_core::Result<()> {
+        self.inner.put_sealed(at, sealed).await
+    }
+    async fn replace_sealed(
+        &self,
+        at: &SecretRef,
+        expected: &str,
+        sealed: &str,
+    ) -> kqueen_core::Result<bool> {
+        self.inner.replace_sealed(at, expected, sealed).await
+    }
+    async fn get_sealed(&self, at: &SecretRef) -> kqueen_core::Result<Option<String>> {
+        self.inner.get_sealed(at).await
+    }
+    async fn delete_sealed(&self, at: &SecretRef) -> kqueen_core::Result<bool> {
+        self.inner.delete_sealed(at).await
+    }
+    async fn list_sealed(&self) -> kqueen_core::Result<Vec<(SecretRef, String)>> {
+        let listed = self.inner.list_sealed().await?;
+        let (at, secret) = &self.changed;
+        self.other_process.put(at, secret).await?;
+        assert!(self.other_process.delete(&self.deleted).await?);
+        Ok(listed)
+    }
+}
+
+/// A rotation never overwrites a secret written meanwhile nor brings back a deleted one.
+async fn rotation_keeps_concurrent_writes(db: TestDatabase) {
+    let store: Arc<dyn SecretBackend> = Arc::new(db.connect().await);
+    let (old, new) = (Keyring::generate_entry(), Keyring::generate_entry());
+    let before = Vault::new(Keyring::parse(&old).unwrap(), store.clone());
+    let (changed, deleted, kept) = (
+        SecretRef::global("provider/jenkins"),
+        SecretRef::tenant(Uuid::now_v7(), "cluster/1/kubeconfig"),
+        SecretRef::global("provider/other"),
+    );
+    for at in [&changed, &deleted, &kept] {
+        before.put(at, &Secret::new(b"old".to_vec())).await.unwrap();
+    }
+    let fresh = Secret::new(b"new credentials".to_vec());
+    let racing = Arc::new(RacingBackend {
+        inner: store.clone(),
+        other_process: before,
+        changed: (changed.clone(), fresh.clone()),
+        deleted: deleted.clone(),
+    });
+    let both = || Keyring::parse(&format!("{new},{old}")).unwrap();
+    let rotating = Vault::new(both(), racing);
+    assert_eq!(
+        rotating.rotate().await.unwrap(),
+        1,
+        "only the untouched one"
+    );
+    let vault = Vault::new(both(), store.clone());
+    assert_eq!(vault.get(&changed).await.unwrap(), Some(fresh.clone()));
+    assert_eq!(vault.get(&deleted).await.unwrap(), None, "not brought back");
+    assert_eq!(
+        vault.get(&kept).await.unwrap(),
+        Some(Secret::new(b"old".to_vec()))
+    );
+    // The next rotation re-seals what was written under the old key meanwhile.
+    assert_eq!(vault.rotate().await.unwrap(), 1);
+    let new_only = Vault::new(Keyring::parse(&new).unwrap(), store);
+    assert_eq!(new_only.get(&changed).await.unwrap(), Some(fresh));
+}
+
+#[tokio::test]
+async fn rotation_keeps_concurrent_writes_on_sqlite() {
+    rotation_keeps_concurrent_writes(TestDatabase::sqlite()).await;
+}
+
+#[tokio::test]
+async fn rotation_keeps_concurrent_writes_on_postgres() {
+    let Some(db) = TestDatabase::postgres().await else {
+        return;
+    };
+    rotation_keeps_concurrent_writes(db).await;
+}
+
 #[tokio::test]
 async fn vault_on_sqlite() {
     scenario(TestDatabase::sqlite()).await;

@@ -222,6 +222,25 @@ async fn vault_on_etcd() {
         Some(Secret::new(b"token".to_vec()))
     );
 
+    // Compare-and-swap, which rotation writes with: only over the value it read, and never
+    // where there is nothing (a secret deleted meanwhile stays deleted).
+    let current = store.get_sealed(&global).await.unwrap().unwrap();
+    assert!(!store
+        .replace_sealed(&global, "kqv1.stale", "kqv1.x")
+        .await
+        .unwrap());
+    assert_eq!(
+        store.get_sealed(&global).await.unwrap(),
+        Some(current.clone())
+    );
+    let missing = SecretRef::global("provider/none");
+    assert!(!store.replace_sealed(&missing, "", "kqv1.x").await.unwrap());
+    assert_eq!(store.get_sealed(&missing).await.unwrap(), None);
+    assert!(store
+        .replace_sealed(&global, &current, &current)
+        .await
+        .unwrap());
+
     // Addresses the layout cannot hold are refused before etcd is asked.
     for bad in [
         SecretRef::tenant(a, "a//b"),

@@ -176,6 +176,17 @@ impl SecretBackend for EtcdBackend {
     }
 
     #[tracing::instrument(skip_all, fields(scope = %at.scope, name = %at.name))]
+    async fn replace_sealed(&self, at: &SecretRef, expected: &str, sealed: &str) -> Result<bool> {
+        use etcd_client::{Compare, CompareOp, Txn, TxnOp};
+        let key = self.key(at)?;
+        let txn = Txn::new()
+            .when([Compare::value(key.clone(), CompareOp::Equal, expected)])
+            .and_then([TxnOp::put(key, sealed, None)]);
+        let resp = self.client.kv_client().txn(txn).await.map_err(backend)?;
+        Ok(resp.succeeded())
+    }
+
+    #[tracing::instrument(skip_all, fields(scope = %at.scope, name = %at.name))]
     async fn get_sealed(&self, at: &SecretRef) -> Result<Option<String>> {
         let key = self.key(at)?;
         let resp = self

@@ -72,6 +72,9 @@ impl fmt::Debug for Secret {
 #[async_trait]
 pub trait SecretBackend: Send + Sync {
     async fn put_sealed(&self, at: &SecretRef, sealed: &str) -> Result<()>;
+    /// Replaces the secret at `at` with `sealed` only while it still holds `expected`
+    /// (compare-and-swap); false, changing nothing, when it was changed or deleted meanwhile.
+    async fn replace_sealed(&self, at: &SecretRef, expected: &str, sealed: &str) -> Result<bool>;
     async fn get_sealed(&self, at: &SecretRef) -> Result<Option<String>>;
     /// False when there was nothing.
     async fn delete_sealed(&self, at: &SecretRef) -> Result<bool>;
@@ -112,7 +115,10 @@ impl Vault {
         self.backend.delete_sealed(at).await
     }
 
-    /// Re-seals every secret not sealed under the current key; returns how many.
+    /// Re-seals every secret not sealed under the current key; returns how many. Each
+    /// secret is replaced only if it still holds what was read: one written or deleted while
+    /// the rotation runs (a provider's new credentials, a deleted cluster's kubeconfig) is
+    /// left as it is then, never overwritten with the old value or brought back.
     pub async fn rotate(&self) -> Result<usize> {
         let mut n = 0;
         for (at, sealed) in self.backend.list_sealed().await? {
@@ -120,10 +126,10 @@ impl Vault {
                 continue;
             }
             let plain = self.keyring.open(&at.aad(), &sealed)?;
-            self.backend
-                .put_sealed(&at, &self.keyring.seal(&at.aad(), &plain)?)
-                .await?;
-            n += 1;
+            let resealed = self.keyring.seal(&at.aad(), &plain)?;
+            if self.backend.replace_sealed(&at, &sealed, &resealed).await? {
+                n += 1;
+            }
         }
         Ok(n)
     }

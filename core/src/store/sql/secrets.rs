@@ -18,6 +18,24 @@ impl SecretBackend for SqlStore {
         Ok(())
     }
 
+    async fn replace_sealed(&self, at: &SecretRef, expected: &str, sealed: &str) -> Result<bool> {
+        const SQL: &str = "UPDATE secrets SET sealed = $3, updated_at = $4 \
+             WHERE scope = $1 AND name = $2 AND sealed = $5";
+        let now = crate::store::now();
+        let n = on_pool!(self, p => {
+            sqlx::query(SQL)
+                .bind(&at.scope)
+                .bind(&at.name)
+                .bind(sealed)
+                .bind(now)
+                .bind(expected)
+                .execute(p)
+                .await?
+                .rows_affected()
+        });
+        Ok(n > 0)
+    }
+
     async fn get_sealed(&self, at: &SecretRef) -> Result<Option<String>> {
         const SQL: &str = "SELECT sealed FROM secrets WHERE scope = $1 AND name = $2";
         let sealed: Option<String> = on_pool!(self, p => {
