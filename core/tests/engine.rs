@@ -463,6 +463,13 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
     s.k.delete_cluster(&s.alice, &c.id.to_string())
         .await
         .expect("a delete is accepted while the create runs");
+    // No worker takes the delete while the create's worker may still be running: not before
+    // the create's lease has run out.
+    let b = s.engine("worker-b", Duration::from_secs(30));
+    assert!(
+        b.claim().await.unwrap().is_none(),
+        "the delete waits for the cancelled create's lease"
+    );
     // The create's worker notices at its next lease renewal and stops.
     tokio::time::timeout(Duration::from_secs(5), create)
         .await
@@ -480,10 +487,16 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
         .unwrap();
     assert_eq!(create_op.state, OperationState::Failed);
     assert!(create_op.error.as_deref().unwrap().contains("cancelled"));
-    s.engine("worker-b", Duration::from_secs(30))
-        .run_until_idle()
-        .await
-        .unwrap();
+    // Within the create's lease (600 ms) the delete becomes runnable.
+    let mut ran = 0;
+    for _ in 0..100 {
+        ran += b.run_until_idle().await.unwrap();
+        if ran > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(ran, 1, "the delete ran once the create's lease was over");
     assert!(
         s.k.cluster_detail(&s.alice, &c.id.to_string())
             .await

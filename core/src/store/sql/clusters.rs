@@ -579,9 +579,20 @@ impl ClusterStore for SqlStore {
             if done.rows_affected() == 0 {
                 return Err(Error::NotFound("cluster"));
             }
+            // A delete cancels an unfinished create: its worker loses the lease at its next
+            // renewal and stops; the delete then stops what the create started. The delete
+            // waits until the create's lease has run out (renewals come every third of it,
+            // so by then its worker has noticed and stopped): the two never run at once.
+            let mut start_after = None;
             if op.kind == OperationKind::Delete {
-                // A delete cancels an unfinished create: its worker loses the lease at its
-                // next renewal and stops; the delete then stops what the create started.
+                let leases: Vec<DateTime<Utc>> = sqlx::query_scalar(
+                    "SELECT lease_expires_at FROM operations WHERE cluster_id = $1 \
+                     AND kind = 'create' AND state = 'running' AND lease_expires_at IS NOT NULL",
+                )
+                .bind(op.cluster_id)
+                .fetch_all(&mut *tx)
+                .await?;
+                start_after = leases.into_iter().max().filter(|t| *t > op.run_after);
                 sqlx::query(
                     "UPDATE operations SET state = 'failed', \
                      error = 'cancelled: the cluster is being deleted', lease_owner = NULL, \
@@ -606,6 +617,13 @@ impl ClusterStore for SqlStore {
                 ));
             }
             insert_op!(tx, op, &checkpoint);
+            if let Some(t) = start_after {
+                sqlx::query("UPDATE operations SET run_after = $2 WHERE id = $1")
+                    .bind(op.id)
+                    .bind(t)
+                    .execute(&mut *tx)
+                    .await?;
+            }
             insert_events!(tx, [event]);
         });
         Ok(())
