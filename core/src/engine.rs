@@ -330,6 +330,24 @@ impl Engine {
                     self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
                 }
                 Ok(Ok(Step::Done(provisioned))) => {
+                    if op.kind == OperationKind::Delete
+                        && !provisioner
+                            .capabilities_for(&ctx.provider_config)
+                            .deletes_infrastructure
+                    {
+                        // The cluster goes on existing without KQueen: take back the access
+                        // KQueen gave out in it while it still can.
+                        let within = self.config.lease / 3;
+                        if let Some(line) = self.kqueen.revoke_all_access(&cluster, within).await {
+                            tracker.events.push(ClusterEvent::new(
+                                cluster.id,
+                                Some(op.id),
+                                EventKind::Log,
+                                line,
+                                store::now(),
+                            ));
+                        }
+                    }
                     if let Some(p) = &provisioned {
                         let allow_exec = provisioner.allows_exec(&ctx.provider_config);
                         if let Err(why) = check_kubeconfig(p, allow_exec) {

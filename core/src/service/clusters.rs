@@ -1012,6 +1012,43 @@ impl Kqueen {
         Ok(ctx)
     }
 
+    /// Removes every per-user ServiceAccount KQueen created in `cluster`, before KQueen
+    /// forgets a cluster that goes on existing (an imported one): afterwards nobody could
+    /// revoke them through KQueen. Best effort within `within`; returns the timeline line
+    /// (None: there were none).
+    pub(crate) async fn revoke_all_access(
+        &self,
+        cluster: &Cluster,
+        within: std::time::Duration,
+    ) -> Option<String> {
+        let users = match self.store.accesses_of(cluster.id).await {
+            Ok(users) if users.is_empty() => return None,
+            Ok(users) => users,
+            Err(e) => return Some(format!("Could not list the users' ServiceAccounts: {e}")),
+        };
+        let work = async {
+            let (client, _) = self.admin_client(cluster).await?;
+            for username in &users {
+                crate::kubernetes::revoke_user_access(client.clone(), username)
+                    .await
+                    .map_err(access_error)?;
+            }
+            Ok::<_, Error>(())
+        };
+        let left = "; the kubeconfigs issued to them work until they expire";
+        Some(match tokio::time::timeout(within, work).await {
+            Ok(Ok(())) => format!(
+                "Removed the ServiceAccounts of {} user(s) from the cluster: {}",
+                users.len(),
+                users.join(", ")
+            ),
+            Ok(Err(e)) => format!("Could not remove the users' ServiceAccounts ({e}){left}"),
+            Err(_) => format!(
+                "The cluster did not answer in time to remove the users' ServiceAccounts{left}"
+            ),
+        })
+    }
+
     /// Removes a deleted cluster's secrets from the vault (engine).
     pub(crate) async fn forget_cluster_secrets(&self, cluster: &Cluster) {
         let mut refs = vec![SecretRef::tenant(

@@ -252,6 +252,8 @@ pub trait ClusterStore: Send + Sync {
         user_id: Uuid,
         audit: &AuditEvent,
     ) -> Result<bool>;
+    /// Usernames of the users with a recorded ServiceAccount in a cluster.
+    async fn accesses_of(&self, cluster_id: Uuid) -> Result<Vec<String>>;
     /// ServiceAccounts recorded in live Ready or Updating clusters whose user left the
     /// cluster's tenant, has another role there now, or was disabled; at most `limit`, the
     /// least recently issued first.

@@ -752,7 +752,7 @@ async fn eventually(what: &str, done: impl Fn() -> bool) {
 }
 
 #[tokio::test]
-async fn leaving_a_tenant_or_changing_role_revokes_cluster_access_at_once() {
+async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_forgotten() {
     use kqueen_core::kubernetes::{
         binding_name, parse_kubeconfig, probe_version, service_account_name as sa,
     };
@@ -868,6 +868,30 @@ async fn leaving_a_tenant_or_changing_role_revokes_cluster_access_at_once() {
             ("system", "user amy: no longer a member of team-a"),
             ("system", "user carl: no longer a member of team-a"),
         ]
+    );
+
+    // Deleting an imported cluster only makes KQueen forget it; what KQueen created in it
+    // for its users goes first, while KQueen still can.
+    let adam_k = download(&adam).await;
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::DELETE,
+        &format!("/api/v1/clusters/{id}"),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    eventually("forgetting the cluster", || fake.names(SA_PATH).is_empty()).await;
+    assert!(fake
+        .object(&format!(
+            "apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+            binding_name(&sa("adam"))
+        ))
+        .is_none());
+    assert!(
+        !works(adam_k).await,
+        "the cluster is still there, the user's access is not"
     );
     app.stop().await;
 }

@@ -760,6 +760,15 @@ impl ClusterStore for SqlStore {
         Ok(true)
     }
 
+    async fn accesses_of(&self, cluster_id: Uuid) -> Result<Vec<String>> {
+        const SQL: &str = "SELECT u.username FROM cluster_access a \
+             JOIN users u ON u.id = a.user_id WHERE a.cluster_id = $1 ORDER BY u.username";
+        let names: Vec<String> = on_pool!(self, p => {
+            sqlx::query_scalar(SQL).bind(cluster_id).fetch_all(p).await?
+        });
+        Ok(names)
+    }
+
     async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>> {
         const SQL: &str = "SELECT a.cluster_id, a.user_id, u.username, a.role, m.role, u.disabled \
              FROM cluster_access a \
