@@ -116,11 +116,8 @@ impl Engine {
                 if let Err(e) = self.sweep_expired().await {
                     tracing::warn!(error = %e, "time-to-live sweep failed");
                 }
-                match self.kqueen.revoke_stale_access().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(revoked = n, "stale cluster access revoked"),
-                    Err(e) => tracing::warn!(error = %e, "stale access sweep failed"),
-                }
+                // In the background: clusters that do not answer must not hold up operations.
+                self.kqueen.revoke_stale_access_soon();
             }
             while running.len() < self.config.concurrency {
                 match self.claim().await {

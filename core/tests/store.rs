@@ -517,9 +517,27 @@ async fn stale_accesses_follow_memberships(s: &dyn Store) {
         ],
         "left, another role, disabled; never the cluster still being built"
     );
-    for u in &users[..2] {
-        assert!(s.delete_access(ready.id, u.id, &audit()).await.unwrap());
-    }
+    let listed = s.stale_accesses(100).await.unwrap();
+    let of = |name: &str| listed.iter().find(|a| a.username == name).unwrap();
+    assert!(s.still_stale(of("adam")).await.unwrap());
+    // adam downloads again: the record holds his current role now, and is no longer stale.
+    let expires = store::now() + chrono::Duration::hours(8);
+    s.put_access(
+        ready.id,
+        users[1].id,
+        "kq-adam",
+        "member",
+        expires,
+        &audit(),
+    )
+    .await
+    .unwrap();
+    assert!(!s.still_stale(of("adam")).await.unwrap());
+    assert!(
+        !s.delete_stale_access(of("adam"), &audit()).await.unwrap(),
+        "the new record stays"
+    );
+    assert!(s.delete_stale_access(of("amy"), &audit()).await.unwrap());
     assert_eq!(stale(s).await, vec![dora]);
 }
 

@@ -865,18 +865,67 @@ impl Kqueen {
     /// Deletes the ServiceAccounts of users who left a cluster's tenant, whose role there
     /// changed, or who were disabled, so that the kubeconfigs issued to them stop working at
     /// once instead of when their tokens expire (after a role change the user downloads a new
-    /// one, bound to the new role). Clusters that do not answer keep their record and are
-    /// tried again at the next pass: the engine's sweeps run this every minute. Returns how
-    /// many were revoked.
+    /// one, bound to the new role). Each cluster gets `request_check_timeout` × 2 in all; one
+    /// that does not answer keeps its records, is skipped for the rest of the pass and tried
+    /// again at the next (the engine asks for one every minute). Returns how many were
+    /// revoked.
     pub async fn revoke_stale_access(&self) -> Result<usize> {
-        let stale = self.store.stale_accesses(100).await?;
-        let mut revoked = 0;
+        let stale = self.store.stale_accesses(10_000).await?;
+        let mut by_cluster: BTreeMap<Uuid, Vec<store::StaleAccess>> = BTreeMap::new();
         for access in stale {
-            let cluster = match self.store.cluster(access.cluster_id).await {
+            by_cluster
+                .entry(access.cluster_id)
+                .or_default()
+                .push(access);
+        }
+        let mut revoked = 0;
+        for (cluster_id, accesses) in by_cluster {
+            let cluster = match self.store.cluster(cluster_id).await {
                 Ok(c) => c,
                 Err(Error::NotFound(_)) => continue,
-                Err(e) => return Err(e),
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read a cluster with stale access");
+                    continue;
+                }
             };
+            let within = self.settings.request_check_timeout * 2;
+            match tokio::time::timeout(within, self.revoke_stale_in(&cluster, &accesses)).await {
+                Ok(Ok(n)) => revoked += n,
+                Ok(Err((n, e))) => {
+                    revoked += n;
+                    tracing::warn!(cluster = %cluster.name, error = %e,
+                        "cannot revoke stale ServiceAccounts yet; will retry");
+                }
+                Err(_) => tracing::warn!(cluster = %cluster.name,
+                    "the cluster did not answer in time to revoke stale ServiceAccounts; will retry"),
+            }
+        }
+        Ok(revoked)
+    }
+
+    /// Revokes `accesses` in `cluster`, stopping at the first failure: how many were done,
+    /// with the failure if any.
+    async fn revoke_stale_in(
+        &self,
+        cluster: &Cluster,
+        accesses: &[store::StaleAccess],
+    ) -> std::result::Result<usize, (usize, Error)> {
+        let (client, _) = self.admin_client(cluster).await.map_err(|e| (0, e))?;
+        let mut done = 0;
+        for access in accesses {
+            // Read again just before acting: a download since the list was read (after a role
+            // change) recorded the new role, and its fresh ServiceAccount must stay.
+            if !self
+                .store
+                .still_stale(access)
+                .await
+                .map_err(|e| (done, e))?
+            {
+                continue;
+            }
+            crate::kubernetes::revoke_user_access(client.clone(), &access.username)
+                .await
+                .map_err(|e| (done, access_error(e)))?;
             let reason = if access.disabled {
                 "account disabled".to_owned()
             } else {
@@ -885,55 +934,42 @@ impl Kqueen {
                     Some(now) => format!("role changed from {} to {now}", access.granted_role),
                 }
             };
-            let removed = async {
-                let (client, _) = self.admin_client(&cluster).await?;
-                tokio::time::timeout(
-                    self.settings.request_check_timeout * 2,
-                    crate::kubernetes::revoke_user_access(client, &access.username),
-                )
+            let audit = AuditEvent::now(
+                &Actor::system(),
+                action::ACCESS_REVOKE,
+                cluster.name.as_str(),
+                Outcome::Success,
+            )
+            .in_tenant(cluster.tenant_id)
+            .with_detail(format!("user {}: {reason}", access.username));
+            if self
+                .store
+                .delete_stale_access(access, &audit)
                 .await
-                .map_err(|_| Error::Conflict("the cluster did not answer in time".into()))?
-                .map_err(access_error)
-            }
-            .await;
-            match removed {
-                Ok(_) => {
-                    let audit = AuditEvent::now(
-                        &Actor::system(),
-                        action::ACCESS_REVOKE,
-                        cluster.name.as_str(),
-                        Outcome::Success,
-                    )
-                    .in_tenant(cluster.tenant_id)
-                    .with_detail(format!("user {}: {reason}", access.username));
-                    self.store
-                        .delete_access(cluster.id, access.user_id, &audit)
-                        .await?;
-                    revoked += 1;
-                }
-                Err(e) => tracing::warn!(
-                    cluster = %cluster.name,
-                    user = %access.username,
-                    error = %e,
-                    "cannot revoke a stale ServiceAccount yet; will retry"
-                ),
+                .map_err(|e| (done, e))?
+            {
+                done += 1;
             }
         }
-        Ok(revoked)
+        Ok(done)
     }
 
-    /// [`Self::revoke_stale_access`] in the background, right after a membership change
-    /// (which must not wait for clusters to answer).
-    pub(crate) fn revoke_stale_access_soon(&self) {
+    /// [`Self::revoke_stale_access`] in the background: right after a membership change (which
+    /// must not wait for clusters to answer) and from the engine's sweeps. One pass at a time;
+    /// asking while one runs gets one more pass after it.
+    pub fn revoke_stale_access_soon(&self) {
         let Ok(runtime) = tokio::runtime::Handle::try_current() else {
             return;
         };
         let k = self.clone();
-        runtime.spawn(async move {
-            match k.revoke_stale_access().await {
-                Ok(0) => {}
-                Ok(n) => tracing::info!(revoked = n, "stale cluster access revoked"),
-                Err(e) => tracing::warn!(error = %e, "cannot revoke stale cluster access"),
+        self.access_sweep.request(&runtime, move || {
+            let k = k.clone();
+            async move {
+                match k.revoke_stale_access().await {
+                    Ok(0) => {}
+                    Ok(n) => tracing::info!(revoked = n, "stale cluster access revoked"),
+                    Err(e) => tracing::warn!(error = %e, "cannot revoke stale cluster access"),
+                }
             }
         });
     }

@@ -255,9 +255,14 @@ pub trait ClusterStore: Send + Sync {
     /// Usernames of the users with a recorded ServiceAccount in a cluster.
     async fn accesses_of(&self, cluster_id: Uuid) -> Result<Vec<String>>;
     /// ServiceAccounts recorded in live Ready or Updating clusters whose user left the
-    /// cluster's tenant, has another role there now, or was disabled; at most `limit`, the
-    /// least recently issued first.
+    /// cluster's tenant, has another role there now, or was disabled; at most `limit`, by
+    /// cluster.
     async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>>;
+    /// Whether `access` is still stale as it was read: same role recorded (a download since
+    /// then records the user's current role), and still not matching the membership.
+    async fn still_stale(&self, access: &StaleAccess) -> Result<bool>;
+    /// Deletes the record of `access` if it still holds the role it was read with.
+    async fn delete_stale_access(&self, access: &StaleAccess, audit: &AuditEvent) -> Result<bool>;
 }
 
 /// A user's ServiceAccount in a cluster that no longer matches their membership.

@@ -116,19 +116,32 @@ impl Vault {
     }
 
     /// Re-seals every secret not sealed under the current key; returns how many. Each
-    /// secret is replaced only if it still holds what was read: one written or deleted while
-    /// the rotation runs (a provider's new credentials, a deleted cluster's kubeconfig) is
-    /// left as it is then, never overwritten with the old value or brought back.
+    /// secret is replaced by compare-and-swap: one written meanwhile by a running portal
+    /// (a provider's new credentials, a kubeconfig) is read again and re-sealed as it is now,
+    /// never overwritten with its old value; one deleted meanwhile stays deleted.
     pub async fn rotate(&self) -> Result<usize> {
+        const ATTEMPTS: usize = 5;
         let mut n = 0;
-        for (at, sealed) in self.backend.list_sealed().await? {
-            if self.keyring.is_current(&sealed) {
-                continue;
-            }
-            let plain = self.keyring.open(&at.aad(), &sealed)?;
-            let resealed = self.keyring.seal(&at.aad(), &plain)?;
-            if self.backend.replace_sealed(&at, &sealed, &resealed).await? {
-                n += 1;
+        for (at, mut sealed) in self.backend.list_sealed().await? {
+            let mut attempt = 0;
+            while !self.keyring.is_current(&sealed) {
+                let plain = self.keyring.open(&at.aad(), &sealed)?;
+                let resealed = self.keyring.seal(&at.aad(), &plain)?;
+                if self.backend.replace_sealed(&at, &sealed, &resealed).await? {
+                    n += 1;
+                    break;
+                }
+                attempt += 1;
+                if attempt == ATTEMPTS {
+                    return Err(crate::Error::Conflict(format!(
+                        "the secret {}/{} changed {ATTEMPTS} times during the rotation; run it again",
+                        at.scope, at.name
+                    )));
+                }
+                match self.backend.get_sealed(&at).await? {
+                    Some(now) => sealed = now,
+                    None => break,
+                }
             }
         }
         Ok(n)

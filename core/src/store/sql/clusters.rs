@@ -363,6 +363,16 @@ impl SqlStore {
     }
 }
 
+/// Recorded ServiceAccounts that no longer match their user's membership (see
+/// `ClusterStore::stale_accesses`); callers add conditions and order.
+const STALE_ACCESS_SQL: &str = "SELECT a.cluster_id, a.user_id, u.username, a.role, m.role, \
+     u.disabled FROM cluster_access a \
+     JOIN clusters c ON c.id = a.cluster_id \
+     JOIN users u ON u.id = a.user_id \
+     LEFT JOIN memberships m ON m.tenant_id = c.tenant_id AND m.user_id = a.user_id \
+     WHERE c.deleted_at IS NULL AND c.state IN ('ready', 'updating') \
+       AND (m.role IS NULL OR m.role <> a.role OR u.disabled)";
+
 /// Clusters and nodes a tenant uses: live clusters, each counted with its node count or the
 /// target of its unfinished scale operation, whichever is larger (a scale in flight has
 /// already taken its share of the quota). `$2` names a cluster to leave out (`nil`: none).
@@ -558,14 +568,17 @@ impl ClusterStore for SqlStore {
         audited_tx!(self, audit, |tx| {
             if let Some(nodes) = scale_to {
                 // Tenant first, then the cluster: the order a new cluster takes them in.
-                let tenant: Option<Uuid> = sqlx::query_scalar(
-                    "SELECT tenant_id FROM clusters WHERE id = $1 AND deleted_at IS NULL",
+                let found: Option<(Uuid, i32)> = sqlx::query_as(
+                    "SELECT tenant_id, node_count FROM clusters WHERE id = $1 AND deleted_at IS NULL",
                 )
                 .bind(op.cluster_id)
                 .fetch_optional(&mut *tx)
                 .await?;
-                let tenant = tenant.ok_or(Error::NotFound("cluster"))?;
-                admit_in_tx!(tx, postgres, tenant, op.cluster_id, nodes);
+                let (tenant, current) = found.ok_or(Error::NotFound("cluster"))?;
+                // Scaling down is always allowed, even when a lowered quota is exceeded.
+                if i64::from(nodes) > i64::from(current) {
+                    admit_in_tx!(tx, postgres, tenant, op.cluster_id, nodes);
+                }
             }
             // Claim the cluster first (the row write serialises concurrent requests).
             let done = sqlx::query(
@@ -582,27 +595,28 @@ impl ClusterStore for SqlStore {
             // A delete cancels an unfinished create: its worker loses the lease at its next
             // renewal and stops; the delete then stops what the create started. The delete
             // waits until the create's lease has run out (renewals come every third of it,
-            // so by then its worker has noticed and stopped): the two never run at once.
+            // so by then its worker has noticed and stopped, as long as the portals' clocks
+            // agree to within the rest of the lease): the two never run at once.
+            // The lease is read by the statement that cancels (a renewal cannot slip in
+            // between) and kept on the failed operation, for the record.
             let mut start_after = None;
             if op.kind == OperationKind::Delete {
-                let leases: Vec<DateTime<Utc>> = sqlx::query_scalar(
-                    "SELECT lease_expires_at FROM operations WHERE cluster_id = $1 \
-                     AND kind = 'create' AND state = 'running' AND lease_expires_at IS NOT NULL",
-                )
-                .bind(op.cluster_id)
-                .fetch_all(&mut *tx)
-                .await?;
-                start_after = leases.into_iter().max().filter(|t| *t > op.run_after);
-                sqlx::query(
+                let leases: Vec<Option<DateTime<Utc>>> = sqlx::query_scalar(
                     "UPDATE operations SET state = 'failed', \
                      error = 'cancelled: the cluster is being deleted', lease_owner = NULL, \
-                     lease_expires_at = NULL, finished_at = $2, updated_at = $2 \
-                     WHERE cluster_id = $1 AND kind = 'create' AND state IN ('pending', 'running')",
+                     finished_at = $2, updated_at = $2 \
+                     WHERE cluster_id = $1 AND kind = 'create' AND state IN ('pending', 'running') \
+                     RETURNING lease_expires_at",
                 )
                 .bind(op.cluster_id)
                 .bind(op.created_at)
-                .execute(&mut *tx)
+                .fetch_all(&mut *tx)
                 .await?;
+                start_after = leases
+                    .into_iter()
+                    .flatten()
+                    .max()
+                    .filter(|t| *t > op.run_after);
             }
             let busy: i64 = sqlx::query_scalar(
                 "SELECT COUNT(*) FROM operations WHERE cluster_id = $1 \
@@ -770,17 +784,10 @@ impl ClusterStore for SqlStore {
     }
 
     async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>> {
-        const SQL: &str = "SELECT a.cluster_id, a.user_id, u.username, a.role, m.role, u.disabled \
-             FROM cluster_access a \
-             JOIN clusters c ON c.id = a.cluster_id \
-             JOIN users u ON u.id = a.user_id \
-             LEFT JOIN memberships m ON m.tenant_id = c.tenant_id AND m.user_id = a.user_id \
-             WHERE c.deleted_at IS NULL AND c.state IN ('ready', 'updating') \
-               AND (m.role IS NULL OR m.role <> a.role OR u.disabled) \
-             ORDER BY a.last_issued_at, a.cluster_id, a.user_id LIMIT $1";
+        let sql = format!("{STALE_ACCESS_SQL} ORDER BY a.cluster_id, a.user_id LIMIT $1");
         type Row = (Uuid, Uuid, String, String, Option<String>, bool);
         let rows: Vec<Row> = on_pool!(self, p => {
-            sqlx::query_as(SQL).bind(i64::from(limit)).fetch_all(p).await?
+            sqlx::query_as(&sql).bind(i64::from(limit)).fetch_all(p).await?
         });
         Ok(rows
             .into_iter()
@@ -797,6 +804,38 @@ impl ClusterStore for SqlStore {
                 },
             )
             .collect())
+    }
+
+    async fn still_stale(&self, access: &StaleAccess) -> Result<bool> {
+        let sql =
+            format!("{STALE_ACCESS_SQL} AND a.cluster_id = $1 AND a.user_id = $2 AND a.role = $3");
+        type Row = (Uuid, Uuid, String, String, Option<String>, bool);
+        let row: Option<Row> = on_pool!(self, p => {
+            sqlx::query_as(&sql)
+                .bind(access.cluster_id)
+                .bind(access.user_id)
+                .bind(&access.granted_role)
+                .fetch_optional(p)
+                .await?
+        });
+        Ok(row.is_some())
+    }
+
+    async fn delete_stale_access(&self, access: &StaleAccess, audit: &AuditEvent) -> Result<bool> {
+        audited_tx!(self, audit, |tx| {
+            let done = sqlx::query(
+                "DELETE FROM cluster_access WHERE cluster_id = $1 AND user_id = $2 AND role = $3",
+            )
+            .bind(access.cluster_id)
+            .bind(access.user_id)
+            .bind(&access.granted_role)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+        });
+        Ok(true)
     }
 }
 
