@@ -539,6 +539,15 @@ async fn stale_accesses_follow_memberships(s: &dyn Store) {
     );
     assert!(s.delete_stale_access(of("amy"), &audit()).await.unwrap());
     assert_eq!(stale(s).await, vec![dora]);
+    // An explicit "revoke access" deletes the record whatever its role.
+    assert!(s
+        .delete_access(ready.id, users[1].id, &audit())
+        .await
+        .unwrap());
+    assert!(!s
+        .delete_access(ready.id, users[1].id, &audit())
+        .await
+        .unwrap());
 }
 
 /// Runs every scenario on a fresh database of each backend.

@@ -718,12 +718,13 @@ async fn offer_import(app: &TestApp, olga: &reqwest::Client) {
     assert_eq!(status, StatusCode::CREATED);
 }
 
-/// Imports the fake API server as cluster `prod` of team-a; its id once Ready.
+/// Imports the fake API server as cluster `prod` of team-a: its id, the answer to the
+/// request, and the cluster once Ready.
 async fn import_fake(
     app: &TestApp,
     who: &reqwest::Client,
     fake: &kqueen_core::testing::fake_kube::FakeKube,
-) -> String {
+) -> (String, Value, Value) {
     let (status, body) = call(
         who,
         app,
@@ -736,8 +737,8 @@ async fn import_fake(
     .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     let id = body["cluster"]["id"].as_str().unwrap().to_owned();
-    wait_for_state(app, who, &id, "ready").await;
-    id
+    let ready = wait_for_state(app, who, &id, "ready").await;
+    (id, body, ready)
 }
 
 /// Waits (up to 10 s) until `done` holds: work the server does in the background.
@@ -766,7 +767,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
     let adam = app.user("adam", false, &[("team-a", "admin")]).await;
     let carl = app.user("carl", false, &[("team-a", "member")]).await;
     offer_import(&app, &olga).await;
-    let id = import_fake(&app, &amy, &fake).await;
+    let (id, _, _) = import_fake(&app, &amy, &fake).await;
     let download = |who: &reqwest::Client| {
         let req = who.get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url));
         async move {
@@ -918,21 +919,9 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
         assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
         assert!(body["error"].as_str().unwrap().contains(text), "{body}");
     }
-    let (status, body) = call(
-        &amy,
-        &app,
-        Method::POST,
-        "/api/v1/clusters",
-        Some(json!({
-        "tenant": "team-a", "name": "prod", "template": "import",
-        "parameters": {"kubeconfig": fake.admin_kubeconfig()}})),
-    )
-    .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    let id = body["cluster"]["id"].as_str().unwrap().to_owned();
+    let (id, body, ready) = import_fake(&app, &amy, &fake).await;
     // The uploaded kubeconfig is a secret: never in parameters, never in the database as text.
     assert!(body["cluster"]["parameters"].get("kubeconfig").is_none());
-    let ready = wait_for_state(&app, &amy, &id, "ready").await;
     assert_eq!(ready["endpoint"], fake.url());
 
     // The member's kubeconfig: a ServiceAccount in kqueen-users bound to `edit`, a token.

@@ -363,6 +363,34 @@ impl SqlStore {
     }
 }
 
+impl SqlStore {
+    /// Deletes a user's access record in a cluster (only while it holds `role`, when given),
+    /// with `audit`; false when there was none.
+    async fn delete_access_record(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        role: Option<&str>,
+        audit: &AuditEvent,
+    ) -> Result<bool> {
+        audited_tx!(self, audit, |tx| {
+            let done = sqlx::query(
+                "DELETE FROM cluster_access WHERE cluster_id = $1 AND user_id = $2 \
+                 AND ($3 IS NULL OR role = $3)",
+            )
+            .bind(cluster_id)
+            .bind(user_id)
+            .bind(role)
+            .execute(&mut *tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                return Ok(false);
+            }
+        });
+        Ok(true)
+    }
+}
+
 /// Recorded ServiceAccounts that no longer match their user's membership (see
 /// `ClusterStore::stale_accesses`); callers add conditions and order.
 const STALE_ACCESS_SQL: &str = "SELECT a.cluster_id, a.user_id, u.username, a.role, m.role, \
@@ -373,16 +401,13 @@ const STALE_ACCESS_SQL: &str = "SELECT a.cluster_id, a.user_id, u.username, a.ro
      WHERE c.deleted_at IS NULL AND c.state IN ('ready', 'updating') \
        AND (m.role IS NULL OR m.role <> a.role OR u.disabled)";
 
+/// A row of [`STALE_ACCESS_SQL`].
+type StaleRow = (Uuid, Uuid, String, String, Option<String>, bool);
+
 /// Clusters and nodes a tenant uses: live clusters, each counted with its node count or the
 /// target of its unfinished scale operation, whichever is larger (a scale in flight has
 /// already taken its share of the quota). `$2` names a cluster to leave out (`nil`: none).
 const USAGE_SQL: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.target > c.node_count \
-     THEN s.target ELSE c.node_count END), 0) \
-     FROM clusters c LEFT JOIN (SELECT cluster_id, MAX(CAST(target AS INTEGER)) AS target \
-       FROM operations WHERE kind = 'scale' AND state IN ('pending', 'running') \
-       GROUP BY cluster_id) s ON s.cluster_id = c.id \
-     WHERE c.tenant_id = $1 AND c.deleted_at IS NULL";
-const USAGE_EXCEPT_SQL: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.target > c.node_count \
      THEN s.target ELSE c.node_count END), 0) \
      FROM clusters c LEFT JOIN (SELECT cluster_id, MAX(CAST(target AS INTEGER)) AS target \
        FROM operations WHERE kind = 'scale' AND state IN ('pending', 'running') \
@@ -410,7 +435,7 @@ macro_rules! admit_in_tx {
             .bind($tenant)
             .fetch_one(&mut *$tx)
             .await?;
-        let (used_c, used_n): (i64, i64) = sqlx::query_as(USAGE_EXCEPT_SQL)
+        let (used_c, used_n): (i64, i64) = sqlx::query_as(USAGE_SQL)
             .bind($tenant)
             .bind($except)
             .fetch_one(&mut *$tx)
@@ -465,7 +490,7 @@ impl ClusterStore for SqlStore {
 
     async fn usage(&self, tenant_id: Uuid) -> Result<Usage> {
         let (c, n): (i64, i64) = on_pool!(self, p => {
-            sqlx::query_as(USAGE_SQL).bind(tenant_id).fetch_one(p).await?
+            sqlx::query_as(USAGE_SQL).bind(tenant_id).bind(Uuid::nil()).fetch_one(p).await?
         });
         Ok(usage(c, n))
     }
@@ -760,18 +785,8 @@ impl ClusterStore for SqlStore {
         user_id: Uuid,
         audit: &AuditEvent,
     ) -> Result<bool> {
-        audited_tx!(self, audit, |tx| {
-            let done =
-                sqlx::query("DELETE FROM cluster_access WHERE cluster_id = $1 AND user_id = $2")
-                    .bind(cluster_id)
-                    .bind(user_id)
-                    .execute(&mut *tx)
-                    .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-        });
-        Ok(true)
+        self.delete_access_record(cluster_id, user_id, None, audit)
+            .await
     }
 
     async fn accesses_of(&self, cluster_id: Uuid) -> Result<Vec<String>> {
@@ -785,8 +800,7 @@ impl ClusterStore for SqlStore {
 
     async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>> {
         let sql = format!("{STALE_ACCESS_SQL} ORDER BY a.cluster_id, a.user_id LIMIT $1");
-        type Row = (Uuid, Uuid, String, String, Option<String>, bool);
-        let rows: Vec<Row> = on_pool!(self, p => {
+        let rows: Vec<StaleRow> = on_pool!(self, p => {
             sqlx::query_as(&sql).bind(i64::from(limit)).fetch_all(p).await?
         });
         Ok(rows
@@ -809,8 +823,7 @@ impl ClusterStore for SqlStore {
     async fn still_stale(&self, access: &StaleAccess) -> Result<bool> {
         let sql =
             format!("{STALE_ACCESS_SQL} AND a.cluster_id = $1 AND a.user_id = $2 AND a.role = $3");
-        type Row = (Uuid, Uuid, String, String, Option<String>, bool);
-        let row: Option<Row> = on_pool!(self, p => {
+        let row: Option<StaleRow> = on_pool!(self, p => {
             sqlx::query_as(&sql)
                 .bind(access.cluster_id)
                 .bind(access.user_id)
@@ -822,20 +835,13 @@ impl ClusterStore for SqlStore {
     }
 
     async fn delete_stale_access(&self, access: &StaleAccess, audit: &AuditEvent) -> Result<bool> {
-        audited_tx!(self, audit, |tx| {
-            let done = sqlx::query(
-                "DELETE FROM cluster_access WHERE cluster_id = $1 AND user_id = $2 AND role = $3",
-            )
-            .bind(access.cluster_id)
-            .bind(access.user_id)
-            .bind(&access.granted_role)
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Ok(false);
-            }
-        });
-        Ok(true)
+        self.delete_access_record(
+            access.cluster_id,
+            access.user_id,
+            Some(&access.granted_role),
+            audit,
+        )
+        .await
     }
 }
 
