@@ -141,6 +141,32 @@ string_enum!(
     }
 );
 
+string_enum!(
+    /// What a tenant admin's personal kubeconfig may do in a cluster made from a template.
+    /// Members always get `edit` in the tenant's namespaces only.
+    #[derive(Default)]
+    AdminAccess {
+        /// `admin` in every namespace the tenant may use (not kube-*, kqueen-users, nor
+        /// namespaces KQueen or an addon owns); read-only on nodes, namespaces, storage
+        /// classes and CRDs. The default.
+        #[default]
+        Namespaced = "namespaced",
+        /// `cluster-admin` on the whole cluster: for clusters the tenant owns outright
+        /// (e.g. hosted control planes), chosen explicitly by an operator.
+        ClusterAdmin = "cluster-admin",
+    }
+);
+
+impl AdminAccess {
+    /// A human label for pages and audit details.
+    pub fn label(self) -> &'static str {
+        match self {
+            AdminAccess::Namespaced => "admin in the tenant's namespaces",
+            AdminAccess::ClusterAdmin => "cluster-admin (the whole cluster)",
+        }
+    }
+}
+
 /// A provider as stored (secret settings are in the vault; only their names are here).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Provider {
