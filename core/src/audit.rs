@@ -76,6 +76,8 @@ pub mod action {
     pub const KUBECONFIG_ADMIN: &str = "kubeconfig.admin";
     pub const KUBECONFIG_ISSUE: &str = "kubeconfig.issue";
     pub const ACCESS_REVOKE: &str = "access.revoke";
+    /// The access sweep changed users' bindings in a cluster (new namespaces, migration).
+    pub const ACCESS_SYNC: &str = "access.sync";
     pub const INVENTORY_SYNC: &str = "inventory.sync";
     pub const FLEET_VIEW: &str = "fleet.view";
 }

@@ -230,6 +230,8 @@ pub struct Template {
     pub tenants: Vec<Uuid>,
     /// How long a create may take before the cluster goes to Error.
     pub timeout_minutes: u32,
+    /// What tenant admins' kubeconfigs may do in clusters made from this template.
+    pub admin_access: AdminAccess,
     pub disabled: bool,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

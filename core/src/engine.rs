@@ -117,7 +117,7 @@ impl Engine {
                     tracing::warn!(error = %e, "time-to-live sweep failed");
                 }
                 // In the background: clusters that do not answer must not hold up operations.
-                self.kqueen.revoke_stale_access_soon();
+                self.kqueen.sweep_access_soon();
             }
             while running.len() < self.config.concurrency {
                 match self.claim().await {

@@ -94,9 +94,38 @@ async fn issuance_scenario(admin: kube::Client, server: &str, ca: Option<&str>) 
             .map(String::as_str),
         Some("kqueen")
     );
+    // The role comes through a RoleBinding in each open namespace, never cluster-wide.
+    assert!(!first.cluster_admin);
+    assert!(
+        first.namespaces.contains(&"default".to_owned()),
+        "{:?}",
+        first.namespaces
+    );
+    assert!(
+        first
+            .namespaces
+            .iter()
+            .all(|n| !n.starts_with("kube-") && n != USERS_NAMESPACE),
+        "{:?}",
+        first.namespaces
+    );
     let bindings: kube::Api<k8s_openapi::api::rbac::v1::ClusterRoleBinding> =
         kube::Api::all(admin.clone());
-    let binding = bindings.get(&binding_name(&sa)).await.unwrap();
+    assert!(
+        bindings
+            .get_opt(&binding_name(&sa))
+            .await
+            .unwrap()
+            .is_none(),
+        "no cluster-wide binding of the user"
+    );
+    let role_binding = |ns: &str| {
+        let api: kube::Api<k8s_openapi::api::rbac::v1::RoleBinding> =
+            kube::Api::namespaced(admin.clone(), ns);
+        let name = binding_name(&sa);
+        async move { api.get_opt(&name).await.unwrap() }
+    };
+    let binding = role_binding("default").await.expect("a binding in default");
     assert_eq!(binding.role_ref.name, "edit");
     assert_eq!(binding.role_ref.kind, "ClusterRole");
     let subject = &binding.subjects.unwrap()[0];
@@ -105,6 +134,9 @@ async fn issuance_scenario(admin: kube::Client, server: &str, ca: Option<&str>) 
         ("ServiceAccount", sa.as_str())
     );
     assert_eq!(subject.namespace.as_deref(), Some(USERS_NAMESPACE));
+    for closed in ["kube-system", USERS_NAMESPACE] {
+        assert!(role_binding(closed).await.is_none(), "bound in {closed}");
+    }
 
     // Again: the same ServiceAccount, a new token.
     let second = issue_user_kubeconfig(
@@ -130,19 +162,20 @@ async fn issuance_scenario(admin: kube::Client, server: &str, ca: Option<&str>) 
     )
     .await
     .unwrap();
-    let binding = bindings.get(&binding_name(&sa)).await.unwrap();
+    let binding = role_binding("default").await.expect("a binding in default");
     assert_eq!(binding.role_ref.name, "admin");
+    assert!(bindings
+        .get_opt(&binding_name(&sa))
+        .await
+        .unwrap()
+        .is_none());
 
     // Revoked: objects gone, tokens dead.
     assert!(revoke_user_access(admin.clone(), &req.username)
         .await
         .unwrap());
     assert!(accounts.get_opt(&sa).await.unwrap().is_none());
-    assert!(bindings
-        .get_opt(&binding_name(&sa))
-        .await
-        .unwrap()
-        .is_none());
+    assert!(role_binding("default").await.is_none());
     let mut rejected = None;
     for _ in 0..40 {
         match probe_issued(&second).await {
@@ -178,9 +211,17 @@ async fn issuance_scenario_against_the_fake() {
         "the namespace is created once"
     );
     assert_eq!(
+        fake.count(
+            "DELETE",
+            "apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings"
+        ),
+        2,
+        "the role change replaced the binding; the revocation removed it"
+    );
+    assert_eq!(
         fake.count("DELETE", CRB_PATH),
-        3,
-        "role change and two revocations"
+        2,
+        "two revocations look for a cluster-wide binding"
     );
 }
 

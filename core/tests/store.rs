@@ -295,6 +295,7 @@ async fn catalog(s: &dyn Store) -> (Provider, Template) {
         overrides: Default::default(),
         tenants: Vec::new(),
         timeout_minutes: 30,
+        admin_access: Default::default(),
         disabled: false,
         created_at: now,
         updated_at: now,

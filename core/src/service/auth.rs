@@ -94,7 +94,7 @@ impl Kqueen {
         // them, which of their ServiceAccounts in clusters are still due).
         self.identities.clear();
         if upserted.is_ok() {
-            self.revoke_stale_access_soon();
+            self.sweep_access_soon();
         }
         if let Err(e) = upserted {
             if e.is_client_error() {

@@ -369,6 +369,7 @@ impl Kqueen {
             overrides,
             tenants,
             timeout_minutes,
+            admin_access: crate::cluster::AdminAccess::default(),
             disabled: input.disabled,
             created_at: existing.as_ref().map_or(now, |t| t.created_at),
             updated_at: now,

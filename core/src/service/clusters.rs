@@ -49,7 +49,7 @@ pub struct KubeconfigDownload {
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
 }
 
-fn access_error(e: crate::kubernetes::AccessError) -> Error {
+pub(super) fn access_error(e: crate::kubernetes::AccessError) -> Error {
     use crate::kubernetes::AccessError as A;
     match e {
         A::Invalid(v) => Error::Invalid(v),
@@ -60,6 +60,40 @@ fn access_error(e: crate::kubernetes::AccessError) -> Error {
             Error::Conflict(format!("the cluster did not answer ({reason}); try again"))
         }
     }
+}
+
+/// What an issued kubeconfig may do, for the audit detail: "edit in 3 namespace(s): a, b, c"
+/// or "cluster-admin".
+fn granted_scope(
+    req: &crate::kubernetes::UserAccess,
+    issued: &crate::kubernetes::IssuedKubeconfig,
+) -> String {
+    if issued.cluster_admin {
+        return format!(
+            "{}, per the template",
+            crate::kubernetes::CLUSTER_ADMIN_ROLE
+        );
+    }
+    const SHOWN: usize = 10;
+    let names: Vec<&str> = issued
+        .namespaces
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect();
+    let more = issued.namespaces.len().saturating_sub(SHOWN);
+    format!(
+        "{} in {} namespace(s){}{}{}",
+        req.role_map.cluster_role(req.role),
+        issued.namespaces.len(),
+        if names.is_empty() { "" } else { ": " },
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+    )
 }
 
 /// Where a secret cluster parameter (an uploaded kubeconfig) lives in the vault.
@@ -711,6 +745,22 @@ impl Kqueen {
         .await
     }
 
+    /// What tenant admins get in `cluster`: its template's choice; the default when the
+    /// cluster has no template (any more).
+    pub(super) async fn admin_access_of(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<crate::cluster::AdminAccess> {
+        let Some(id) = cluster.template_id else {
+            return Ok(crate::cluster::AdminAccess::default());
+        };
+        match self.store.template(id).await {
+            Ok(t) => Ok(t.admin_access),
+            Err(Error::NotFound(_)) => Ok(crate::cluster::AdminAccess::default()),
+            Err(e) => Err(e),
+        }
+    }
+
     pub(super) async fn admin_client(
         &self,
         cluster: &Cluster,
@@ -754,6 +804,7 @@ impl Kqueen {
             self.settings.user_token_ttl,
         );
         req.context_name = Some(format!("{}-{}", cluster.tenant_slug, cluster.name));
+        req.admin_access = self.admin_access_of(cluster).await?;
         let issued = tokio::time::timeout(
             self.settings.request_check_timeout * 2,
             crate::kubernetes::issue_user_kubeconfig(client, &parsed.endpoint(), &req),
@@ -769,8 +820,9 @@ impl Kqueen {
         )
         .in_tenant(cluster.tenant_id)
         .with_detail(format!(
-            "service account {}, role {role}, expires {}",
+            "service account {}, role {role} ({}), expires {}",
             issued.service_account,
+            granted_scope(&req, &issued),
             issued.expires_at.to_rfc3339()
         ));
         self.store
@@ -860,118 +912,6 @@ impl Kqueen {
             result,
         )
         .await
-    }
-
-    /// Deletes the ServiceAccounts of users who left a cluster's tenant, whose role there
-    /// changed, or who were disabled, so that the kubeconfigs issued to them stop working at
-    /// once instead of when their tokens expire (after a role change the user downloads a new
-    /// one, bound to the new role). Each cluster gets `request_check_timeout` × 2 in all; one
-    /// that does not answer keeps its records, is skipped for the rest of the pass and tried
-    /// again at the next (the engine asks for one every minute). Returns how many were
-    /// revoked.
-    pub async fn revoke_stale_access(&self) -> Result<usize> {
-        let stale = self.store.stale_accesses(10_000).await?;
-        let mut by_cluster: BTreeMap<Uuid, Vec<store::StaleAccess>> = BTreeMap::new();
-        for access in stale {
-            by_cluster
-                .entry(access.cluster_id)
-                .or_default()
-                .push(access);
-        }
-        let mut revoked = 0;
-        for (cluster_id, accesses) in by_cluster {
-            let cluster = match self.store.cluster(cluster_id).await {
-                Ok(c) => c,
-                Err(Error::NotFound(_)) => continue,
-                Err(e) => {
-                    tracing::warn!(error = %e, "cannot read a cluster with stale access");
-                    continue;
-                }
-            };
-            let within = self.settings.request_check_timeout * 2;
-            match tokio::time::timeout(within, self.revoke_stale_in(&cluster, &accesses)).await {
-                Ok(Ok(n)) => revoked += n,
-                Ok(Err((n, e))) => {
-                    revoked += n;
-                    tracing::warn!(cluster = %cluster.name, error = %e,
-                        "cannot revoke stale ServiceAccounts yet; will retry");
-                }
-                Err(_) => tracing::warn!(cluster = %cluster.name,
-                    "the cluster did not answer in time to revoke stale ServiceAccounts; will retry"),
-            }
-        }
-        Ok(revoked)
-    }
-
-    /// Revokes `accesses` in `cluster`, stopping at the first failure: how many were done,
-    /// with the failure if any.
-    async fn revoke_stale_in(
-        &self,
-        cluster: &Cluster,
-        accesses: &[store::StaleAccess],
-    ) -> std::result::Result<usize, (usize, Error)> {
-        let (client, _) = self.admin_client(cluster).await.map_err(|e| (0, e))?;
-        let mut done = 0;
-        for access in accesses {
-            // Read again just before acting: a download since the list was read (after a role
-            // change) recorded the new role, and its fresh ServiceAccount must stay.
-            if !self
-                .store
-                .still_stale(access)
-                .await
-                .map_err(|e| (done, e))?
-            {
-                continue;
-            }
-            crate::kubernetes::revoke_user_access(client.clone(), &access.username)
-                .await
-                .map_err(|e| (done, access_error(e)))?;
-            let reason = if access.disabled {
-                "account disabled".to_owned()
-            } else {
-                match &access.current_role {
-                    None => format!("no longer a member of {}", cluster.tenant_slug),
-                    Some(now) => format!("role changed from {} to {now}", access.granted_role),
-                }
-            };
-            let audit = AuditEvent::now(
-                &Actor::system(),
-                action::ACCESS_REVOKE,
-                cluster.name.as_str(),
-                Outcome::Success,
-            )
-            .in_tenant(cluster.tenant_id)
-            .with_detail(format!("user {}: {reason}", access.username));
-            if self
-                .store
-                .delete_stale_access(access, &audit)
-                .await
-                .map_err(|e| (done, e))?
-            {
-                done += 1;
-            }
-        }
-        Ok(done)
-    }
-
-    /// [`Self::revoke_stale_access`] in the background: right after a membership change (which
-    /// must not wait for clusters to answer) and from the engine's sweeps. One pass at a time;
-    /// asking while one runs gets one more pass after it.
-    pub fn revoke_stale_access_soon(&self) {
-        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
-            return;
-        };
-        let k = self.clone();
-        self.access_sweep.request(&runtime, move || {
-            let k = k.clone();
-            async move {
-                match k.revoke_stale_access().await {
-                    Ok(0) => {}
-                    Ok(n) => tracing::info!(revoked = n, "stale cluster access revoked"),
-                    Err(e) => tracing::warn!(error = %e, "cannot revoke stale cluster access"),
-                }
-            }
-        });
     }
 
     pub(crate) async fn stored_kubeconfig(&self, cluster: &Cluster) -> Result<Secret> {

@@ -52,7 +52,7 @@ impl Kqueen {
         self.identities.clear();
         if done.is_ok() {
             // A changed role: kubeconfigs bound to the old one are revoked.
-            self.revoke_stale_access_soon();
+            self.sweep_access_soon();
         }
         done
     }
@@ -86,7 +86,7 @@ impl Kqueen {
             .await;
         self.identities.clear();
         if done.is_ok() {
-            self.revoke_stale_access_soon();
+            self.sweep_access_soon();
         }
         done.map(|_| ())
     }

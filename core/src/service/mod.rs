@@ -2,6 +2,7 @@
 //! ([`crate::policy`]) itself; web layers call exactly one of these per request and never
 //! touch the store directly. Every refusal is recorded in the audit trail.
 
+mod access_sweep;
 mod audit;
 mod auth;
 mod catalog;

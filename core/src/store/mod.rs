@@ -263,6 +263,19 @@ pub trait ClusterStore: Send + Sync {
     async fn still_stale(&self, access: &StaleAccess) -> Result<bool>;
     /// Deletes the record of `access` if it still holds the role it was read with.
     async fn delete_stale_access(&self, access: &StaleAccess, audit: &AuditEvent) -> Result<bool>;
+    /// The recorded accesses in live Ready or Updating clusters that still match their
+    /// user's membership (the stale ones are [`Self::stale_accesses`]), ordered by cluster
+    /// and username; at most `limit`.
+    async fn access_grants(&self, limit: u32) -> Result<Vec<AccessGrant>>;
+}
+
+/// A user's valid access to a cluster, as the access sweep binds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessGrant {
+    pub cluster_id: Uuid,
+    pub username: String,
+    /// The tenant role the ServiceAccount was issued for (`member`, `admin`).
+    pub role: String,
 }
 
 /// A user's ServiceAccount in a cluster that no longer matches their membership.

@@ -37,6 +37,7 @@ pub const RESOURCES: &[(&str, &str, &str, bool)] = &[
     ("api/v1", "pods", "Pod", true),
     ("api/v1", "services", "Service", true),
     ("api/v1", "configmaps", "ConfigMap", true),
+    ("api/v1", "secrets", "Secret", true),
     ("apis/apps/v1", "deployments", "Deployment", true),
     ("apis/apps/v1", "replicasets", "ReplicaSet", true),
     ("apis/apps/v1", "statefulsets", "StatefulSet", true),
@@ -56,6 +57,12 @@ pub const RESOURCES: &[(&str, &str, &str, bool)] = &[
         "clusterrolebindings",
         "ClusterRoleBinding",
         false,
+    ),
+    (
+        "apis/rbac.authorization.k8s.io/v1",
+        "rolebindings",
+        "RoleBinding",
+        true,
     ),
 ];
 
@@ -646,11 +653,11 @@ fn replace(s: &mut FakeState, t: &Target, name: &str, body: &[u8]) -> Response {
             );
         }
     }
-    if t.kind == "ClusterRoleBinding" && object["roleRef"] != current["roleRef"] {
+    if t.kind.ends_with("RoleBinding") && object["roleRef"] != current["roleRef"] {
         return status(
             422,
             "Invalid",
-            &format!("ClusterRoleBinding.rbac.authorization.k8s.io \"{name}\" is invalid: roleRef: Invalid value: cannot change roleRef"),
+            &format!("{}.rbac.authorization.k8s.io \"{name}\" is invalid: roleRef: Invalid value: cannot change roleRef", t.kind),
             Some((&t.plural, name)),
         );
     }

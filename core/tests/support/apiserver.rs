@@ -1,8 +1,12 @@
 //! A real kube-apiserver for tests, like controller-runtime's envtest: etcd (the binary from
 //! the `etcd-bin-vendored` crate) plus the kube-apiserver binary named by
 //! `KQUEEN_TEST_KUBE_APISERVER`, on loopback ports, with generated certificates (rcgen), a
-//! static token file for an admin in `system:masters`, RBAC authorization and
-//! ServiceAccount token signing (so the TokenRequest API works). No controllers run.
+//! static token file for an admin in `system:masters`, RBAC authorization,
+//! ServiceAccount token signing (so the TokenRequest API works) and privileged pods allowed
+//! (as on most clusters). When `KQUEEN_TEST_KUBE_CONTROLLER_MANAGER` names the
+//! kube-controller-manager binary it runs too, with the ServiceAccount token controller (so
+//! ServiceAccounts get the long-lived token Secrets of clusters before 1.24, namespaces are
+//! finalised and deleted); otherwise no controllers run.
 //!
 //! [`RealApiServer::start`] returns `None` (after printing why) when the variable is not set.
 
@@ -17,6 +21,7 @@ use base64::Engine;
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 
 pub const ENV: &str = "KQUEEN_TEST_KUBE_APISERVER";
+pub const CONTROLLER_MANAGER_ENV: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
 
 /// etcd and kube-apiserver, stopped (apiserver first) when dropped.
 pub struct RealApiServer {
@@ -25,6 +30,7 @@ pub struct RealApiServer {
     admin_token: String,
     dir: tempfile::TempDir,
     apiserver: Option<Child>,
+    controller_manager: Option<Child>,
     etcd: Option<Child>,
 }
 
@@ -69,6 +75,7 @@ impl RealApiServer {
             admin_token: format!("admin-{}", uuid::Uuid::new_v4().simple()),
             dir,
             apiserver: None,
+            controller_manager: None,
             etcd: Some(etcd),
         };
         wait_for_tcp(client_port, Duration::from_secs(20), &server, "etcd.log").await;
@@ -113,6 +120,7 @@ impl RealApiServer {
                 "--service-cluster-ip-range=10.0.0.0/24".into(),
                 "--endpoint-reconciler-type=none".into(),
                 "--disable-admission-plugins=ServiceAccount".into(),
+                "--allow-privileged=true".into(),
             ])
             .stdin(Stdio::null())
             .stdout(log_file(server.dir.path(), "apiserver.log"))
@@ -123,7 +131,45 @@ impl RealApiServer {
         server.url = format!("https://127.0.0.1:{port}");
         server.ca_pem = certs.ca_pem;
         server.wait_ready(Duration::from_secs(60)).await;
+        server.start_controller_manager();
         Some(server)
+    }
+
+    /// Whether kube-controller-manager runs beside the API server.
+    pub fn has_controller_manager(&self) -> bool {
+        self.controller_manager.is_some()
+    }
+
+    fn start_controller_manager(&mut self) {
+        let Ok(binary) = std::env::var(CONTROLLER_MANAGER_ENV) else {
+            println!("note: {CONTROLLER_MANAGER_ENV} not set: no controllers run");
+            return;
+        };
+        let path = |name: &str| self.dir.path().join(name).display().to_string();
+        fs::write(path("admin.kubeconfig"), self.admin_kubeconfig()).expect("write");
+        let child = Command::new(&binary)
+            .args([
+                format!("--kubeconfig={}", path("admin.kubeconfig")),
+                format!("--service-account-private-key-file={}", path("sa.key")),
+                format!("--root-ca-file={}", path("ca.crt")),
+                // 1.20 also serves an insecure port (10252) by default: two test servers
+                // at once would collide on it.
+                "--port=0".into(),
+                "--secure-port=0".into(),
+                "--leader-elect=false".into(),
+                "--controllers=*".into(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(log_file(self.dir.path(), "controller-manager.log"))
+            .stderr(log_file(self.dir.path(), "controller-manager.log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
+        self.controller_manager = Some(child);
+    }
+
+    /// The controller manager's log so far (for failure messages).
+    pub fn controller_manager_log(&self) -> String {
+        tail(self.dir.path(), "controller-manager.log")
     }
 
     pub fn url(&self) -> &str {
@@ -184,10 +230,14 @@ impl RealApiServer {
 
 impl Drop for RealApiServer {
     fn drop(&mut self) {
-        // kube-apiserver first: it hangs on shutdown when etcd is already gone.
-        for child in [self.apiserver.take(), self.etcd.take()]
-            .into_iter()
-            .flatten()
+        // kube-apiserver before etcd: it hangs on shutdown when etcd is already gone.
+        for child in [
+            self.controller_manager.take(),
+            self.apiserver.take(),
+            self.etcd.take(),
+        ]
+        .into_iter()
+        .flatten()
         {
             stop(child);
         }

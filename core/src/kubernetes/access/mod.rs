@@ -1,10 +1,23 @@
 //! Per-user access to a cluster: instead of handing the admin kubeconfig to tenant members,
-//! KQueen gives each member a ServiceAccount of their own (in the `kqueen-users` namespace),
-//! binds it to a ClusterRole chosen by their tenant role, and hands out short-lived tokens
-//! from the TokenRequest API. Revoking deletes the ServiceAccount, which invalidates every
-//! token issued for it.
+//! KQueen gives each member a ServiceAccount of their own (in the `kqueen-users` namespace)
+//! and hands out short-lived tokens from the TokenRequest API. The ServiceAccount gets its
+//! tenant role (members `edit`, tenant admins `admin`) through a RoleBinding in every
+//! namespace open to the tenant ([`open_to_tenant`]) — never cluster-wide, so that no member
+//! reaches kube-system or the other users' credentials — plus read-only access to nodes,
+//! namespaces, storage classes and CRDs and the right to create namespaces ([`READER_ROLE`],
+//! [`NAMESPACE_CREATOR_ROLE`]). Tenant admins get `cluster-admin` only where their template
+//! says so ([`AdminAccess::ClusterAdmin`]). Revoking deletes the ServiceAccount, which
+//! invalidates every token issued for it, and its bindings. The access sweep
+//! ([`reconcile_access`]) binds namespaces created since and migrates older clusters.
+//!
+//! [`AdminAccess::ClusterAdmin`]: crate::cluster::AdminAccess::ClusterAdmin
 
+mod bindings;
+mod legacy_tokens;
+mod namespaces;
 mod objects;
+mod reconcile;
+mod shared;
 mod token;
 
 use std::fmt;
@@ -12,19 +25,29 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::ServiceAccount;
-use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
-use kube::api::Api;
+use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding};
+use kube::api::{Api, ListParams};
 use sha2::{Digest, Sha256};
 
+use crate::cluster::AdminAccess;
 use crate::identity::Role;
 use crate::kubernetes::ClusterEndpoint;
 use crate::vault::Secret;
 use crate::ValidationError;
+use bindings::{sync_cluster_bindings, sync_role_bindings, UserBindings};
+use legacy_tokens::disarm_legacy_tokens;
 use objects::{
-    check_cluster_role, delete_if_present, ensure_binding, ensure_namespace,
-    ensure_service_account, CORE_NOT_SERVED, RBAC_NOT_SERVED,
+    check_cluster_role, delete_if_present, ensure_namespace, ensure_service_account, map_error,
+    CORE_NOT_SERVED, RBAC_NOT_SERVED,
 };
+use shared::ensure_shared_roles;
 use token::{default_context_name, request_token, user_kubeconfig};
+
+pub use bindings::{BindingChanges, CLUSTER_ADMIN_ROLE, SERVICE_ACCOUNT_LABEL};
+pub use legacy_tokens::DISARMED_TOKEN;
+pub use namespaces::{open_to_tenant, SYSTEM_PREFIX, TENANT_ACCESS_LABEL, TENANT_ACCESS_NONE};
+pub use reconcile::{reconcile_access, AccessChanges, Grant};
+pub use shared::{NAMESPACE_CREATOR_ROLE, READER_ROLE};
 
 /// The namespace that holds the users' ServiceAccounts.
 pub const USERS_NAMESPACE: &str = "kqueen-users";
@@ -38,7 +61,7 @@ pub const TENANT_ANNOTATION: &str = "kqueen.io/tenant";
 /// The shortest token lifetime the TokenRequest API accepts.
 pub const MIN_TTL: Duration = Duration::from_secs(10 * 60);
 
-/// Which ClusterRole each tenant role gets.
+/// Which ClusterRole each tenant role gets, bound in each namespace open to the tenant.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RoleMap {
     pub member: String,
@@ -75,6 +98,9 @@ pub struct UserAccess {
     /// Requested token lifetime; at least [`MIN_TTL`]. The cluster may shorten it.
     pub ttl: Duration,
     pub role_map: RoleMap,
+    /// What a tenant admin gets (from the cluster's template); members always get
+    /// [`RoleMap::member`] in the open namespaces.
+    pub admin_access: AdminAccess,
     /// The name of the context (and of its cluster and user entries) in the kubeconfig;
     /// by default `kqueen-<tenant>-<host>`. The cluster's name is a good choice.
     pub context_name: Option<String>,
@@ -89,6 +115,7 @@ impl UserAccess {
             role,
             ttl,
             role_map: RoleMap::default(),
+            admin_access: AdminAccess::default(),
             context_name: None,
         }
     }
@@ -103,6 +130,10 @@ pub struct IssuedKubeconfig {
     pub expires_at: DateTime<Utc>,
     /// The ServiceAccount's name in [`USERS_NAMESPACE`].
     pub service_account: String,
+    /// The namespaces where the user got their role (empty with `cluster_admin`).
+    pub namespaces: Vec<String>,
+    /// The user got `cluster-admin` on the whole cluster.
+    pub cluster_admin: bool,
 }
 
 impl fmt::Debug for IssuedKubeconfig {
@@ -111,6 +142,8 @@ impl fmt::Debug for IssuedKubeconfig {
             .field("yaml", &self.yaml)
             .field("expires_at", &self.expires_at)
             .field("service_account", &self.service_account)
+            .field("namespaces", &self.namespaces)
+            .field("cluster_admin", &self.cluster_admin)
             .finish()
     }
 }
@@ -159,16 +192,18 @@ pub fn service_account_name(username: &str) -> String {
     format!("{slug}-{hash}")
 }
 
-/// The ClusterRoleBinding name for a ServiceAccount name.
+/// The name of a user's RoleBindings (and of their ClusterRoleBinding, if any) for a
+/// ServiceAccount name.
 pub fn binding_name(service_account: &str) -> String {
     format!("kqueen-user-{service_account}")
 }
 
-/// Creates (or reuses) the user's ServiceAccount and its ClusterRoleBinding, then asks the
-/// cluster for a token valid for `req.ttl` and returns a kubeconfig built around it.
-/// `endpoint` (server, CA, TLS and proxy settings, usually [`ParsedKubeconfig::endpoint`] of
-/// the stored kubeconfig) is what the user's kubectl will use to reach the cluster. Safe to
-/// call again: existing objects are reused, and a changed role replaces the binding.
+/// Creates (or reuses) the user's ServiceAccount and binds it as [`UserAccess::role`] and
+/// [`UserAccess::admin_access`] say, then asks the cluster for a token valid for `req.ttl`
+/// and returns a kubeconfig built around it. `endpoint` (server, CA, TLS and proxy settings,
+/// usually [`ParsedKubeconfig::endpoint`] of the stored kubeconfig) is what the user's
+/// kubectl will use to reach the cluster. Safe to call again: existing objects are reused, a
+/// changed role replaces the bindings, and an old cluster-wide binding is removed.
 ///
 /// [`ParsedKubeconfig::endpoint`]: crate::kubernetes::ParsedKubeconfig::endpoint
 #[tracing::instrument(skip_all, fields(sa, role = %req.role))]
@@ -180,12 +215,36 @@ pub async fn issue_user_kubeconfig(
     validate(req)?;
     let sa_name = service_account_name(&req.username);
     tracing::Span::current().record("sa", sa_name.as_str());
-    let cluster_role = req.role_map.cluster_role(req.role);
+    let user = UserBindings::new(
+        sa_name.clone(),
+        &req.username,
+        &req.tenant,
+        req.role,
+        &req.role_map,
+        req.admin_access,
+    );
 
     ensure_namespace(&client).await?;
     ensure_service_account(&client, &sa_name, req).await?;
-    check_cluster_role(&client, cluster_role).await?;
-    ensure_binding(&client, &sa_name, cluster_role, req).await?;
+    if let Some(role) = &user.namespaced_role {
+        check_cluster_role(&client, role).await?;
+    }
+    ensure_shared_roles(&client).await?;
+    let namespaces = namespaces::open_namespaces(&client).await?;
+    let mine = ListParams::default().labels(&format!("{SERVICE_ACCOUNT_LABEL}={sa_name}"));
+    let existing = Api::<RoleBinding>::all(client.clone())
+        .list(&mine)
+        .await
+        .map_err(|e| map_error(&e, "list role bindings", RBAC_NOT_SERVED))?
+        .items;
+    let users = [user];
+    sync_role_bindings(&client, &users, &namespaces, existing, &|_| true).await?;
+    let existing = Api::<ClusterRoleBinding>::all(client.clone())
+        .get_opt(&binding_name(&sa_name))
+        .await
+        .map_err(|e| map_error(&e, "read cluster role bindings", RBAC_NOT_SERVED))?;
+    sync_cluster_bindings(&client, &users, existing.into_iter().collect(), &|_| true).await?;
+    disarm_legacy_tokens(&client, Some(&sa_name)).await?;
     let (token, expires_at) = request_token(&client, &sa_name, req.ttl).await?;
 
     let context = req
@@ -194,28 +253,28 @@ pub async fn issue_user_kubeconfig(
         .filter(|c| !c.trim().is_empty())
         .unwrap_or_else(|| default_context_name(&req.tenant, &endpoint.server));
     let yaml = user_kubeconfig(&context, endpoint, token)?;
+    let [user] = users;
     tracing::info!(expires_at = %expires_at, "issued a user kubeconfig");
     Ok(IssuedKubeconfig {
         yaml,
         expires_at,
         service_account: sa_name,
+        namespaces: if user.cluster_admin {
+            Vec::new()
+        } else {
+            namespaces
+        },
+        cluster_admin: user.cluster_admin,
     })
 }
 
-/// Deletes the user's ServiceAccount (which invalidates its tokens) and ClusterRoleBinding.
-/// Returns false when there was neither.
+/// Deletes the user's ServiceAccount (which invalidates its tokens at once), then their
+/// RoleBindings in every namespace and their ClusterRoleBinding. Returns false when there
+/// was none of these.
 #[tracing::instrument(skip_all)]
 pub async fn revoke_user_access(client: kube::Client, username: &str) -> Result<bool, AccessError> {
     let sa_name = service_account_name(username);
-    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let had_binding = delete_if_present(
-        &bindings,
-        &binding_name(&sa_name),
-        "delete cluster role bindings",
-        RBAC_NOT_SERVED,
-    )
-    .await?;
-    let accounts: Api<ServiceAccount> = Api::namespaced(client, USERS_NAMESPACE);
+    let accounts: Api<ServiceAccount> = Api::namespaced(client.clone(), USERS_NAMESPACE);
     let had_account = delete_if_present(
         &accounts,
         &sa_name,
@@ -223,8 +282,34 @@ pub async fn revoke_user_access(client: kube::Client, username: &str) -> Result<
         CORE_NOT_SERVED,
     )
     .await?;
-    tracing::info!(had_account, had_binding, "revoked user access");
-    Ok(had_account || had_binding)
+    let mine = ListParams::default().labels(&format!("{SERVICE_ACCOUNT_LABEL}={sa_name}"));
+    let role_bindings = Api::<RoleBinding>::all(client.clone())
+        .list(&mine)
+        .await
+        .map_err(|e| map_error(&e, "list role bindings", RBAC_NOT_SERVED))?
+        .items;
+    let had_role_bindings = !role_bindings.is_empty();
+    for binding in role_bindings {
+        let ns = binding.metadata.namespace.unwrap_or_default();
+        let api: Api<RoleBinding> = Api::namespaced(client.clone(), &ns);
+        let name = binding.metadata.name.unwrap_or_default();
+        delete_if_present(&api, &name, "delete role bindings", RBAC_NOT_SERVED).await?;
+    }
+    let bindings: Api<ClusterRoleBinding> = Api::all(client);
+    let had_binding = delete_if_present(
+        &bindings,
+        &binding_name(&sa_name),
+        "delete cluster role bindings",
+        RBAC_NOT_SERVED,
+    )
+    .await?;
+    tracing::info!(
+        had_account,
+        had_role_bindings,
+        had_binding,
+        "revoked user access"
+    );
+    Ok(had_account || had_role_bindings || had_binding)
 }
 
 fn validate(req: &UserAccess) -> Result<(), AccessError> {

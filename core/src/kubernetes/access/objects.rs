@@ -1,5 +1,5 @@
-//! Making sure the user's namespace, ServiceAccount and ClusterRoleBinding exist and are
-//! right, and telling "this cluster cannot" from "try again" when a request fails.
+//! Making sure the users' namespace, a user's ServiceAccount and a ClusterRoleBinding exist
+//! and are right, and telling "this cluster cannot" from "try again" when a request fails.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -9,11 +9,11 @@ use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, RoleRef, Subje
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 
-use super::{binding_name, AccessError, UserAccess, USERS_NAMESPACE};
+use super::{AccessError, UserAccess, USERS_NAMESPACE};
 use super::{MANAGED_BY, MANAGED_BY_LABEL, TENANT_ANNOTATION, USERNAME_ANNOTATION};
 use crate::kubernetes::connect::{classify, Failure};
 
-const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
+pub(super) const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
 
 pub(super) async fn ensure_namespace(client: &kube::Client) -> Result<(), AccessError> {
     let api: Api<Namespace> = Api::all(client.clone());
@@ -118,38 +118,29 @@ pub(super) async fn check_cluster_role(
     }
 }
 
-pub(super) async fn ensure_binding(
+/// Makes the ClusterRoleBinding `wanted` exist as given: created when missing, replaced when
+/// its subjects or KQueen's labels and annotations differ, deleted and created again when
+/// its role changed (roleRef is immutable). True when something was written.
+pub(super) async fn ensure_cluster_binding(
     client: &kube::Client,
-    sa_name: &str,
-    cluster_role: &str,
-    req: &UserAccess,
-) -> Result<(), AccessError> {
+    wanted: &ClusterRoleBinding,
+) -> Result<bool, AccessError> {
     let api: Api<ClusterRoleBinding> = Api::all(client.clone());
-    let name = binding_name(sa_name);
+    let name = wanted.metadata.name.clone().unwrap_or_default();
     let what = "bind cluster roles";
-    let wanted = ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some(name.clone()),
-            labels: Some(managed_labels()),
-            annotations: Some(user_annotations(req)),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: RBAC_GROUP.into(),
-            kind: "ClusterRole".into(),
-            name: cluster_role.into(),
-        },
-        subjects: Some(vec![Subject {
-            api_group: None,
-            kind: "ServiceAccount".into(),
-            name: sa_name.into(),
-            namespace: Some(USERS_NAMESPACE.into()),
-        }]),
-    };
     let fail = |e: kube::Error| map_error(&e, what, RBAC_NOT_SERVED);
     match api.get_opt(&name).await.map_err(fail)? {
         None => {}
-        Some(existing) if same_binding(&existing, &wanted) => return Ok(()),
+        Some(existing)
+            if same_binding(
+                &existing.metadata,
+                &existing.role_ref,
+                existing.subjects.as_deref(),
+                wanted,
+            ) =>
+        {
+            return Ok(false)
+        }
         Some(existing) if existing.role_ref == wanted.role_ref => {
             // Same role, other subjects or metadata: replace in place.
             let mut replacement = wanted.clone();
@@ -157,56 +148,96 @@ pub(super) async fn ensure_binding(
             api.replace(&name, &PostParams::default(), &replacement)
                 .await
                 .map_err(fail)?;
-            return Ok(());
+            return Ok(true);
         }
         Some(_) => {
             // The role changed. roleRef is immutable: delete, then create below.
             delete_if_present(&api, &name, what, RBAC_NOT_SERVED).await?;
-            tracing::info!(role = cluster_role, "replacing a user's role binding");
+            tracing::info!(role = %wanted.role_ref.name, "replacing a cluster role binding");
         }
     }
-    match api.create(&PostParams::default(), &wanted).await {
-        Ok(_) => Ok(()),
+    match api.create(&PostParams::default(), wanted).await {
+        Ok(_) => Ok(true),
         Err(kube::Error::Api(s)) if s.is_already_exists() => Err(AccessError::Transient(
-            "the user's role binding was changed at the same time; try again".into(),
+            "a role binding was changed at the same time; try again".into(),
         )),
         Err(e) => Err(fail(e)),
     }
 }
 
-fn same_binding(existing: &ClusterRoleBinding, wanted: &ClusterRoleBinding) -> bool {
-    let key = |s: &Subject| (s.kind.clone(), s.name.clone(), s.namespace.clone());
-    let subjects =
-        |b: &ClusterRoleBinding| b.subjects.iter().flatten().map(key).collect::<Vec<_>>();
-    let labelled = existing
-        .metadata
-        .labels
-        .as_ref()
-        .and_then(|l| l.get(MANAGED_BY_LABEL))
-        .map(String::as_str)
-        == Some(MANAGED_BY);
-    let annotated = wanted.metadata.annotations.iter().flatten().all(|(k, v)| {
-        existing
-            .metadata
-            .annotations
-            .as_ref()
-            .and_then(|a| a.get(k))
-            == Some(v)
-    });
-    existing.role_ref == wanted.role_ref
-        && subjects(existing) == subjects(wanted)
-        && labelled
-        && annotated
+/// A reference to the ClusterRole `cluster_role`, for ClusterRoleBindings and RoleBindings.
+pub(super) fn role_ref(cluster_role: &str) -> RoleRef {
+    RoleRef {
+        api_group: RBAC_GROUP.into(),
+        kind: "ClusterRole".into(),
+        name: cluster_role.into(),
+    }
 }
 
-fn managed_labels() -> BTreeMap<String, String> {
+/// The subject for a user's ServiceAccount.
+pub(super) fn sa_subject(sa_name: &str) -> Subject {
+    Subject {
+        api_group: None,
+        kind: "ServiceAccount".into(),
+        name: sa_name.into(),
+        namespace: Some(USERS_NAMESPACE.into()),
+    }
+}
+
+/// Whether an existing binding (its metadata, role and subjects) already is `wanted`: same
+/// role, same subjects, labelled as KQueen's and carrying every wanted annotation.
+pub(super) fn same_binding(
+    meta: &ObjectMeta,
+    role: &RoleRef,
+    subjects: Option<&[Subject]>,
+    wanted: &ClusterRoleBinding,
+) -> bool {
+    same_parts(
+        meta,
+        role,
+        subjects,
+        &wanted.metadata,
+        &wanted.role_ref,
+        wanted.subjects.as_deref(),
+    )
+}
+
+/// [`same_binding`] on parts, for RoleBindings too.
+pub(super) fn same_parts(
+    meta: &ObjectMeta,
+    role: &RoleRef,
+    subjects: Option<&[Subject]>,
+    wanted_meta: &ObjectMeta,
+    wanted_role: &RoleRef,
+    wanted_subjects: Option<&[Subject]>,
+) -> bool {
+    let key = |s: &Subject| (s.kind.clone(), s.name.clone(), s.namespace.clone());
+    let keys = |s: Option<&[Subject]>| s.iter().flat_map(|s| s.iter()).map(key).collect::<Vec<_>>();
+    let has_all = |have: &Option<BTreeMap<String, String>>,
+                   want: &Option<BTreeMap<String, String>>| {
+        want.iter()
+            .flatten()
+            .all(|(k, v)| have.as_ref().and_then(|h| h.get(k)) == Some(v))
+    };
+    role == wanted_role
+        && keys(subjects) == keys(wanted_subjects)
+        && has_all(&meta.labels, &wanted_meta.labels)
+        && has_all(&meta.annotations, &wanted_meta.annotations)
+}
+
+pub(super) fn managed_labels() -> BTreeMap<String, String> {
     BTreeMap::from([(MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned())])
 }
 
 fn user_annotations(req: &UserAccess) -> BTreeMap<String, String> {
+    annotations_for(&req.username, &req.tenant)
+}
+
+/// The annotations naming the KQueen user and tenant an object was made for.
+pub(super) fn annotations_for(username: &str, tenant: &str) -> BTreeMap<String, String> {
     BTreeMap::from([
-        (USERNAME_ANNOTATION.to_owned(), req.username.clone()),
-        (TENANT_ANNOTATION.to_owned(), req.tenant.clone()),
+        (USERNAME_ANNOTATION.to_owned(), username.to_owned()),
+        (TENANT_ANNOTATION.to_owned(), tenant.to_owned()),
     ])
 }
 

@@ -84,6 +84,7 @@ impl TemplateRow {
             overrides,
             tenants,
             timeout_minutes: u32::try_from(self.timeout_minutes).unwrap_or(60),
+            admin_access: crate::cluster::AdminAccess::default(),
             disabled: self.disabled,
             created_at: self.created_at,
             updated_at: self.updated_at,

@@ -15,7 +15,7 @@ use crate::cluster::{
 };
 use crate::page::Page;
 use crate::provisioner::ProviderKind;
-use crate::store::{ClusterChange, ClusterStore, OperationStore, StaleAccess};
+use crate::store::{AccessGrant, ClusterChange, ClusterStore, OperationStore, StaleAccess};
 use crate::{Error, Result};
 
 /// A cluster as the database holds it. Also read from JSON: SQLite lists (see
@@ -842,6 +842,27 @@ impl ClusterStore for SqlStore {
             audit,
         )
         .await
+    }
+
+    async fn access_grants(&self, limit: u32) -> Result<Vec<AccessGrant>> {
+        const SQL: &str = "SELECT a.cluster_id, u.username, a.role FROM cluster_access a \
+             JOIN clusters c ON c.id = a.cluster_id \
+             JOIN users u ON u.id = a.user_id \
+             JOIN memberships m ON m.tenant_id = c.tenant_id AND m.user_id = a.user_id \
+             WHERE c.deleted_at IS NULL AND c.state IN ('ready', 'updating') \
+               AND m.role = a.role AND NOT u.disabled \
+             ORDER BY a.cluster_id, u.username LIMIT $1";
+        let rows: Vec<(Uuid, String, String)> = on_pool!(self, p => {
+            sqlx::query_as(SQL).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(cluster_id, username, role)| AccessGrant {
+                cluster_id,
+                username,
+                role,
+            })
+            .collect())
     }
 }
 
