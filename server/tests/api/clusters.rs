@@ -692,10 +692,10 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     app.stop().await;
 }
 
-const SA_PATH: &str = "api/v1/namespaces/kqueen-users/serviceaccounts";
+pub(crate) const SA_PATH: &str = "api/v1/namespaces/kqueen-users/serviceaccounts";
 
 /// The operator `olga` defines an `import` provider and template `import` for every tenant.
-async fn offer_import(app: &TestApp, olga: &reqwest::Client) {
+pub(crate) async fn offer_import(app: &TestApp, olga: &reqwest::Client) {
     let (status, body) = call(
         olga,
         app,
@@ -720,7 +720,7 @@ async fn offer_import(app: &TestApp, olga: &reqwest::Client) {
 
 /// Imports the fake API server as cluster `prod` of team-a: its id, the answer to the
 /// request, and the cluster once Ready.
-async fn import_fake(
+pub(crate) async fn import_fake(
     app: &TestApp,
     who: &reqwest::Client,
     fake: &kqueen_core::testing::fake_kube::FakeKube,
@@ -742,7 +742,7 @@ async fn import_fake(
 }
 
 /// Waits (up to 10 s) until `done` holds: work the server does in the background.
-async fn eventually(what: &str, done: impl Fn() -> bool) {
+pub(crate) async fn eventually(what: &str, done: impl Fn() -> bool) {
     for _ in 0..200 {
         if done() {
             return;
@@ -817,7 +817,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
     download(&adam).await;
     let binding = fake
         .object(&format!(
-            "apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+            "apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/{}",
             binding_name(&sa("adam"))
         ))
         .unwrap();
@@ -884,6 +884,11 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
     .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{body}");
     eventually("forgetting the cluster", || fake.names(SA_PATH).is_empty()).await;
+    eventually("removing the users' role bindings", || {
+        fake.names("apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings")
+            .is_empty()
+    })
+    .await;
     assert!(fake
         .object(&format!(
             "apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
@@ -924,7 +929,8 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
     assert!(body["cluster"]["parameters"].get("kubeconfig").is_none());
     assert_eq!(ready["endpoint"], fake.url());
 
-    // The member's kubeconfig: a ServiceAccount in kqueen-users bound to `edit`, a token.
+    // The member's kubeconfig: a ServiceAccount in kqueen-users bound to `edit` in the
+    // tenant's namespaces (never cluster-wide), a token.
     let res = amy
         .get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url))
         .send()
@@ -944,11 +950,23 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
     assert_eq!(fake.names(SA_PATH), vec![sa.clone()]);
     let binding = fake
         .object(&format!(
-            "apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+            "apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/{}",
             kqueen_core::kubernetes::binding_name(&sa)
         ))
         .unwrap();
     assert_eq!(binding["roleRef"]["name"], "edit");
+    for closed in [
+        "apis/rbac.authorization.k8s.io/v1/namespaces/kube-system/rolebindings",
+        "apis/rbac.authorization.k8s.io/v1/namespaces/kqueen-users/rolebindings",
+    ] {
+        assert!(fake.names(closed).is_empty(), "bound in {closed}");
+    }
+    assert!(fake
+        .object(&format!(
+            "apis/rbac.authorization.k8s.io/v1/clusterrolebindings/{}",
+            kqueen_core::kubernetes::binding_name(&sa)
+        ))
+        .is_none());
     // The issued kubeconfig works as is: it parses, and the fake API server accepts its token.
     let parsed = kqueen_core::kubernetes::parse_kubeconfig(&yaml, None, false).unwrap();
     let version = kqueen_core::kubernetes::probe_version(&parsed, Duration::from_secs(5)).await;

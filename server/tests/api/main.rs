@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used)]
 
 mod access;
+mod access_sweep;
 mod binary;
 mod clusters;
 mod contract;
