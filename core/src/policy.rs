@@ -18,6 +18,10 @@
 //! | set a tenant's quota                     | –         | –      | –            | yes      | yes         |
 //! | download a cluster's admin kubeconfig    | –         | –      | –            | yes      | yes         |
 //!
+//! Inside a cluster, a personal kubeconfig gives members `edit` and tenant admins `admin` in
+//! the namespaces open to the tenant only (`cluster-admin` for tenant admins where the
+//! cluster's template says so): see [`crate::kubernetes`] and README.
+//!
 //! "own" means tenants the user is a member (or admin) of. Requests about a tenant the caller
 //! cannot view answer "not found", so tenant names do not leak; every refusal is audited.
 
