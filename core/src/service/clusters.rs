@@ -1004,11 +1004,9 @@ impl Kqueen {
         };
         let work = async {
             let (client, _) = self.admin_client(cluster).await?;
-            for username in &users {
-                crate::kubernetes::revoke_user_access(client.clone(), username)
-                    .await
-                    .map_err(access_error)?;
-            }
+            crate::kubernetes::remove_all_access(client, &users)
+                .await
+                .map_err(access_error)?;
             Ok::<_, Error>(())
         };
         let left = "; the kubeconfigs issued to them work until they expire";

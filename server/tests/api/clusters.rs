@@ -899,6 +899,15 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
         !works(adam_k).await,
         "the cluster is still there, the user's access is not"
     );
+    for shared in ["kqueen:cluster-reader", "kqueen:namespace-creator"] {
+        assert!(
+            fake.object(&format!(
+                "apis/rbac.authorization.k8s.io/v1/clusterroles/{shared}"
+            ))
+            .is_none(),
+            "{shared} is left behind"
+        );
+    }
     app.stop().await;
 }
 

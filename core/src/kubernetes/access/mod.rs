@@ -40,7 +40,7 @@ use objects::{
     check_cluster_role, delete_if_present, ensure_namespace, ensure_service_account, map_error,
     CORE_NOT_SERVED, RBAC_NOT_SERVED,
 };
-use shared::ensure_shared_roles;
+use shared::{ensure_shared_roles, remove_shared_roles};
 use token::{default_context_name, request_token, user_kubeconfig};
 
 pub use bindings::{BindingChanges, CLUSTER_ADMIN_ROLE, SERVICE_ACCOUNT_LABEL};
@@ -310,6 +310,20 @@ pub async fn revoke_user_access(client: kube::Client, username: &str) -> Result<
         "revoked user access"
     );
     Ok(had_account || had_role_bindings || had_binding)
+}
+
+/// Removes what KQueen made for all its users in a cluster it is about to forget (the
+/// cluster goes on existing): each of `usernames`' access ([`revoke_user_access`]), then the
+/// shared ClusterRoles and their bindings.
+pub async fn remove_all_access(
+    client: kube::Client,
+    usernames: &[String],
+) -> Result<(), AccessError> {
+    for username in usernames {
+        revoke_user_access(client.clone(), username).await?;
+    }
+    remove_shared_roles(&client).await?;
+    Ok(())
 }
 
 fn validate(req: &UserAccess) -> Result<(), AccessError> {

@@ -125,3 +125,29 @@ async fn ensure_cluster_role(
         }
     }
 }
+
+/// Deletes both ClusterRoles and their bindings (when KQueen forgets a cluster that goes on
+/// existing). True when there was any.
+pub(super) async fn remove_shared_roles(client: &kube::Client) -> Result<bool, AccessError> {
+    use super::objects::delete_if_present;
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let cluster_roles: Api<ClusterRole> = Api::all(client.clone());
+    let mut any = false;
+    for (name, _) in roles() {
+        any |= delete_if_present(
+            &bindings,
+            name,
+            "delete cluster role bindings",
+            RBAC_NOT_SERVED,
+        )
+        .await?;
+        any |= delete_if_present(
+            &cluster_roles,
+            name,
+            "delete cluster roles",
+            RBAC_NOT_SERVED,
+        )
+        .await?;
+    }
+    Ok(any)
+}
