@@ -125,9 +125,24 @@ fn is_user_binding(meta: &ObjectMeta) -> bool {
         .is_some_and(|n| n.starts_with(&binding_name("")))
 }
 
-enum Write {
-    Create(RoleBinding),
-    Delete { namespace: String, name: String },
+/// One binding's write: delete (namespace, name), create, or delete then create (a role
+/// change: roleRef is immutable).
+struct Write {
+    delete: Option<(String, String)>,
+    create: Option<Box<RoleBinding>>,
+}
+
+impl Write {
+    fn delete(binding: RoleBinding) -> Self {
+        let meta = binding.metadata;
+        Write {
+            delete: Some((
+                meta.namespace.unwrap_or_default(),
+                meta.name.unwrap_or_default(),
+            )),
+            create: None,
+        }
+    }
 }
 
 /// Brings the RoleBindings of `users` to their role in each of `namespaces`, given the
@@ -170,17 +185,13 @@ pub(super) async fn sync_role_bindings(
                         &wanted.role_ref,
                         wanted.subjects.as_deref(),
                     ) => {}
-                Some(b) => {
-                    // Delete and create: roleRef is immutable, and labels are few to fix.
-                    writes.push(Write::Delete {
-                        namespace: ns.clone(),
-                        name: b.metadata.name.unwrap_or_default(),
+                existing => {
+                    writes.push(Write {
+                        delete: existing
+                            .map(|b| Write::delete(b).delete)
+                            .unwrap_or_default(),
+                        create: Some(Box::new(wanted)),
                     });
-                    writes.push(Write::Create(wanted));
-                    changes.bound_in.insert(ns.clone());
-                }
-                None => {
-                    writes.push(Write::Create(wanted));
                     changes.bound_in.insert(ns.clone());
                 }
             }
@@ -188,47 +199,24 @@ pub(super) async fn sync_role_bindings(
     }
     // What is left is not wanted: a closed namespace, a user who now has cluster-admin, or
     // a ServiceAccount that is gone.
-    for ((ns, sa), binding) in have {
+    for ((_, sa), binding) in have {
         if by_sa.contains_key(sa.as_str()) || !sa_exists(&sa) {
-            writes.push(Write::Delete {
-                namespace: ns,
-                name: binding.metadata.name.unwrap_or_default(),
-            });
+            writes.push(Write::delete(binding));
         }
     }
-    // Deletes and creates of one binding stay in order: a delete is followed by its create.
-    let mut groups: Vec<Vec<Write>> = Vec::new();
-    for write in writes {
-        match (&write, groups.last_mut()) {
-            (Write::Create(b), Some(last))
-                if matches!(last.as_slice(), [Write::Delete { namespace, name }]
-                    if Some(namespace) == b.metadata.namespace.as_ref()
-                        && Some(name) == b.metadata.name.as_ref()) =>
-            {
-                last.push(write);
-            }
-            _ => groups.push(vec![write]),
-        }
-    }
-    let results: Vec<(usize, usize)> = stream::iter(groups.into_iter().map(|group| {
+    let results: Vec<(usize, usize)> = stream::iter(writes.into_iter().map(|write| {
         let client = client.clone();
         async move {
             let (mut created, mut removed) = (0, 0);
-            for write in group {
-                match write {
-                    Write::Create(b) => {
-                        create_role_binding(&client, &b).await?;
-                        created += 1;
-                    }
-                    Write::Delete { namespace, name } => {
-                        let api: Api<RoleBinding> = Api::namespaced(client.clone(), &namespace);
-                        if delete_if_present(&api, &name, "delete role bindings", RBAC_NOT_SERVED)
-                            .await?
-                        {
-                            removed += 1;
-                        }
-                    }
+            if let Some((namespace, name)) = write.delete {
+                let api: Api<RoleBinding> = Api::namespaced(client.clone(), &namespace);
+                if delete_if_present(&api, &name, "delete role bindings", RBAC_NOT_SERVED).await? {
+                    removed += 1;
                 }
+            }
+            if let Some(binding) = write.create {
+                create_role_binding(&client, &binding).await?;
+                created += 1;
             }
             Ok::<_, AccessError>((created, removed))
         }
