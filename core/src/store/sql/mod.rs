@@ -127,9 +127,11 @@ macro_rules! audited_tx {
 
 mod audit;
 mod catalog;
+// Before `clusters`: its insert macros are used there.
 mod clusters;
 mod inventory;
 mod list_cache;
+mod operations;
 mod secrets;
 mod sessions;
 mod tenants;
