@@ -341,8 +341,7 @@ pub trait OperationStore: Send + Sync {
     async fn unfinished_operations(&self, limit: u32) -> Result<Vec<Operation>>;
 }
 
-/// The fleet inventory: rows replaced by each sync, and the fleet queries over them.
-/// `tenants` restricts every query to those tenants' clusters (None: all).
+/// The fleet inventory: rows replaced by each sync, and one cluster's inventory.
 #[async_trait]
 pub trait InventoryStore: Send + Sync {
     /// Every live cluster in state Ready (what a sync visits).
@@ -366,6 +365,12 @@ pub trait InventoryStore: Send + Sync {
         duration_ms: u64,
     ) -> Result<()>;
     async fn cluster_inventory(&self, cluster_id: Uuid) -> Result<inv::ClusterInventory>;
+}
+
+/// The fleet queries over the inventory rows. `tenants` restricts every query to those
+/// tenants' clusters (None: all).
+#[async_trait]
+pub trait FleetStore: Send + Sync {
     async fn fleet_clusters(
         &self,
         filter: &inv::FleetFilter,
@@ -425,6 +430,7 @@ pub trait Store:
     + ClusterStore
     + OperationStore
     + InventoryStore
+    + FleetStore
     + crate::vault::SecretBackend
     + 'static
 {

@@ -1,6 +1,6 @@
-//! The fleet inventory: per-cluster rows replaced by each sync, image history, findings, and
-//! the fleet queries over them. Every query restricts to live clusters and, when given, to
-//! the caller's tenants.
+//! The fleet inventory's write side ([`InventoryStore`]): per-cluster rows replaced by each
+//! sync, image history, findings, sync status; and one cluster's inventory. The fleet
+//! queries over these rows are in `fleet_queries.rs`.
 
 use std::collections::BTreeMap;
 
@@ -9,13 +9,10 @@ use chrono::{DateTime, Utc};
 use sqlx::FromRow;
 use uuid::Uuid;
 
-use super::{contains_pattern, limit_offset, Pool, SqlStore};
+use super::{Pool, SqlStore};
 use crate::cluster::{Cluster, ClusterFilter, ClusterState};
 use crate::inventory::checks::{Finding, Severity};
-use crate::inventory::fleet::{
-    ClusterInventory, FindingCount, FindingRow, FleetCluster, FleetFilter, ImageHistoryRow,
-    ImageSummary, ImageUsage, PodCount, VersionRow,
-};
+use crate::inventory::fleet::{ClusterInventory, PodCount};
 use crate::inventory::{
     NodeInfo, PodPhase, Resources, Snapshot, SyncStatus, Workload, WorkloadKind, WorkloadState,
     MAX_QUANTITY,
@@ -48,75 +45,12 @@ fn qty(v: u64) -> i64 {
     i64_of(v.min(MAX_QUANTITY))
 }
 
-/// A sum read as DOUBLE PRECISION (sums are never computed in integers, which overflow),
-/// saturated into `u64`.
-fn sum_of(v: Option<f64>) -> Option<u64> {
-    // `as` saturates and maps NaN to 0.
-    v.map(|f| f.max(0.0) as u64)
-}
-
-fn u64_of(v: i64) -> u64 {
+pub(super) fn u64_of(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
-fn u32_of(v: i64) -> u32 {
+pub(super) fn u32_of(v: i64) -> u32 {
     u32::try_from(v).unwrap_or(0)
-}
-
-/// The WHERE clause of a fleet query: `extra` clauses first (each `(clause with "{}" for
-/// its placeholder, value)`), then live clusters of the filter's tenant / name and of the
-/// caller's `tenants`. Placeholders are numbered from `$first`; bind the returned texts, then
-/// the tenant ids, in that order.
-fn fleet_where(
-    filter: &FleetFilter,
-    tenants: Option<&[Uuid]>,
-    first: usize,
-    extra: Vec<(String, String)>,
-) -> (String, Vec<String>, Vec<Uuid>) {
-    let mut clauses = Vec::new();
-    let mut texts = Vec::new();
-    for (clause, value) in extra {
-        clauses.push(clause.replace("{}", &format!("${}", first + texts.len())));
-        texts.push(value);
-    }
-    let (wh, more, ids) = super::clusters::cluster_where(
-        &ClusterFilter {
-            tenant: filter.tenant.clone(),
-            state: None,
-            name: filter.cluster.clone(),
-        },
-        tenants,
-        first + texts.len(),
-    );
-    clauses.push(wh);
-    texts.extend(more);
-    (clauses.join(" AND "), texts, ids)
-}
-
-/// A case-insensitive substring clause on `expr` for a non-empty `q`.
-fn like(expr: &str, q: Option<&str>) -> Option<(String, String)> {
-    let q = q.map(str::trim).filter(|q| !q.is_empty())?;
-    Some((
-        format!("LOWER({expr}) LIKE {{}} ESCAPE '\\'"),
-        contains_pattern(q),
-    ))
-}
-
-/// Runs a page query (`$1` limit, `$2` offset, then the texts and tenant ids) and its count
-/// query (the same binds without limit and offset); answers `(rows, total)`.
-macro_rules! page_and_total {
-    ($store:expr, $sql:expr, $count_sql:expr, $page:expr, $texts:expr, $ids:expr) => {{
-        let (limit, offset) = limit_offset($page);
-        on_pool!($store, p => {
-            let rows = bind_all!(sqlx::query_as($sql).bind(limit).bind(offset), $texts, $ids)
-                .fetch_all(p)
-                .await?;
-            let total = bind_all!(sqlx::query_scalar($count_sql), $texts, $ids)
-                .fetch_one(p)
-                .await?;
-            (rows, total)
-        })
-    }};
 }
 
 #[derive(FromRow)]
@@ -200,42 +134,12 @@ impl From<NodeRow> for NodeInfo {
     }
 }
 
-#[derive(FromRow)]
-struct FleetRow {
-    id: Uuid,
-    name: String,
-    tenant: String,
-    state: String,
-    provider: String,
-    error: Option<String>,
-    attempted_at: Option<DateTime<Utc>>,
-    synced_at: Option<DateTime<Utc>>,
-    sync_error: Option<String>,
-    api_version: Option<String>,
-    nodes: Option<i64>,
-    nodes_ready: Option<i64>,
-    cpu_capacity: Option<f64>,
-    mem_capacity: Option<f64>,
-    cpu_allocatable: Option<f64>,
-    mem_allocatable: Option<f64>,
-    cpu_requested: Option<f64>,
-    mem_requested: Option<f64>,
-    cpu_used: Option<f64>,
-    mem_used: Option<f64>,
-}
-
-#[derive(FromRow)]
-struct FindingDbRow {
-    cluster_id: Uuid,
-    cluster: String,
-    tenant: String,
-    check_id: String,
-    severity: String,
+pub(super) fn finding_of(
+    check: String,
+    severity: &str,
     subject: String,
     message: String,
-}
-
-fn finding_of(check: String, severity: &str, subject: String, message: String) -> Result<Finding> {
+) -> Result<Finding> {
     Ok(Finding {
         check,
         severity: Severity::parse(severity)
@@ -296,25 +200,6 @@ fn container_rows(s: &Snapshot) -> Vec<ContainerRow<'_>> {
     }
     rows.into_values().collect()
 }
-
-const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name AS provider, \
-     c.error, s.attempted_at, s.synced_at, s.error AS sync_error, s.api_version, \
-     n.nodes, n.nodes_ready, n.cpu_capacity, n.mem_capacity, n.cpu_allocatable, \
-     n.mem_allocatable, n.cpu_requested, n.mem_requested, n.cpu_used, n.mem_used \
-     FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
-     JOIN providers p ON p.id = c.provider_id \
-     LEFT JOIN inventory_syncs s ON s.cluster_id = c.id \
-     LEFT JOIN (SELECT cluster_id, COUNT(*) AS nodes, \
-        CAST(SUM(CASE WHEN ready THEN 1 ELSE 0 END) AS BIGINT) AS nodes_ready, \
-        SUM(CAST(cpu_capacity AS DOUBLE PRECISION)) AS cpu_capacity, \
-        SUM(CAST(mem_capacity AS DOUBLE PRECISION)) AS mem_capacity, \
-        SUM(CAST(cpu_allocatable AS DOUBLE PRECISION)) AS cpu_allocatable, \
-        SUM(CAST(mem_allocatable AS DOUBLE PRECISION)) AS mem_allocatable, \
-        SUM(CAST(cpu_requested AS DOUBLE PRECISION)) AS cpu_requested, \
-        SUM(CAST(mem_requested AS DOUBLE PRECISION)) AS mem_requested, \
-        SUM(CAST(cpu_used AS DOUBLE PRECISION)) AS cpu_used, \
-        SUM(CAST(mem_used AS DOUBLE PRECISION)) AS mem_used \
-        FROM inventory_nodes GROUP BY cluster_id) n ON n.cluster_id = c.id";
 
 #[async_trait]
 impl InventoryStore for SqlStore {
@@ -610,340 +495,4 @@ impl InventoryStore for SqlStore {
                 .collect::<Result<_>>()?,
         })
     }
-
-    async fn fleet_clusters(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-    ) -> Result<Vec<FleetCluster>> {
-        let (wh, texts, ids) = fleet_where(filter, tenants, 1, Vec::new());
-        let sql = format!("{FLEET_SQL} WHERE {wh} ORDER BY t.slug, c.name");
-        let rows: Vec<FleetRow> = on_pool!(self, p => {
-            bind_all!(sqlx::query_as(&sql), &texts, &ids).fetch_all(p).await?
-        });
-        rows.into_iter()
-            .map(|r| {
-                let state = ClusterState::parse(&r.state)
-                    .ok_or_else(|| Error::Corrupt(format!("cluster {}: state", r.id)))?;
-                let z = |v: Option<i64>| v.unwrap_or(0);
-                let sum = |v: Option<f64>| sum_of(v).unwrap_or(0);
-                let sums = |cpu: Option<f64>, mem: Option<f64>| Resources {
-                    cpu_millis: sum(cpu),
-                    memory_bytes: sum(mem),
-                };
-                Ok(FleetCluster {
-                    id: r.id,
-                    name: r.name,
-                    tenant: r.tenant,
-                    state,
-                    provider: r.provider,
-                    error: r.error,
-                    attempted_at: r.attempted_at,
-                    synced_at: r.synced_at,
-                    sync_error: r.sync_error,
-                    api_version: r.api_version,
-                    nodes: u32_of(z(r.nodes)),
-                    nodes_ready: u32_of(z(r.nodes_ready)),
-                    capacity: sums(r.cpu_capacity, r.mem_capacity),
-                    allocatable: sums(r.cpu_allocatable, r.mem_allocatable),
-                    requested: sums(r.cpu_requested, r.mem_requested),
-                    used: match (r.cpu_used, r.mem_used) {
-                        (Some(c), Some(m)) => Some(sums(Some(c), Some(m))),
-                        _ => None,
-                    },
-                })
-            })
-            .collect()
-    }
-
-    async fn list_images(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-        page: Page,
-    ) -> Result<(Vec<ImageSummary>, u64)> {
-        let from = |first| {
-            let extra = like("h.image", filter.q.as_deref()).into_iter().collect();
-            let (wh, texts, ids) = fleet_where(filter, tenants, first, extra);
-            let from = format!(
-                "FROM image_history h JOIN clusters c ON c.id = h.cluster_id \
-                 JOIN tenants t ON t.id = c.tenant_id WHERE h.present AND {wh}"
-            );
-            (from, texts, ids)
-        };
-        let (page_from, texts, ids) = from(3);
-        let sql = format!(
-            "SELECT h.image, COUNT(*) AS clusters, MIN(h.first_seen) AS first_seen {page_from} \
-             GROUP BY h.image ORDER BY h.image LIMIT $1 OFFSET $2"
-        );
-        let count_sql = format!("SELECT COUNT(DISTINCT h.image) {}", from(1).0);
-        let (rows, total): (Vec<(String, i64, DateTime<Utc>)>, i64) =
-            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
-        Ok((
-            rows.into_iter()
-                .map(|(image, clusters, first_seen)| ImageSummary {
-                    image,
-                    clusters: u32_of(clusters),
-                    first_seen,
-                })
-                .collect(),
-            u64_of(total),
-        ))
-    }
-
-    async fn image_usages(
-        &self,
-        images: &[String],
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-    ) -> Result<Vec<ImageUsage>> {
-        if images.is_empty() {
-            return Ok(Vec::new());
-        }
-        // The filter's tenant and cluster apply (its `q` chose `images`).
-        let (wh, texts, ids) = fleet_where(filter, tenants, images.len() + 1, Vec::new());
-        let list: Vec<String> = (1..=images.len()).map(|i| format!("${i}")).collect();
-        let sql = format!(
-            "SELECT ic.image, c.id, c.name, t.slug, ic.namespace, ic.workload_kind, \
-             ic.workload_name, ic.container, CAST(ic.pods AS BIGINT), h.first_seen, h.last_seen \
-             FROM inventory_containers ic JOIN clusters c ON c.id = ic.cluster_id \
-             JOIN tenants t ON t.id = c.tenant_id \
-             LEFT JOIN image_history h ON h.cluster_id = ic.cluster_id AND h.image = ic.image \
-             WHERE ic.image IN ({}) AND {wh} \
-             ORDER BY ic.image, t.slug, c.name, ic.namespace, ic.workload_kind, ic.workload_name, \
-             ic.container",
-            list.join(", ")
-        );
-        type Row = (
-            String,
-            Uuid,
-            String,
-            String,
-            String,
-            String,
-            String,
-            String,
-            i64,
-            Option<DateTime<Utc>>,
-            Option<DateTime<Utc>>,
-        );
-        let rows: Vec<Row> = on_pool!(self, p => {
-            let mut q = sqlx::query_as(&sql);
-            for i in images {
-                q = q.bind(i);
-            }
-            bind_all!(q, &texts, &ids).fetch_all(p).await?
-        });
-        Ok(rows
-            .into_iter()
-            .map(|r| ImageUsage {
-                image: r.0,
-                cluster_id: r.1,
-                cluster: r.2,
-                tenant: r.3,
-                namespace: r.4,
-                workload_kind: r.5,
-                workload_name: r.6,
-                container: r.7,
-                pods: u32_of(r.8),
-                first_seen: r.9,
-                last_seen: r.10,
-            })
-            .collect())
-    }
-
-    async fn list_image_history(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-        page: Page,
-    ) -> Result<(Vec<ImageHistoryRow>, u64)> {
-        let from = |first| {
-            let extra = like("h.image", filter.q.as_deref()).into_iter().collect();
-            let (wh, texts, ids) = fleet_where(filter, tenants, first, extra);
-            let from = format!(
-                "FROM image_history h JOIN clusters c ON c.id = h.cluster_id \
-                 JOIN tenants t ON t.id = c.tenant_id WHERE {wh}"
-            );
-            (from, texts, ids)
-        };
-        let (page_from, texts, ids) = from(3);
-        let sql = format!(
-            "SELECT c.id, c.name, t.slug, h.image, h.first_seen, h.last_seen, h.present \
-             {page_from} ORDER BY t.slug, c.name, h.image LIMIT $1 OFFSET $2"
-        );
-        let count_sql = format!("SELECT COUNT(*) {}", from(1).0);
-        type Row = (
-            Uuid,
-            String,
-            String,
-            String,
-            DateTime<Utc>,
-            DateTime<Utc>,
-            bool,
-        );
-        let (rows, total): (Vec<Row>, i64) =
-            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
-        Ok((
-            rows.into_iter()
-                .map(|r| ImageHistoryRow {
-                    cluster_id: r.0,
-                    cluster: r.1,
-                    tenant: r.2,
-                    digest: crate::inventory::ImageRef::parse(&r.3).and_then(|i| i.digest),
-                    image: r.3,
-                    first_seen: r.4,
-                    last_seen: r.5,
-                    present: r.6,
-                })
-                .collect(),
-            u64_of(total),
-        ))
-    }
-
-    async fn list_versions(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-        page: Page,
-    ) -> Result<(Vec<VersionRow>, u64)> {
-        let from = |first| {
-            let extra = like(
-                "(COALESCE(s.api_version, '') || ' ' || COALESCE(n.kubelet_version, ''))",
-                filter.q.as_deref(),
-            )
-            .into_iter()
-            .collect();
-            let (wh, texts, ids) = fleet_where(filter, tenants, first, extra);
-            let from = format!(
-                "FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
-                 LEFT JOIN inventory_syncs s ON s.cluster_id = c.id \
-                 LEFT JOIN inventory_nodes n ON n.cluster_id = c.id WHERE {wh}"
-            );
-            (from, texts, ids)
-        };
-        let (page_from, texts, ids) = from(3);
-        let sql = format!(
-            "SELECT c.id, c.name, t.slug, s.api_version, s.synced_at, n.name, n.kubelet_version, \
-             n.container_runtime, n.os_image, n.kernel_version, n.ready {page_from} \
-             ORDER BY t.slug, c.name, n.name LIMIT $1 OFFSET $2"
-        );
-        let count_sql = format!("SELECT COUNT(*) {}", from(1).0);
-        type Row = (
-            Uuid,
-            String,
-            String,
-            Option<String>,
-            Option<DateTime<Utc>>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<String>,
-            Option<bool>,
-        );
-        let (rows, total): (Vec<Row>, i64) =
-            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
-        Ok((
-            rows.into_iter()
-                .map(|r| VersionRow {
-                    cluster_id: r.0,
-                    cluster: r.1,
-                    tenant: r.2,
-                    api_version: r.3,
-                    synced_at: r.4,
-                    node: r.5,
-                    kubelet_version: r.6,
-                    container_runtime: r.7,
-                    os_image: r.8,
-                    kernel_version: r.9,
-                    ready: r.10,
-                })
-                .collect(),
-            u64_of(total),
-        ))
-    }
-
-    async fn list_findings(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-        page: Page,
-    ) -> Result<(Vec<FindingRow>, u64)> {
-        let (from, texts, ids) = findings_from(filter, tenants, 3);
-        let count_sql = format!("SELECT COUNT(*) {}", findings_from(filter, tenants, 1).0);
-        let sql = format!(
-            "SELECT f.cluster_id, c.name AS cluster, t.slug AS tenant, f.check_id, f.severity, \
-             f.subject, f.message {from} \
-             ORDER BY CASE f.severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, \
-             t.slug, c.name, f.seq LIMIT $1 OFFSET $2"
-        );
-        let (rows, total): (Vec<FindingDbRow>, i64) =
-            page_and_total!(self, &sql, &count_sql, page, &texts, &ids);
-        let rows = rows
-            .into_iter()
-            .map(|r| {
-                Ok(FindingRow {
-                    cluster_id: r.cluster_id,
-                    cluster: r.cluster,
-                    tenant: r.tenant,
-                    finding: finding_of(r.check_id, &r.severity, r.subject, r.message)?,
-                })
-            })
-            .collect::<Result<_>>()?;
-        Ok((rows, u64_of(total)))
-    }
-
-    async fn count_findings(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-    ) -> Result<Vec<FindingCount>> {
-        let (from, texts, ids) = findings_from(filter, tenants, 1);
-        let sql = format!(
-            "SELECT f.severity, f.check_id, COUNT(*) {from} GROUP BY f.severity, f.check_id \
-             ORDER BY CASE f.severity WHEN 'high' THEN 0 WHEN 'medium' THEN 1 ELSE 2 END, f.check_id"
-        );
-        let rows: Vec<(String, String, i64)> = on_pool!(self, p => {
-            bind_all!(sqlx::query_as(&sql), &texts, &ids).fetch_all(p).await?
-        });
-        let mut out = rows
-            .into_iter()
-            .map(|(s, check, n)| {
-                Ok(FindingCount {
-                    severity: Severity::parse(&s)
-                        .ok_or_else(|| Error::Corrupt(format!("finding severity '{s}'")))?,
-                    check,
-                    count: u64_of(n),
-                })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        out.sort_by(|a, b| (a.severity, &a.check).cmp(&(b.severity, &b.check)));
-        Ok(out)
-    }
-}
-
-/// `FROM inventory_findings … WHERE …` for the filter, numbered from `$first`.
-fn findings_from(
-    filter: &FleetFilter,
-    tenants: Option<&[Uuid]>,
-    first: usize,
-) -> (String, Vec<String>, Vec<Uuid>) {
-    let mut extra = Vec::new();
-    if let Some(s) = filter.severity {
-        extra.push(("f.severity = {}".to_owned(), s.as_str().to_owned()));
-    }
-    if let Some(check) = filter.check.as_deref().filter(|c| !c.is_empty()) {
-        extra.push(("f.check_id = {}".to_owned(), check.to_owned()));
-    }
-    extra.extend(like("(f.subject || ' ' || f.message)", filter.q.as_deref()));
-    let (wh, texts, ids) = fleet_where(filter, tenants, first, extra);
-    (
-        format!(
-            "FROM inventory_findings f JOIN clusters c ON c.id = f.cluster_id \
-             JOIN tenants t ON t.id = c.tenant_id WHERE {wh}"
-        ),
-        texts,
-        ids,
-    )
 }

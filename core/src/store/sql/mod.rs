@@ -129,6 +129,7 @@ mod audit;
 mod catalog;
 // Before `clusters`: its insert macros are used there.
 mod clusters;
+mod fleet_queries;
 mod inventory;
 mod list_cache;
 mod operations;
