@@ -138,7 +138,7 @@ pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
         Some(s) => s.remove::<String>(FLASH_SECRET).await.ok().flatten(),
         None => None,
     };
-    let now = kqueen_core::store::now();
+    let now = kqueen_core::clock::now();
     Ok(TokensPageDto {
         tokens: tokens
             .into_iter()

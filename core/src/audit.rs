@@ -104,7 +104,7 @@ impl AuditEvent {
     pub fn now(actor: &Actor, action: &str, target: impl Into<String>, outcome: Outcome) -> Self {
         Self {
             id: Uuid::now_v7(),
-            occurred_at: crate::store::now(),
+            occurred_at: crate::clock::now(),
             actor: actor.to_string(),
             tenant_id: None,
             action: action.to_owned(),

@@ -26,7 +26,7 @@ use crate::cluster::{
     ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
 };
 use crate::provisioner::{ProvisionError, Report, Reporter, Step};
-use crate::store::{self, ClusterChange};
+use crate::store::ClusterChange;
 use crate::vault::SecretRef;
 use crate::{Error, Kqueen, Result};
 
@@ -146,7 +146,7 @@ impl Engine {
     /// process's owner id plus a random suffix), so that a task of this process that stalled
     /// past its lease cannot write over the task that claimed the operation after it.
     pub async fn claim(&self) -> Result<Option<Operation>> {
-        let now = store::now();
+        let now = crate::clock::now();
         let until = now + chrono_duration(self.config.lease);
         let token = format!(
             "{}/{}",
@@ -261,7 +261,7 @@ impl Engine {
                         res = &mut call => break res,
                         Some(r) = rx.recv() => tracker.apply(r),
                         _ = tick.tick() => {
-                            let until = store::now() + chrono_duration(self.config.lease);
+                            let until = crate::clock::now() + chrono_duration(self.config.lease);
                             if !store.renew_lease(op.id, owner, until).await.unwrap_or(false) {
                                 return Err(Stop::LostLease);
                             }
@@ -296,9 +296,9 @@ impl Engine {
                         Some(op.id),
                         EventKind::Error,
                         format!("{msg} (retrying in {} s)", backoff.as_secs()),
-                        store::now(),
+                        crate::clock::now(),
                     );
-                    let run_after = store::now() + chrono_duration(backoff);
+                    let run_after = crate::clock::now() + chrono_duration(backoff);
                     return match store
                         .reschedule(op.id, owner, run_after, &checkpoint, &[event])
                         .await
@@ -341,7 +341,7 @@ impl Engine {
                                 Some(op.id),
                                 EventKind::Log,
                                 line,
-                                store::now(),
+                                crate::clock::now(),
                             ));
                         }
                     }
@@ -381,7 +381,7 @@ impl Engine {
                 return Ok(());
             }
             tokio::time::sleep((end - now).min(self.config.lease / 3)).await;
-            let until = store::now() + chrono_duration(self.config.lease);
+            let until = crate::clock::now() + chrono_duration(self.config.lease);
             if !self
                 .kqueen
                 .store
@@ -437,7 +437,13 @@ impl Engine {
     }
 
     async fn record(&self, op: &Operation, kind: EventKind, message: String) -> Result<(), Stop> {
-        let event = ClusterEvent::new(op.cluster_id, Some(op.id), kind, message, store::now());
+        let event = ClusterEvent::new(
+            op.cluster_id,
+            Some(op.id),
+            kind,
+            message,
+            crate::clock::now(),
+        );
         let ok = self
             .kqueen
             .store
@@ -469,7 +475,7 @@ impl Engine {
             ..Default::default()
         };
         let mut events = std::mem::take(&mut tracker.events);
-        let now = store::now();
+        let now = crate::clock::now();
         match op.kind {
             OperationKind::Create => {
                 let Some(p) = provisioned else {
@@ -573,7 +579,7 @@ impl Engine {
 
     /// Ends the operation as failed and puts the cluster in Error with the reason.
     async fn fail(&self, op: &Operation, reason: &str) -> Result<(), Stop> {
-        let now = store::now();
+        let now = crate::clock::now();
         let change = ClusterChange {
             state: Some(ClusterState::Error),
             error: Some(Some(reason.to_owned())),
@@ -608,7 +614,11 @@ impl Engine {
 
     /// Queues the deletion of clusters whose time-to-live ran out.
     pub async fn sweep_expired(&self) -> Result<usize> {
-        let expired = self.kqueen.store.expired_clusters(store::now(), 50).await?;
+        let expired = self
+            .kqueen
+            .store
+            .expired_clusters(crate::clock::now(), 50)
+            .await?;
         let mut n = 0;
         for cluster in expired {
             match self.kqueen.expire_cluster(&cluster).await {
@@ -706,7 +716,7 @@ impl Tracker {
 
     fn apply(&mut self, r: Report) {
         self.dirty = true;
-        let now: DateTime<Utc> = store::now();
+        let now: DateTime<Utc> = crate::clock::now();
         match r {
             Report::Step(s) => {
                 self.events.push(ClusterEvent::new(

@@ -7,6 +7,7 @@
 pub mod actor;
 pub mod audit;
 pub mod charts;
+pub mod clock;
 pub mod cluster;
 pub mod engine;
 mod error;

@@ -8,7 +8,6 @@ use crate::audit::{action, AuditEvent, Outcome};
 use crate::identity::{Identity, Username};
 use crate::policy::Permission;
 use crate::secret;
-use crate::store;
 use crate::tenant::{NewTenant, TenantSlug};
 use crate::user::User;
 use crate::{Actor, Error, Result};
@@ -59,7 +58,7 @@ impl Kqueen {
         for (slug, role) in grants {
             memberships.push((self.tenant_for_mapping(&slug).await?, role));
         }
-        let now = store::now();
+        let now = crate::clock::now();
         let existing = self.store.user_by_subject(&subject).await?;
         let user = User {
             id: existing.as_ref().map_or_else(Uuid::now_v7, |u| u.id),
@@ -148,7 +147,7 @@ impl Kqueen {
                 .login_refused(&actor, username, "invalid username or password")
                 .await);
         };
-        let now = store::now();
+        let now = crate::clock::now();
         let mut audit = AuditEvent::now(&actor, action::LOGIN, &user.username, Outcome::Success)
             .with_detail("local account");
         audit.actor = user.username.clone();
@@ -236,7 +235,7 @@ impl Kqueen {
             display_name: None,
             is_operator: operator,
             disabled: false,
-            created_at: store::now(),
+            created_at: crate::clock::now(),
             last_login_at: None,
         };
         let role = if operator { "operator" } else { "user" };

@@ -17,7 +17,6 @@ use crate::engine::kubeconfig_name;
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params, Provisioner};
-use crate::store;
 use crate::tenant::{Tenant, TenantSlug};
 use crate::vault::{Secret, SecretRef};
 use crate::{Actor, Error, Result, ValidationError};
@@ -212,7 +211,7 @@ impl Kqueen {
             }
         }
 
-        let now = store::now();
+        let now = crate::clock::now();
         let who = actor.to_string();
         let cluster = Cluster {
             id,
@@ -500,7 +499,7 @@ impl Kqueen {
             (_, target) => target,
         };
         // The node quota of a scale is checked by the store, in the transaction that queues it.
-        let now = store::now();
+        let now = crate::clock::now();
         let who = actor.to_string();
         let timeout = match cluster.template_id {
             Some(t) => self
@@ -1044,7 +1043,7 @@ impl Kqueen {
     /// Queues the deletion of a cluster whose time-to-live ran out (engine).
     pub(crate) async fn expire_cluster(&self, cluster: &Cluster) -> Result<()> {
         let system = Actor::system();
-        let now = store::now();
+        let now = crate::clock::now();
         let op = Operation::new(
             cluster.id,
             OperationKind::Delete,

@@ -222,7 +222,7 @@ impl Kqueen {
             Err(_) => Err(format!("timed out after {} s", timeout.as_secs())),
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let now = crate::store::now();
+        let now = crate::clock::now();
         let outcome = match outcome {
             Ok(snapshot) => {
                 let findings = checks::run_all(checks, &snapshot);

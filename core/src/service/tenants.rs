@@ -4,7 +4,6 @@ use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::page::Page;
 use crate::policy::{self, Permission};
-use crate::store;
 use crate::tenant::{DisplayName, NewTenant, Tenant, TenantFilter, TenantSlug};
 use crate::{Actor, Error, Result, ValidationError};
 
@@ -35,7 +34,7 @@ impl Kqueen {
             id: uuid::Uuid::now_v7(),
             slug,
             display_name,
-            created_at: store::now(),
+            created_at: crate::clock::now(),
         };
         let audit = AuditEvent::now(
             actor,

@@ -8,7 +8,6 @@ use crate::audit::{action, AuditEvent, Outcome};
 use crate::identity::Identity;
 use crate::policy::Permission;
 use crate::secret::{self, TOKEN_PREFIX};
-use crate::store;
 use crate::token::{ApiToken, IssuedToken};
 use crate::{Actor, Error, Result, ValidationError};
 
@@ -37,7 +36,7 @@ impl Kqueen {
             return Err(ValidationError::new("days", "must be between 1 and 365").into());
         }
         let secret = secret::random_secret(TOKEN_PREFIX);
-        let now = store::now();
+        let now = crate::clock::now();
         let token = ApiToken {
             id: Uuid::now_v7(),
             user_id: owner.user_id,
@@ -85,7 +84,7 @@ impl Kqueen {
         let audit = AuditEvent::now(actor, action::TOKEN_REVOKE, &target, Outcome::Success);
         if self
             .store
-            .revoke_token(owner.user_id, id, store::now(), &audit)
+            .revoke_token(owner.user_id, id, crate::clock::now(), &audit)
             .await?
         {
             self.tokens.clear();
@@ -104,7 +103,7 @@ impl Kqueen {
         if !secret.starts_with(TOKEN_PREFIX) || secret.len() > 200 {
             return Ok(None);
         }
-        let now = store::now();
+        let now = crate::clock::now();
         let hash = secret::token_hash(secret);
         let mut token = match self.tokens.get(&hash) {
             Some(t) => t,

@@ -7,7 +7,7 @@
 mod sql;
 
 use async_trait::async_trait;
-use chrono::{DateTime, SubsecRound, Utc};
+use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::audit::{AuditEvent, AuditQuery};
@@ -442,8 +442,4 @@ pub trait Store:
     async fn close(&self);
 }
 
-/// The current time at the precision every backend keeps (microseconds), so that a value read
-/// back equals the value written.
-pub fn now() -> DateTime<Utc> {
-    Utc::now().trunc_subsecs(6)
-}
+pub use crate::clock::now;

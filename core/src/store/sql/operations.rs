@@ -187,7 +187,7 @@ impl OperationStore for SqlStore {
             .bind(step)
             .bind(i32::from(progress))
             .bind(&checkpoint)
-            .bind(crate::store::now())
+            .bind(crate::clock::now())
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 0 {
@@ -218,7 +218,7 @@ impl OperationStore for SqlStore {
             .bind(owner)
             .bind(run_after)
             .bind(&checkpoint)
-            .bind(crate::store::now())
+            .bind(crate::clock::now())
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 0 {

@@ -11,7 +11,7 @@ impl SecretBackend for SqlStore {
     async fn put_sealed(&self, at: &SecretRef, sealed: &str) -> Result<()> {
         const SQL: &str = "INSERT INTO secrets (scope, name, sealed, updated_at) VALUES ($1, $2, $3, $4) \
              ON CONFLICT (scope, name) DO UPDATE SET sealed = excluded.sealed, updated_at = excluded.updated_at";
-        let now = crate::store::now();
+        let now = crate::clock::now();
         on_pool!(self, p => {
             sqlx::query(SQL).bind(&at.scope).bind(&at.name).bind(sealed).bind(now).execute(p).await.map(|_| ())?
         });
@@ -21,7 +21,7 @@ impl SecretBackend for SqlStore {
     async fn replace_sealed(&self, at: &SecretRef, expected: &str, sealed: &str) -> Result<bool> {
         const SQL: &str = "UPDATE secrets SET sealed = $3, updated_at = $4 \
              WHERE scope = $1 AND name = $2 AND sealed = $5";
-        let now = crate::store::now();
+        let now = crate::clock::now();
         let n = on_pool!(self, p => {
             sqlx::query(SQL)
                 .bind(&at.scope)
