@@ -261,6 +261,10 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
     let mut page = ClusterPageDto {
         node_range: d.node_range,
         version_options: d.version_options.clone(),
+        admin_access: (
+            d.admin_access.as_str().to_owned(),
+            d.admin_access.label().to_owned(),
+        ),
         parameters: d.cluster.parameters.clone().into_iter().collect(),
         error: d.cluster.error.clone(),
         created_by: d.cluster.created_by.clone(),
@@ -342,6 +346,7 @@ pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
                 },
                 tenants: v.tenant_slugs.clone(),
                 timeout_minutes: v.template.timeout_minutes,
+                admin_access: v.template.admin_access.as_str().to_owned(),
                 disabled: v.template.disabled,
                 params: ssr::params(&v.schema),
                 fixed: v.fixed.clone().into_iter().collect(),

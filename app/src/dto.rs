@@ -215,6 +215,9 @@ pub struct ClusterPageDto {
     pub node_range: Option<(i64, i64)>,
     /// Versions an upgrade may choose from (empty: free text).
     pub version_options: Vec<String>,
+    /// What tenant admins' personal kubeconfigs may do here (`namespaced`, `cluster-admin`)
+    /// and its label.
+    pub admin_access: (String, String),
     /// The stored inventory (nodes, workloads, charts), once the cluster was synced.
     pub inventory: Option<crate::dto_fleet::InventoryDto>,
 }
@@ -239,6 +242,8 @@ pub struct TemplateDto {
     pub overrides: String,
     pub tenants: Vec<String>,
     pub timeout_minutes: u32,
+    /// `namespaced` or `cluster-admin`.
+    pub admin_access: String,
     pub disabled: bool,
     pub params: Vec<ParamDto>,
     pub fixed: Vec<(String, String)>,

@@ -249,6 +249,9 @@ pub struct TemplateInput {
     /// Tenant slugs; empty: every tenant.
     pub tenants: Vec<String>,
     pub timeout_minutes: Option<u32>,
+    /// What tenant admins get in the clusters: `namespaced` (also when empty) or
+    /// `cluster-admin`.
+    pub admin_access: String,
     pub disabled: bool,
 }
 

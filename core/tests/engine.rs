@@ -780,7 +780,7 @@ async fn store_set_deadline(store: &kqueen_core::store::SqlStore, cluster: uuid:
     store
         .testing_set_deadline(
             cluster,
-            kqueen_core::store::now() + chrono::Duration::seconds(secs),
+            kqueen_core::clock::now() + chrono::Duration::seconds(secs),
         )
         .await
         .unwrap();
@@ -843,7 +843,7 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
     store
         .testing_set_expiry(
             first.id,
-            kqueen_core::store::now() - chrono::Duration::seconds(1),
+            kqueen_core::clock::now() - chrono::Duration::seconds(1),
         )
         .await
         .unwrap();

@@ -785,7 +785,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         };
         let id: uuid::Uuid = evil_id.parse().unwrap();
         let store = k.store();
-        InventoryStore::save_inventory(&**store, id, &snapshot, &[], kqueen_core::store::now(), 1)
+        InventoryStore::save_inventory(&**store, id, &snapshot, &[], kqueen_core::clock::now(), 1)
             .await
             .unwrap();
         let o = k

@@ -4,8 +4,8 @@
 
 use kqueen_core::audit::{action, AuditEvent, AuditQuery, Outcome};
 use kqueen_core::cluster::{
-    Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind, Operation,
-    OperationKind, Provider, Template,
+    AdminAccess, Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind,
+    Operation, OperationKind, Provider, Template,
 };
 use kqueen_core::identity::{MembershipSource, Role};
 use kqueen_core::page::Page;
@@ -25,7 +25,7 @@ fn tenant(slug: &str, name: &str) -> Tenant {
         id: Uuid::now_v7(),
         slug: TenantSlug::parse(slug).unwrap(),
         display_name: DisplayName::parse(name).unwrap(),
-        created_at: store::now(),
+        created_at: kqueen_core::clock::now(),
     }
 }
 
@@ -198,7 +198,7 @@ async fn users_round_trip(s: &dyn Store) {
         display_name: None,
         is_operator: true,
         disabled: false,
-        created_at: store::now(),
+        created_at: kqueen_core::clock::now(),
         last_login_at: None,
     };
     let audit = AuditEvent::now(&Actor::system(), "user.create", "root", Outcome::Success);
@@ -221,7 +221,7 @@ async fn users_round_trip(s: &dyn Store) {
 
 /// Cluster `name` of `t` in `state` (provider `p`), not yet stored.
 fn cluster(t: &Tenant, p: Uuid, name: &str, state: ClusterState) -> Cluster {
-    let now = store::now();
+    let now = kqueen_core::clock::now();
     Cluster {
         id: Uuid::now_v7(),
         tenant_id: t.id,
@@ -268,7 +268,7 @@ async fn insert(s: &dyn Store, c: &Cluster) {
 
 /// A provider "lab" and its template "small".
 async fn catalog(s: &dyn Store) -> (Provider, Template) {
-    let now = store::now();
+    let now = kqueen_core::clock::now();
     let provider = Provider {
         id: Uuid::now_v7(),
         name: "lab".into(),
@@ -315,7 +315,7 @@ async fn cluster_list_keeps_every_field(s: &dyn Store) {
     let a = tenant("team-a", "A");
     s.create_tenant(&a, &created(&a)).await.unwrap();
     let (provider, template) = catalog(s).await;
-    let now = store::now();
+    let now = kqueen_core::clock::now();
     // Every field survives the list (SQLite's comes as JSON): one with every optional field.
     let mut full = cluster(&a, provider.id, "full", ClusterState::Error);
     full.template_id = Some(template.id);
@@ -461,14 +461,14 @@ async fn stale_accesses_follow_memberships(s: &dyn Store) {
             display_name: None,
             is_operator: false,
             disabled,
-            created_at: store::now(),
+            created_at: kqueen_core::clock::now(),
             last_login_at: None,
         };
         s.create_user(&u, None, &audit()).await.unwrap();
         s.put_membership(a.id, u.id, role, MembershipSource::Manual, &audit())
             .await
             .unwrap();
-        let expires = store::now() + chrono::Duration::hours(8);
+        let expires = kqueen_core::clock::now() + chrono::Duration::hours(8);
         for c in [&ready, &building] {
             s.put_access(
                 c.id,
@@ -491,6 +491,28 @@ async fn stale_accesses_follow_memberships(s: &dyn Store) {
         ready.id,
     );
     assert_eq!(stale(s).await, vec![dora.clone()], "disabled only");
+    // The sweep's view: the valid ones, in Ready clusters only.
+    let valid: Vec<(String, String)> = s
+        .access_grants(100)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|g| {
+            assert_eq!(
+                g.cluster_id, ready.id,
+                "never the cluster still being built"
+            );
+            (g.username, g.role)
+        })
+        .collect();
+    assert_eq!(
+        valid,
+        vec![
+            ("adam".to_owned(), "admin".to_owned()),
+            ("amy".to_owned(), "member".to_owned())
+        ],
+        "not the disabled user"
+    );
     s.delete_membership(a.id, users[0].id, &audit())
         .await
         .unwrap();
@@ -522,7 +544,7 @@ async fn stale_accesses_follow_memberships(s: &dyn Store) {
     let of = |name: &str| listed.iter().find(|a| a.username == name).unwrap();
     assert!(s.still_stale(of("adam")).await.unwrap());
     // adam downloads again: the record holds his current role now, and is no longer stale.
-    let expires = store::now() + chrono::Duration::hours(8);
+    let expires = kqueen_core::clock::now() + chrono::Duration::hours(8);
     s.put_access(
         ready.id,
         users[1].id,
@@ -574,7 +596,25 @@ macro_rules! scenarios {
     };
 }
 
+/// A template's admin access is kept, and changed by an update.
+async fn templates_keep_their_admin_access(s: &dyn Store) {
+    let (_, mut template) = catalog(s).await;
+    assert_eq!(s.template(template.id).await.unwrap(), template);
+    template.admin_access = AdminAccess::ClusterAdmin;
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::TEMPLATE_UPDATE,
+        "small",
+        Outcome::Success,
+    );
+    s.update_template(&template, &audit).await.unwrap();
+    let read = s.template(template.id).await.unwrap();
+    assert_eq!(read.admin_access, AdminAccess::ClusterAdmin);
+    assert_eq!(read, template);
+}
+
 scenarios!(
+    templates_keep_their_admin_access,
     tenants_round_trip,
     tenant_list_filters_and_pages,
     tenants_by_ids,
@@ -631,7 +671,7 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
         ..ClusterFilter::default()
     };
     assert_eq!(listed(a, &deleting).await, v(&[], 0));
-    let now = store::now();
+    let now = kqueen_core::clock::now();
     let op = Operation::new(
         one.id,
         OperationKind::Delete,
@@ -667,7 +707,7 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
         display_name: None,
         is_operator: false,
         disabled: false,
-        created_at: store::now(),
+        created_at: kqueen_core::clock::now(),
         last_login_at: None,
     };
     let audit = AuditEvent::now(&Actor::system(), "user.create", "dev", Outcome::Success);

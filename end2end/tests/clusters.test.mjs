@@ -57,17 +57,22 @@ test('an operator defines a provider, a template and the tenant membership (Java
   await page.fill('#f-create_command', `${installer} ${fake.kubeconfig} 6`);
   await submit(page, '#provider-submit');
 
-  for (const [name, provider] of [['small', 'lab'], ['slow', 'slow-lab']]) {
+  // `small` keeps tenant admins to their namespaces (the default); `slow` gives them the
+  // whole cluster.
+  for (const [name, provider, access] of [['small', 'lab', null], ['slow', 'slow-lab', 'cluster-admin']]) {
     await page.fill('#template-name', name);
     await page.selectOption('#template-provider', provider);
     await page.fill('#template-overrides', '{"node_count": {"max": 5, "default": "2"}}');
     await page.fill('#template-tenants', 'team-a');
+    if (access) await page.selectOption('#template-admin-access', access);
     await submit(page, '#template-submit');
   }
   assert.deepEqual(
     await page.locator('#template-table tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.template)),
     ['slow', 'small'],
   );
+  assert.equal(await page.locator('#template-table tr[data-template=slow] td.admin-access').textContent(), 'cluster-admin');
+  assert.match(await page.locator('#template-table tr[data-template=small] td.admin-access').textContent(), /namespaces/);
   // A malformed refinement is refused with a form error, nothing is lost elsewhere.
   await page.fill('#template-name', 'broken');
   await page.fill('#template-overrides', '{"node_count": {"max": 1000}}');
@@ -105,6 +110,8 @@ test('a member requests a cluster, watches it reach Ready and downloads a kubeco
   assert.ok(steps.some((s) => s.includes('Preparing 3 machines for web')), steps.join('\n'));
   assert.ok(steps.some((s) => s.includes('Installing Kubernetes')), steps.join('\n'));
   assert.equal(await page.locator('#endpoint').textContent(), fake.url);
+  // What tenant admins get here is on the page (the template `small` keeps them namespaced).
+  assert.equal(await page.getAttribute('#cluster-admin-access', 'data-access'), 'namespaced');
 
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#kubeconfig-download')]);
   const file = join(fake.dir, 'devon.kubeconfig');
@@ -140,6 +147,7 @@ test('a portal killed mid-operation finishes it after a restart (JavaScript off)
     if (state !== 'ready') await new Promise((r) => setTimeout(r, 400));
   }
   assert.equal(state, 'ready');
+  assert.equal(await page.getAttribute('#cluster-admin-access', 'data-access'), 'cluster-admin');
   const timeline = await page.locator('#timeline li').allTextContents();
   assert.ok(timeline.some((t) => /Resumed by worker/.test(t)), timeline.join('\n'));
   await close();

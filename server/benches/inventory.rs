@@ -34,7 +34,6 @@ use kqueen_core::inventory::{
     WorkloadKind, WorkloadState,
 };
 use kqueen_core::page::Page;
-use kqueen_core::store;
 use kqueen_core::tenant::NewTenant;
 use kqueen_core::testing::fake_cluster::{seed as seed_fake, Shape};
 use kqueen_core::testing::fake_kube::FakeKube;
@@ -193,7 +192,7 @@ async fn seed(k: &Kqueen) {
         let snap = snapshot(i);
         let findings = run_all(&checks, &snap);
         k.store()
-            .save_inventory(id, &snap, &findings, store::now(), 0)
+            .save_inventory(id, &snap, &findings, kqueen_core::clock::now(), 0)
             .await
             .unwrap();
     }

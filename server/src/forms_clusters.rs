@@ -256,6 +256,7 @@ fn template_input(fields: &Fields) -> Result<TemplateInput, Error> {
             .map(str::to_owned)
             .collect(),
         timeout_minutes,
+        admin_access: field(fields, "admin_access").to_owned(),
         disabled: checked(fields, "disabled"),
     })
 }

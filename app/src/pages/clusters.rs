@@ -343,7 +343,7 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
     let kubeconfig_help = if page.admin_kubeconfig {
         "The stored admin kubeconfig (operators). The download is audited."
     } else {
-        "A personal kubeconfig: a ServiceAccount for you in the cluster, bound to your tenant role, with a short-lived token. The download is audited."
+        "A personal kubeconfig: a ServiceAccount for you in the cluster with a short-lived token, bound to your tenant role in the tenant's namespaces (members edit, tenant admins as shown above; never kube-system). The download is audited."
     };
     view! {
         <Title text=format!("Cluster {}", c.name) />
@@ -367,6 +367,7 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
                 <dl class="facts">
                     <dt>"API endpoint"</dt><dd id="endpoint">{c.endpoint.clone().unwrap_or_else(|| "not known yet".into())}</dd>
                     <dt>"Template"</dt><dd>{format!("{} ({})", c.template, c.kind)}</dd>
+                    <dt>"Tenant admins' access"</dt><dd id="cluster-admin-access" data-access=page.admin_access.0.clone()>{page.admin_access.1.clone()}</dd>
                     <dt>"Nodes"</dt><dd>{c.node_count}</dd>
                     <dt>"Created"</dt><dd>{format!("{} by {}", c.created, page.created_by)}</dd>
                     <dt>"Time-to-live"</dt><dd id="expires">{c.expires.clone().map_or_else(|| "none".to_owned(), |e| format!("deleted automatically at {e}"))}</dd>

@@ -88,7 +88,7 @@ fn Catalog(page: ProvidersPageDto) -> impl IntoView {
                 view! {
                     <table class="table" id="template-table">
                         <thead><tr><th scope="col">"Name"</th><th scope="col">"Provider"</th><th scope="col">"Request form"</th>
-                            <th scope="col">"Offered to"</th><th scope="col">"Timeout"</th><th scope="col">"Status"</th>
+                            <th scope="col">"Offered to"</th><th scope="col">"Timeout"</th><th scope="col">"Tenant admins"</th><th scope="col">"Status"</th>
                             <th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
                         <tbody>
                             {page.templates.iter().cloned().map(|t| view! { <TemplateRow t /> }).collect_view()}
@@ -220,6 +220,7 @@ fn TemplateRow(t: TemplateDto) -> impl IntoView {
             <td><small>{form}</small></td>
             <td>{if t.tenants.is_empty() { "every tenant".to_owned() } else { t.tenants.join(", ") }}</td>
             <td>{format!("{} min", t.timeout_minutes)}</td>
+            <td class="admin-access">{if t.admin_access == "cluster-admin" { "cluster-admin" } else { "admin in the tenant's namespaces" }}</td>
             <td>{if t.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">
                 <a href=edit>"Edit"</a>
@@ -240,6 +241,9 @@ fn TemplateForm(
         None => "/templates/create".to_owned(),
     };
     let chosen = existing.as_ref().map(|t| t.provider.clone());
+    let wide = existing
+        .as_ref()
+        .is_some_and(|t| t.admin_access == "cluster-admin");
     let help = kinds
         .iter()
         .map(|k| {
@@ -290,6 +294,16 @@ fn TemplateForm(
             <div class="field">
                 <label for="template-timeout">"Timeout (minutes)"</label>
                 <input type="number" id="template-timeout" name="timeout_minutes" min="1" max="10080" value=existing.as_ref().map_or_else(|| "60".to_owned(), |t| t.timeout_minutes.to_string()) />
+            </div>
+            <div class="field">
+                <label for="template-admin-access">"Tenant admins' kubeconfigs"</label>
+                <select id="template-admin-access" name="admin_access" aria-describedby="admin-access-help">
+                    <option value="namespaced" selected=!wide>"admin in the tenant's namespaces (default)"</option>
+                    <option value="cluster-admin" selected=wide>"cluster-admin on the whole cluster"</option>
+                </select>
+                <small id="admin-access-help" class="muted">
+                    "Members always get edit in the tenant's namespaces only (never kube-system, kqueen-users or namespaces KQueen owns). Give tenant admins cluster-admin only for clusters the tenant owns outright, e.g. hosted control planes; existing clusters follow within a minute."
+                </small>
             </div>
             <div class="field">
                 <label><input type="checkbox" name="disabled" value="true" checked=existing.as_ref().is_some_and(|t| t.disabled) />" Disabled (not offered)"</label>

@@ -7,14 +7,14 @@ use uuid::Uuid;
 use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{
-    parse_description, parse_object_name, Provider, ProviderInput, Template, TemplateInput,
+    parse_description, parse_object_name, AdminAccess, Provider, ProviderInput, Template,
+    TemplateInput,
 };
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::provisioner::{
     Capabilities, ParamOverride, ParamSchema, Params, ProviderKind, Provisioner,
 };
-use crate::store;
 use crate::tenant::TenantSlug;
 use crate::vault::{Secret, SecretRef};
 use crate::{Actor, Error, Result, ValidationError};
@@ -164,7 +164,7 @@ impl Kqueen {
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
         provisioner.check_provider_secrets(&changed)?;
-        let now = store::now();
+        let now = crate::clock::now();
         let provider = Provider {
             id: existing.as_ref().map_or_else(Uuid::now_v7, |p| p.id),
             name,
@@ -339,6 +339,12 @@ impl Kqueen {
             )
             .into());
         }
+        let admin_access = match input.admin_access.trim() {
+            "" => AdminAccess::default(),
+            text => AdminAccess::parse(text).ok_or_else(|| {
+                ValidationError::new("admin_access", "must be 'namespaced' or 'cluster-admin'")
+            })?,
+        };
         let mut tenants = Vec::new();
         for raw in input
             .tenants
@@ -360,7 +366,7 @@ impl Kqueen {
         }
         tenants.sort();
         tenants.dedup();
-        let now = store::now();
+        let now = crate::clock::now();
         let template = Template {
             id: existing.as_ref().map_or_else(Uuid::now_v7, |t| t.id),
             provider_id: provider.id,
@@ -369,7 +375,7 @@ impl Kqueen {
             overrides,
             tenants,
             timeout_minutes,
-            admin_access: crate::cluster::AdminAccess::default(),
+            admin_access,
             disabled: input.disabled,
             created_at: existing.as_ref().map_or(now, |t| t.created_at),
             updated_at: now,
@@ -379,12 +385,23 @@ impl Kqueen {
         } else {
             action::TEMPLATE_CREATE
         };
-        let audit = AuditEvent::now(actor, verb, &template.name, Outcome::Success)
-            .with_detail(format!("provider {}", provider.name));
+        // The admin access is spelled out in the audit trail, and a change says from what.
+        let before = existing.as_ref().map(|t| t.admin_access);
+        let admin_detail = match before {
+            Some(old) if old != admin_access => format!("{old} -> {admin_access}"),
+            _ => admin_access.to_string(),
+        };
+        let audit = AuditEvent::now(actor, verb, &template.name, Outcome::Success).with_detail(
+            format!("provider {}, tenant admins: {admin_detail}", provider.name),
+        );
         if existing.is_some() {
             self.store.update_template(&template, &audit).await?;
         } else {
             self.store.create_template(&template, &audit).await?;
+        }
+        if before.is_some_and(|old| old != admin_access) {
+            // The template's clusters get the new bindings without waiting a minute.
+            self.sweep_access_soon();
         }
         self.template_view(template).await
     }

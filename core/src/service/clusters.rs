@@ -37,6 +37,9 @@ pub struct ClusterDetail {
     pub node_range: Option<(i64, i64)>,
     /// The versions an upgrade may choose from (empty: any version-shaped text).
     pub version_options: Vec<String>,
+    /// What tenant admins' personal kubeconfigs may do in the cluster (its template's
+    /// choice).
+    pub admin_access: crate::cluster::AdminAccess,
 }
 
 /// A downloaded kubeconfig.
@@ -404,9 +407,11 @@ impl Kqueen {
                 version_options = options.clone();
             }
         }
+        let admin_access = self.admin_access_of(&cluster).await?;
         Ok(ClusterDetail {
             node_range,
             version_options,
+            admin_access,
             admin_kubeconfig: policy::check(actor, Permission::AdminKubeconfig).is_ok(),
             cluster,
             capabilities,

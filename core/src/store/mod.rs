@@ -441,5 +441,3 @@ pub trait Store:
     /// Waits for open connections to finish and closes them (graceful shutdown).
     async fn close(&self);
 }
-
-pub use crate::clock::now;

@@ -14,7 +14,7 @@ use kqueen_core::cluster::{
     ProviderInput, TemplateInput,
 };
 use kqueen_core::provisioner::ProviderKind;
-use kqueen_core::store::{self, Store};
+use kqueen_core::store::Store;
 use kqueen_core::tenant::{NewTenant, Tenant};
 use kqueen_core::testing::TestDatabase;
 use kqueen_core::{Actor, Kqueen};
@@ -212,7 +212,7 @@ impl Fleet {
         let cli = Actor::cli(None);
         let store: Arc<dyn Store> = k.store().clone();
         let tenant = &self.tenants[i % self.tenants.len()];
-        let now = store::now();
+        let now = kqueen_core::clock::now();
         let id = Uuid::now_v7();
         let cluster = Cluster {
             id,

@@ -169,6 +169,10 @@ pub struct TemplateOut {
     /// Tenants it is offered to; empty: every tenant.
     pub tenants: Vec<String>,
     pub timeout_minutes: u32,
+    /// What tenant admins' kubeconfigs may do in clusters made from it: `namespaced`
+    /// (`admin` in the tenant's namespaces) or `cluster-admin` (the whole cluster).
+    #[schema(example = "namespaced")]
+    pub admin_access: String,
     pub disabled: bool,
 }
 
@@ -186,6 +190,7 @@ impl From<TemplateView> for TemplateOut {
             fixed: v.fixed,
             tenants: v.tenant_slugs,
             timeout_minutes: v.template.timeout_minutes,
+            admin_access: v.template.admin_access.to_string(),
             disabled: v.template.disabled,
         }
     }
@@ -206,6 +211,10 @@ pub struct TemplateIn {
     #[serde(default)]
     pub tenants: Vec<String>,
     pub timeout_minutes: Option<u32>,
+    /// `namespaced` (the default) or `cluster-admin`: what tenant admins' kubeconfigs may
+    /// do in clusters made from this template.
+    #[serde(default)]
+    pub admin_access: String,
     #[serde(default)]
     pub disabled: bool,
 }
@@ -219,6 +228,7 @@ impl From<TemplateIn> for TemplateInput {
             overrides: serde_json::Value::Object(t.overrides).to_string(),
             tenants: t.tenants,
             timeout_minutes: t.timeout_minutes,
+            admin_access: t.admin_access,
             disabled: t.disabled,
         }
     }
@@ -336,11 +346,17 @@ pub struct ClusterDetailOut {
     pub operations: Vec<OperationOut>,
     /// The timeline, oldest first (the newest 300 entries).
     pub events: Vec<EventOut>,
+    /// What tenant admins' personal kubeconfigs may do in the cluster: `namespaced`
+    /// (`admin` in the tenant's namespaces) or `cluster-admin`, as its template says.
+    /// Members always get `edit` in the tenant's namespaces.
+    #[schema(example = "namespaced")]
+    pub admin_access: String,
 }
 
 impl From<ClusterDetail> for ClusterDetailOut {
     fn from(d: ClusterDetail) -> Self {
         Self {
+            admin_access: d.admin_access.to_string(),
             cluster: ClusterOut::new(d.cluster, d.operations.first()),
             capabilities: d.capabilities.into(),
             operations: d.operations.into_iter().map(Into::into).collect(),

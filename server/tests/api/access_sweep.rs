@@ -130,6 +130,24 @@ async fn the_sweep_migrates_old_bindings_binds_new_namespaces_and_follows_the_te
         "{details:?}"
     );
 
+    // A value that means nothing is refused, naming the field.
+    let bad = json!({"name": "import", "provider": "existing", "admin_access": "root"});
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::PUT,
+        "/api/v1/templates/import",
+        Some(bad),
+    )
+    .await;
+    assert!(status.is_client_error(), "{status} {body}");
+    assert!(
+        body["error"].as_str().unwrap().contains("admin_access"),
+        "{body}"
+    );
+    let (_, template) = call(&olga, &app, Method::GET, "/api/v1/templates/import", None).await;
+    assert_eq!(template["admin_access"], "namespaced", "{template}");
+
     // Only an operator may give tenant admins the whole cluster.
     let wide = json!({"name": "import", "provider": "existing", "admin_access": "cluster-admin"});
     let (status, _) = call(
@@ -170,6 +188,22 @@ async fn the_sweep_migrates_old_bindings_binds_new_namespaces_and_follows_the_te
     )
     .await;
     assert_eq!(cluster["admin_access"], "cluster-admin", "{cluster}");
+    let (_, template) = call(&olga, &app, Method::GET, "/api/v1/templates/import", None).await;
+    assert_eq!(template["admin_access"], "cluster-admin", "{template}");
+    let updates = app
+        .audit(kqueen_core::audit::AuditQuery {
+            action: Some("template.update".into()),
+            ..Default::default()
+        })
+        .await;
+    assert!(
+        updates.iter().any(|e| e.actor == "olga"
+            && e.detail
+                .as_deref()
+                .unwrap_or_default()
+                .contains("tenant admins: namespaced -> cluster-admin")),
+        "{updates:?}"
+    );
 
     // Back to namespaced: the cluster-wide binding goes at the next sweep.
     let narrow = json!({"name": "import", "provider": "existing", "admin_access": "namespaced"});

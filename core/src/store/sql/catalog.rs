@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::{conflict_as, limit_offset, Pool, SqlStore, INSERT_AUDIT};
 use crate::audit::AuditEvent;
-use crate::cluster::{Provider, Template};
+use crate::cluster::{AdminAccess, Provider, Template};
 use crate::page::Page;
 use crate::provisioner::ProviderKind;
 use crate::store::CatalogStore;
@@ -65,13 +65,14 @@ struct TemplateRow {
     description: String,
     overrides: String,
     timeout_minutes: i32,
+    admin_access: String,
     disabled: bool,
     created_at: DateTime<Utc>,
     updated_at: DateTime<Utc>,
 }
 
 const TEMPLATE_COLS: &str = "t.id, t.provider_id, t.name, t.description, t.overrides, \
-     t.timeout_minutes, t.disabled, t.created_at, t.updated_at";
+     t.timeout_minutes, t.admin_access, t.disabled, t.created_at, t.updated_at";
 
 impl TemplateRow {
     fn into_template(self, tenants: Vec<Uuid>) -> Result<Template> {
@@ -84,7 +85,8 @@ impl TemplateRow {
             overrides,
             tenants,
             timeout_minutes: u32::try_from(self.timeout_minutes).unwrap_or(60),
-            admin_access: crate::cluster::AdminAccess::default(),
+            admin_access: AdminAccess::parse(&self.admin_access)
+                .ok_or_else(|| Error::Corrupt(format!("template {}: admin_access", self.id)))?,
             disabled: self.disabled,
             created_at: self.created_at,
             updated_at: self.updated_at,
@@ -262,8 +264,8 @@ impl CatalogStore for SqlStore {
         audited_tx!(self, audit, |tx| {
             sqlx::query(
                 "INSERT INTO templates (id, provider_id, name, description, overrides, \
-                 timeout_minutes, disabled, created_at, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                 timeout_minutes, disabled, created_at, updated_at, admin_access) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(t.id)
             .bind(t.provider_id)
@@ -274,6 +276,7 @@ impl CatalogStore for SqlStore {
             .bind(t.disabled)
             .bind(t.created_at)
             .bind(t.updated_at)
+            .bind(t.admin_access.as_str())
             .execute(&mut *tx)
             .await
             .map_err(conflict_as(conflict))?;
@@ -288,7 +291,8 @@ impl CatalogStore for SqlStore {
         audited_tx!(self, audit, |tx| {
             let done = sqlx::query(
                 "UPDATE templates SET provider_id = $2, name = $3, description = $4, \
-                 overrides = $5, timeout_minutes = $6, disabled = $7, updated_at = $8 WHERE id = $1",
+                 overrides = $5, timeout_minutes = $6, disabled = $7, updated_at = $8, \
+                 admin_access = $9 WHERE id = $1",
             )
             .bind(t.id)
             .bind(t.provider_id)
@@ -298,6 +302,7 @@ impl CatalogStore for SqlStore {
             .bind(i32::try_from(t.timeout_minutes).unwrap_or(i32::MAX))
             .bind(t.disabled)
             .bind(t.updated_at)
+            .bind(t.admin_access.as_str())
             .execute(&mut *tx)
             .await
             .map_err(conflict_as(conflict))?;
