@@ -186,6 +186,30 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     let endpoint = ClusterEndpoint::new(real.url()).with_ca_data(Some(&ca));
     let admin = client_of(&real.admin_kubeconfig()).await;
     create_namespace(&admin, "team-a").await;
+    // An infrastructure namespace whose ServiceAccount holds cluster-wide rights (an ingress
+    // controller's, say): running a pod as that account would give a member those rights.
+    create_namespace(&admin, "ingress").await;
+    Api::<k8s_openapi::api::core::v1::ServiceAccount>::namespaced(admin.clone(), "ingress")
+        .create(
+            &PostParams::default(),
+            &k8s_openapi::api::core::v1::ServiceAccount {
+                metadata: ObjectMeta {
+                    name: Some("controller".into()),
+                    ..ObjectMeta::default()
+                },
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap();
+    cluster_binding_of(
+        &admin,
+        "ingress-controller",
+        "ingress",
+        "controller",
+        "view",
+    )
+    .await;
 
     // A member and a tenant admin download their kubeconfigs.
     let issue = |username: &str, role: Role, access: AdminAccess| {
@@ -199,7 +223,13 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     let ada = issue("ada", Role::Admin, AdminAccess::Namespaced).await;
     let (mia_c, ada_c) = (user_client(&mia).await, user_client(&ada).await);
 
+    assert!(
+        !mia.namespaces.contains(&"ingress".to_owned()),
+        "{:?}",
+        mia.namespaces
+    );
     expect_all("member", &mia_c, NEVER_FOR_MEMBERS, false).await;
+    expect_all("member", &mia_c, &member_work("ingress"), false).await;
     expect_all("member", &mia_c, ALWAYS, true).await;
     expect_all("member", &mia_c, &member_work("team-a"), true).await;
     expect_all("member", &mia_c, &member_work("default"), true).await;
@@ -360,6 +390,35 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     assert!(again.is_empty(), "{again:?}");
 }
 
+/// A ClusterRoleBinding of `role` to ServiceAccount `namespace/account`.
+async fn cluster_binding_of(
+    admin: &kube::Client,
+    name: &str,
+    namespace: &str,
+    account: &str,
+    role: &str,
+) {
+    let crbs: Api<ClusterRoleBinding> = Api::all(admin.clone());
+    let binding = ClusterRoleBinding {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            ..ObjectMeta::default()
+        },
+        role_ref: RoleRef {
+            api_group: "rbac.authorization.k8s.io".into(),
+            kind: "ClusterRole".into(),
+            name: role.into(),
+        },
+        subjects: Some(vec![Subject {
+            api_group: None,
+            kind: "ServiceAccount".into(),
+            name: account.into(),
+            namespace: Some(namespace.into()),
+        }]),
+    };
+    crbs.create(&PostParams::default(), &binding).await.unwrap();
+}
+
 async fn legacy_cluster_binding(admin: &kube::Client, sa: &str) {
     let crbs: Api<ClusterRoleBinding> = Api::all(admin.clone());
     let old = ClusterRoleBinding {
@@ -495,12 +554,20 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
             "ingress",
             serde_json::json!({"kqueen.io/tenant-access": "none"}),
         ),
+        ("monitoring", serde_json::json!({})),
+        (
+            "opened",
+            serde_json::json!({"kqueen.io/tenant-access": "open"}),
+        ),
     ] {
         fake.insert(
             "api/v1/namespaces",
             serde_json::json!({"metadata": {"name": name, "labels": labels}}),
         );
     }
+    // Their ServiceAccounts are bound cluster-wide: closed, unless an operator opened it.
+    cluster_binding_of(&admin, "prometheus", "monitoring", "prometheus", "view").await;
+    cluster_binding_of(&admin, "exporter", "opened", "exporter", "view").await;
     let endpoint = ClusterEndpoint::new(fake.url());
     issue_user_kubeconfig(
         admin.clone(),
@@ -518,6 +585,8 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
             "team-a",
             "team-b",
             "kube-flannel",
+            "monitoring",
+            "opened",
             "addon-x",
             "ingress",
             USERS_NAMESPACE,
@@ -532,7 +601,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
         }
         namespaces
     };
-    assert_eq!(bound(&mia), ["default", "team-a"]);
+    assert_eq!(bound(&mia), ["default", "team-a", "opened"]);
 
     // An old cluster-wide binding, a new namespace, a long-lived token Secret.
     legacy_cluster_binding(&admin, &mia).await;
@@ -558,7 +627,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
     )
     .await
     .unwrap();
-    assert_eq!(bound(&mia), ["default", "team-a", "team-b"]);
+    assert_eq!(bound(&mia), ["default", "team-a", "team-b", "opened"]);
     assert_eq!(
         changes.bindings.bound_in.iter().collect::<Vec<_>>(),
         ["team-b"]
@@ -622,7 +691,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
     .await
     .unwrap();
     assert_eq!(changes.bindings.role_bindings_removed, 1, "{changes:?}");
-    assert_eq!(bound(&mia), ["default", "team-a"]);
+    assert_eq!(bound(&mia), ["default", "team-a", "opened"]);
     let gone = reconcile_access(
         admin.clone(),
         &[],
@@ -642,7 +711,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
     let gone = reconcile_access(admin, &[], &RoleMap::default(), AdminAccess::Namespaced)
         .await
         .unwrap();
-    assert_eq!(gone.bindings.role_bindings_removed, 2, "{gone:?}");
+    assert_eq!(gone.bindings.role_bindings_removed, 3, "{gone:?}");
     assert!(bound(&mia).is_empty());
 }
 

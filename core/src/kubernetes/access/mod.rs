@@ -45,7 +45,10 @@ use token::{default_context_name, request_token, user_kubeconfig};
 
 pub use bindings::{BindingChanges, CLUSTER_ADMIN_ROLE, SERVICE_ACCOUNT_LABEL};
 pub use legacy_tokens::DISARMED_TOKEN;
-pub use namespaces::{open_to_tenant, SYSTEM_PREFIX, TENANT_ACCESS_LABEL, TENANT_ACCESS_NONE};
+pub use namespaces::{
+    namespaces_bound_cluster_wide, open_in_cluster, open_to_tenant, SYSTEM_PREFIX,
+    TENANT_ACCESS_LABEL, TENANT_ACCESS_NONE, TENANT_ACCESS_OPEN,
+};
 pub use reconcile::{reconcile_access, AccessChanges, Grant};
 pub use shared::{NAMESPACE_CREATOR_ROLE, READER_ROLE};
 

@@ -1,11 +1,16 @@
 //! Which namespaces a tenant's users get their role in. Everything else in a cluster (the
 //! system namespaces, where ServiceAccounts with broad rights and their credentials live,
-//! and KQueen's own) stays out of reach of a personal kubeconfig.
+//! infrastructure namespaces whose ServiceAccounts hold cluster-wide rights, and KQueen's
+//! own) stays out of reach of a personal kubeconfig: `edit` in a namespace lets a user run a
+//! pod as any ServiceAccount there, and so hold that account's rights.
+
+use std::collections::BTreeSet;
 
 use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::rbac::v1::ClusterRoleBinding;
 use kube::api::{Api, ListParams};
 
-use super::objects::{map_error, CORE_NOT_SERVED};
+use super::objects::{map_error, CORE_NOT_SERVED, RBAC_NOT_SERVED};
 use super::{AccessError, MANAGED_BY, MANAGED_BY_LABEL, USERS_NAMESPACE};
 
 /// Kubernetes reserves namespaces starting with `kube-` for the system (`kube-system`,
@@ -16,6 +21,9 @@ pub const SYSTEM_PREFIX: &str = "kube-";
 pub const TENANT_ACCESS_LABEL: &str = "kqueen.io/tenant-access";
 /// The value of [`TENANT_ACCESS_LABEL`] that keeps users out.
 pub const TENANT_ACCESS_NONE: &str = "none";
+/// The value of [`TENANT_ACCESS_LABEL`] that opens a namespace closed only because its
+/// ServiceAccounts are bound cluster-wide (the operator accepts what that gives members).
+pub const TENANT_ACCESS_OPEN: &str = "open";
 
 /// Whether tenant users get their role in `namespace`: not a `kube-` namespace, not
 /// `kqueen-users`, not owned by KQueen or an addon (labelled `app.kubernetes.io/managed-by:
@@ -42,6 +50,39 @@ pub fn open_to_tenant(namespace: &Namespace) -> bool {
         && !terminating
 }
 
+/// The namespaces whose own ServiceAccounts are bound cluster-wide: a ServiceAccount
+/// subject, or the group of one namespace's ServiceAccounts, of any ClusterRoleBinding.
+/// (Groups of every ServiceAccount or every user are left out: those rights reach the users
+/// directly anyway.)
+pub fn namespaces_bound_cluster_wide(bindings: &[ClusterRoleBinding]) -> BTreeSet<String> {
+    const GROUP_PREFIX: &str = "system:serviceaccounts:";
+    bindings
+        .iter()
+        .flat_map(|b| b.subjects.iter().flatten())
+        .filter_map(|s| match s.kind.as_str() {
+            "ServiceAccount" => s.namespace.clone(),
+            "Group" => s.name.strip_prefix(GROUP_PREFIX).map(str::to_owned),
+            _ => None,
+        })
+        .filter(|ns| !ns.is_empty())
+        .collect()
+}
+
+/// Whether tenant users get their role in `namespace` in a cluster where the namespaces
+/// `bound_cluster_wide` hold ServiceAccounts with cluster-wide rights: [`open_to_tenant`],
+/// and not one of those unless an operator opened it (`kqueen.io/tenant-access: open`).
+pub fn open_in_cluster(namespace: &Namespace, bound_cluster_wide: &BTreeSet<String>) -> bool {
+    let name = namespace.metadata.name.as_deref().unwrap_or_default();
+    let opened = namespace
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(TENANT_ACCESS_LABEL))
+        .map(String::as_str)
+        == Some(TENANT_ACCESS_OPEN);
+    open_to_tenant(namespace) && (opened || !bound_cluster_wide.contains(name))
+}
+
 /// The names of the namespaces open to tenant users, sorted.
 pub(super) async fn open_namespaces(client: &kube::Client) -> Result<Vec<String>, AccessError> {
     let api: Api<Namespace> = Api::all(client.clone());
@@ -49,10 +90,16 @@ pub(super) async fn open_namespaces(client: &kube::Client) -> Result<Vec<String>
         .list(&ListParams::default())
         .await
         .map_err(|e| map_error(&e, "list namespaces", CORE_NOT_SERVED))?;
+    let bindings: Api<ClusterRoleBinding> = Api::all(client.clone());
+    let bindings = bindings
+        .list(&ListParams::default())
+        .await
+        .map_err(|e| map_error(&e, "list cluster role bindings", RBAC_NOT_SERVED))?;
+    let bound = namespaces_bound_cluster_wide(&bindings.items);
     let mut names: Vec<String> = list
         .items
         .iter()
-        .filter(|n| open_to_tenant(n))
+        .filter(|n| open_in_cluster(n, &bound))
         .filter_map(|n| n.metadata.name.clone())
         .collect();
     names.sort();
@@ -109,6 +156,48 @@ mod tests {
             ..NamespaceStatus::default()
         });
         assert!(!open_to_tenant(&leaving));
+    }
+
+    #[test]
+    fn namespaces_whose_accounts_are_bound_cluster_wide_are_closed() {
+        use k8s_openapi::api::rbac::v1::{RoleRef, Subject};
+        let binding = |kind: &str, name: &str, namespace: Option<&str>| ClusterRoleBinding {
+            metadata: ObjectMeta::default(),
+            role_ref: RoleRef {
+                api_group: "rbac.authorization.k8s.io".into(),
+                kind: "ClusterRole".into(),
+                name: "view".into(),
+            },
+            subjects: Some(vec![Subject {
+                api_group: None,
+                kind: kind.into(),
+                name: name.into(),
+                namespace: namespace.map(str::to_owned),
+            }]),
+        };
+        let bound = namespaces_bound_cluster_wide(&[
+            binding("ServiceAccount", "controller", Some("ingress-nginx")),
+            binding("Group", "system:serviceaccounts:monitoring", None),
+            binding("Group", "system:serviceaccounts", None),
+            binding("Group", "system:authenticated", None),
+            binding("User", "jane", None),
+        ]);
+        assert_eq!(
+            bound.iter().map(String::as_str).collect::<Vec<_>>(),
+            ["ingress-nginx", "monitoring"]
+        );
+        assert!(!open_in_cluster(&ns("ingress-nginx", &[]), &bound));
+        assert!(!open_in_cluster(&ns("monitoring", &[]), &bound));
+        assert!(open_in_cluster(&ns("team-a", &[]), &bound));
+        let opened = ns("monitoring", &[(TENANT_ACCESS_LABEL, TENANT_ACCESS_OPEN)]);
+        assert!(open_in_cluster(&opened, &bound), "an operator may open it");
+        assert!(
+            !open_in_cluster(
+                &ns("kube-system", &[(TENANT_ACCESS_LABEL, TENANT_ACCESS_OPEN)]),
+                &bound
+            ),
+            "never the system ones"
+        );
     }
 
     #[test]
