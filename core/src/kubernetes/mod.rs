@@ -7,12 +7,13 @@ mod connect;
 mod kubeconfig;
 
 pub use access::{
-    binding_name, issue_user_kubeconfig, open_to_tenant, reconcile_access, remove_all_access,
-    revoke_user_access, service_account_name, AccessChanges, AccessError, BindingChanges, Grant,
-    IssuedKubeconfig, RoleMap, UserAccess, CLUSTER_ADMIN_ROLE, DISARMED_TOKEN, MANAGED_BY,
-    MANAGED_BY_LABEL, MIN_TTL, NAMESPACE_CREATOR_ROLE, READER_ROLE, SERVICE_ACCOUNT_LABEL,
-    SYSTEM_PREFIX, TENANT_ACCESS_LABEL, TENANT_ACCESS_NONE, TENANT_ACCESS_OPEN, TENANT_ANNOTATION,
-    USERNAME_ANNOTATION, USERS_NAMESPACE,
+    binding_name, issue_user_kubeconfig, namespaces_bound_cluster_wide, open_in_cluster,
+    open_to_tenant, reconcile_access, remove_all_access, revoke_user_access, service_account_name,
+    AccessChanges, AccessError, BindingChanges, Grant, IssuedKubeconfig, RoleMap, UserAccess,
+    CLUSTER_ADMIN_ROLE, DISARMED_TOKEN, MANAGED_BY, MANAGED_BY_LABEL, MIN_TTL,
+    NAMESPACE_CREATOR_ROLE, READER_ROLE, SERVICE_ACCOUNT_LABEL, SYSTEM_PREFIX, TENANT_ACCESS_LABEL,
+    TENANT_ACCESS_NONE, TENANT_ACCESS_OPEN, TENANT_ANNOTATION, USERNAME_ANNOTATION,
+    USERS_NAMESPACE,
 };
 pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
