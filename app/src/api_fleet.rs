@@ -13,8 +13,8 @@ pub const FLEET_PAGE_SIZE: u32 = 50;
 
 #[cfg(feature = "ssr")]
 pub(crate) mod ssr {
+    use kqueen_charts::figures::{self, Measure};
     use kqueen_core::inventory::checks::Finding;
-    use kqueen_core::inventory::figures::{self, Measure};
     use kqueen_core::inventory::fleet::{ClusterInventory, FleetCluster, FleetFilter};
     use kqueen_core::inventory::{Resources, WorkloadState};
 
@@ -156,7 +156,7 @@ pub(crate) async fn cluster_inventory(
 /// The fleet dashboard (operators; tenant admins see their tenants).
 #[server(prefix = "/sfn", endpoint = "fleet")]
 pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError> {
-    use kqueen_core::inventory::figures::{count_chart, totals_chart, Measure};
+    use kqueen_charts::figures::{count_chart, totals_chart, Measure};
 
     use crate::dto_fleet::AttentionDto;
 
@@ -343,7 +343,7 @@ pub async fn fleet_findings_page(
     query: FleetQuery,
     offset: Option<u32>,
 ) -> Result<FindingsPageDto, AppError> {
-    use kqueen_core::inventory::figures::findings_chart;
+    use kqueen_charts::figures::findings_chart;
     use kqueen_core::page::Page;
 
     use crate::dto_fleet::FindingRowDto;

@@ -6,7 +6,6 @@
 
 pub mod actor;
 pub mod audit;
-pub mod charts;
 pub mod clock;
 pub mod cluster;
 pub mod engine;

@@ -10,7 +10,6 @@
 
 pub mod checks;
 mod collect;
-pub mod figures;
 pub mod fleet;
 pub mod image;
 pub mod quantity;

@@ -1,12 +1,13 @@
 //! The inventory's charts: what the cluster page and the fleet dashboard draw, as SVG strings
-//! built from stored rows (see [`crate::charts`] for the drawing itself).
+//! built from stored rows (see [`crate`] for the drawing itself).
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::checks::Severity;
-use super::fleet::{FindingCount, PodCount};
-use super::{NodeInfo, PodPhase, Resources};
-use crate::charts::{bar_chart, format_value, BarChart, Series, Unit};
+use kqueen_core::inventory::checks::Severity;
+use kqueen_core::inventory::fleet::{FindingCount, PodCount};
+use kqueen_core::inventory::{NodeInfo, PodPhase, Resources};
+
+use crate::{bar_chart, format_value, BarChart, Series, Unit};
 
 /// CPU or memory: which half of [`Resources`] a chart shows.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,6 +19,8 @@
 //!   and any drawing error (or panic inside `plotters`) gives a "Chart unavailable" chart. The
 //!   output is deterministic.
 
+pub mod figures;
+
 use std::fmt::Write as _;
 use std::ops::Range;
 use std::panic::{catch_unwind, AssertUnwindSafe};
