@@ -25,7 +25,7 @@ build: ## Build the server binary (target/debug/kqueen)
 	cargo build -p kqueen-server
 
 fakes: ## Build the test fakes the browser tests start (fake Kubernetes API server)
-	cargo build -p kqueen-core --example fake_kube
+	cargo build -p kqueen-testkit --example fake_kube
 
 run: site build ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
 	target/debug/kqueen serve

@@ -20,8 +20,6 @@ pub mod secret;
 mod service;
 pub mod store;
 pub mod tenant;
-#[cfg(any(test, feature = "testing"))]
-pub mod testing;
 pub mod token;
 pub mod user;
 pub mod vault;

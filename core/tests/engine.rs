@@ -23,9 +23,9 @@ use kqueen_core::provisioner::{
     Capabilities, OpContext, ParamKind, ParamSchema, ParamSpec, ProviderKind, ProvisionError,
     Provisioned, Provisioner, Registry, Step,
 };
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::vault::Secret;
 use kqueen_core::{Actor, Error, ExternalLogin, Kqueen};
+use kqueen_testkit::TestDatabase;
 use serde_json::json;
 
 /// Behaviour by cluster name prefix: `ok-` (two calls), `fail-`, `slow-` (never ends),

@@ -9,8 +9,8 @@ use kqueen_core::audit::{AuditQuery, Outcome};
 use kqueen_core::identity::{GroupMap, Role};
 use kqueen_core::page::Page;
 use kqueen_core::tenant::{NewTenant, TenantFilter};
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::{Actor, Error, ExternalLogin, Kqueen};
+use kqueen_testkit::TestDatabase;
 
 const MAP: &str =
     "team-a=team-a:member,team-a-leads=team-a:admin,team-b=team-b:member,kaas-admins=*:operator";

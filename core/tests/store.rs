@@ -15,9 +15,9 @@ use kqueen_core::store::{
     self, Backend, ClusterStore, MembershipStore, Store, TenantStore, UserStore,
 };
 use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::user::User;
 use kqueen_core::{Actor, Error};
+use kqueen_testkit::TestDatabase;
 use uuid::Uuid;
 
 fn tenant(slug: &str, name: &str) -> Tenant {

@@ -5,9 +5,9 @@
 
 use std::sync::Arc;
 
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::vault::{Keyring, Secret, SecretBackend, SecretRef, Vault, VaultError};
 use kqueen_core::Error;
+use kqueen_testkit::TestDatabase;
 use uuid::Uuid;
 
 async fn scenario(db: TestDatabase) {

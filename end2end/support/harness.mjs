@@ -121,7 +121,7 @@ export async function loginLocal(page, url, { username, password } = OPERATOR) {
 }
 
 /**
- * Starts the fake Kubernetes API server (core/examples/fake_kube.rs) in a temporary directory;
+ * Starts the fake Kubernetes API server (testkit/examples/fake_kube.rs) in a temporary directory;
  * `args` such as ['--demo'] go to it. Returns its URL, its admin kubeconfig's path and `stop`.
  */
 export async function startFakeKube(args = []) {

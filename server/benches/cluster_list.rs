@@ -23,8 +23,8 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kqueen_core::cluster::{ClusterFilter, ClusterState};
 use kqueen_core::page::Page;
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::Actor;
+use kqueen_testkit::TestDatabase;
 
 mod common;
 use common::{cpu_time, load, percentiles, Fleet, Portal};

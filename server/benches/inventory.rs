@@ -35,10 +35,10 @@ use kqueen_core::inventory::{
 };
 use kqueen_core::page::Page;
 use kqueen_core::tenant::NewTenant;
-use kqueen_core::testing::fake_cluster::{seed as seed_fake, Shape};
-use kqueen_core::testing::fake_kube::FakeKube;
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::{Actor, ExternalLogin, InventorySettings, Kqueen};
+use kqueen_testkit::fake_cluster::{seed as seed_fake, Shape};
+use kqueen_testkit::fake_kube::FakeKube;
+use kqueen_testkit::TestDatabase;
 
 mod common;
 use common::{percentiles, Fleet, Portal};

@@ -4,4 +4,4 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
 pub mod apiserver;
-pub use kqueen_core::testing::fake_kube;
+pub use kqueen_testkit::fake_kube;

@@ -16,10 +16,10 @@ use kqueen_core::cluster::{
 use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::store::Store;
 use kqueen_core::tenant::{NewTenant, Tenant};
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::{Actor, Kqueen};
 use kqueen_server::settings::Settings;
 use kqueen_server::startup::{self, AppState};
+use kqueen_testkit::TestDatabase;
 use secrecy::SecretString;
 use uuid::Uuid;
 

@@ -155,7 +155,7 @@ impl ExpiredDeletion for DbSessionStore {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kqueen_core::testing::TestDatabase;
+    use kqueen_testkit::TestDatabase;
 
     fn record(id: Id, user: &str, expires: i64) -> Record {
         Record {

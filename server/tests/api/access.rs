@@ -466,7 +466,7 @@ async fn bad_input_gets_a_clear_client_error() {
 #[tokio::test]
 async fn fleet_routes_refuse_the_wrong_tenant_role_and_nobody() {
     use crate::clusters::wait_for_state;
-    use kqueen_core::testing::fake_kube::FakeKube;
+    use kqueen_testkit::fake_kube::FakeKube;
 
     let fake = FakeKube::start().await;
     let app = TestApp::sqlite().await;

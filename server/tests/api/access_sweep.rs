@@ -10,7 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kqueen_core::kubernetes::{
     binding_name, parse_kubeconfig, probe_version, service_account_name as sa, USERS_NAMESPACE,
 };
-use kqueen_core::testing::fake_kube::FakeKube;
+use kqueen_testkit::fake_kube::FakeKube;
 use kube::api::{Api, PostParams};
 use reqwest::{Method, StatusCode};
 use serde_json::json;

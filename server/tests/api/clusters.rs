@@ -723,7 +723,7 @@ pub(crate) async fn offer_import(app: &TestApp, olga: &reqwest::Client) {
 pub(crate) async fn import_fake(
     app: &TestApp,
     who: &reqwest::Client,
-    fake: &kqueen_core::testing::fake_kube::FakeKube,
+    fake: &kqueen_testkit::fake_kube::FakeKube,
 ) -> (String, Value, Value) {
     let (status, body) = call(
         who,
@@ -757,7 +757,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
     use kqueen_core::kubernetes::{
         binding_name, parse_kubeconfig, probe_version, service_account_name as sa,
     };
-    use kqueen_core::testing::fake_kube::FakeKube;
+    use kqueen_testkit::fake_kube::FakeKube;
 
     let fake = FakeKube::start().await;
     let app = TestApp::sqlite().await;
@@ -913,7 +913,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
 
 #[tokio::test]
 async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
-    use kqueen_core::testing::fake_kube::FakeKube;
+    use kqueen_testkit::fake_kube::FakeKube;
 
     let fake = FakeKube::start().await;
     let app = TestApp::sqlite().await;
@@ -952,7 +952,7 @@ async fn imported_clusters_give_members_their_own_short_lived_kubeconfig() {
         "{yaml}"
     );
     assert!(
-        !yaml.contains(kqueen_core::testing::fake_kube::ADMIN_TOKEN),
+        !yaml.contains(kqueen_testkit::fake_kube::ADMIN_TOKEN),
         "not the admin's credentials"
     );
     let sa = kqueen_core::kubernetes::service_account_name("amy");

@@ -12,7 +12,7 @@ const DIGEST: &str = "sha256:4c0fdaa8b6341bfdeca5f18f7837462c80cff90527ee35ef185
 
 #[tokio::test]
 async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
-    use kqueen_core::testing::fake_kube::FakeKube;
+    use kqueen_testkit::fake_kube::FakeKube;
 
     let fake = FakeKube::start().await;
     fake.insert(

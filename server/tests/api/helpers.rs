@@ -14,10 +14,10 @@ use std::path::PathBuf;
 use std::sync::LazyLock;
 
 use kqueen_core::tenant::NewTenant;
-use kqueen_core::testing::TestDatabase;
 use kqueen_core::Actor;
 use kqueen_server::settings::Settings;
 use kqueen_server::startup::{self, AppState};
+use kqueen_testkit::TestDatabase;
 use reqwest::header::{HeaderMap, HeaderValue, ORIGIN};
 use secrecy::SecretString;
 use tokio::sync::oneshot;

@@ -3,8 +3,8 @@
 
 use base64::Engine;
 use kqueen_core::audit::{AuditQuery, Outcome};
-use kqueen_core::testing::TestDatabase;
 use kqueen_server::auth::oidc::{Oidc, OidcConfig};
+use kqueen_testkit::TestDatabase;
 use reqwest::header::{HeaderValue, ORIGIN, SET_COOKIE};
 use reqwest::StatusCode;
 use serde_json::Value;

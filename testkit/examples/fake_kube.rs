@@ -5,8 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use kqueen_core::testing::fake_cluster::{seed, Shape};
-use kqueen_core::testing::fake_kube::FakeKube;
+use kqueen_testkit::fake_cluster::{seed, Shape};
+use kqueen_testkit::fake_kube::FakeKube;
 
 #[tokio::main]
 async fn main() {

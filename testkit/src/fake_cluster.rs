@@ -5,7 +5,7 @@
 
 use serde_json::{json, Value};
 
-use super::fake_kube::FakeKube;
+use crate::fake_kube::FakeKube;
 
 /// How big the synthetic cluster is.
 #[derive(Debug, Clone)]
@@ -186,7 +186,7 @@ mod tests {
         let fake = FakeKube::start().await;
         let shape = Shape::demo();
         seed(&fake, &shape);
-        let snapshot = crate::inventory::collect(&fake.admin_client())
+        let snapshot = kqueen_core::inventory::collect(&fake.admin_client())
             .await
             .expect("collect");
         assert_eq!(snapshot.nodes.len(), 3);
@@ -196,7 +196,7 @@ mod tests {
         let deployments = snapshot
             .workloads
             .iter()
-            .filter(|w| w.kind == crate::inventory::WorkloadKind::Deployment)
+            .filter(|w| w.kind == kqueen_core::inventory::WorkloadKind::Deployment)
             .count();
         assert_eq!(deployments, 6);
         assert!(snapshot.pods.iter().any(|p| p.host_path));

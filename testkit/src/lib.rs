@@ -14,7 +14,7 @@ pub mod fake_kube;
 
 use sqlx::{Connection, PgConnection};
 
-use crate::store::{connect, SqlStore};
+use kqueen_core::store::{connect, SqlStore};
 
 const DEFAULT_PG: &str = "postgres://postgres@127.0.0.1:5432/test";
 
