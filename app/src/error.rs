@@ -12,7 +12,8 @@ pub enum AppError {
     /// The request's input was refused; the message is meant for the user.
     #[error("{0}")]
     Invalid(String),
-    #[error("{0} not found")]
+    /// What was not found, said as a sentence ("cluster not found").
+    #[error("{0}")]
     NotFound(String),
     #[error("{0}")]
     Conflict(String),
@@ -39,17 +40,15 @@ impl FromServerFnError for AppError {
 #[cfg(feature = "ssr")]
 impl From<kqueen_core::Error> for AppError {
     fn from(e: kqueen_core::Error) -> Self {
-        use kqueen_core::Error as E;
-        match e {
-            E::Invalid(v) => AppError::Invalid(v.to_string()),
-            E::NotFound(what) => AppError::NotFound(what.to_owned()),
-            E::Conflict(m) => AppError::Conflict(m),
-            E::Unauthenticated => AppError::Unauthenticated,
-            E::Forbidden => AppError::Forbidden,
-            other => {
-                tracing::error!(error = ?other, "request failed");
-                AppError::Internal
-            }
+        use kqueen_core::ErrorKind as K;
+        let public = e.public();
+        match public.kind {
+            K::Invalid => AppError::Invalid(public.message),
+            K::NotFound => AppError::NotFound(public.message),
+            K::Conflict => AppError::Conflict(public.message),
+            K::Unauthenticated => AppError::Unauthenticated,
+            K::Forbidden => AppError::Forbidden,
+            K::Internal => AppError::Internal,
         }
     }
 }

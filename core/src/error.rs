@@ -82,12 +82,91 @@ impl From<sqlx::Error> for Error {
     }
 }
 
+/// What kind of failure a caller is told about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ErrorKind {
+    /// The input was refused (a field and a message for the person who typed it).
+    Invalid,
+    NotFound,
+    /// The request contradicts the current state (a name taken, a cluster not Ready…).
+    Conflict,
+    Unauthenticated,
+    Forbidden,
+    /// Something failed inside; the details are logged, never shown.
+    Internal,
+}
+
+/// An error as every adapter (REST, server functions, form posts) shows it: its kind and a
+/// message safe to show to anyone allowed to make the request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PublicError {
+    pub kind: ErrorKind,
+    pub message: String,
+    /// The field an `Invalid` input concerns.
+    pub field: Option<&'static str>,
+}
+
 impl Error {
+    /// The kind and the safe message of this error. Internal causes are logged here (once,
+    /// with their details) and answered with an opaque message.
+    pub fn public(&self) -> PublicError {
+        let (kind, message, field) = match self {
+            Error::Invalid(v) => (ErrorKind::Invalid, v.to_string(), Some(v.field)),
+            Error::NotFound(what) => (ErrorKind::NotFound, format!("{what} not found"), None),
+            Error::Conflict(m) => (ErrorKind::Conflict, m.clone(), None),
+            Error::Unauthenticated => (
+                ErrorKind::Unauthenticated,
+                "authentication required".to_owned(),
+                None,
+            ),
+            Error::Forbidden => (ErrorKind::Forbidden, "permission denied".to_owned(), None),
+            other => {
+                tracing::error!(error = ?other, "request failed");
+                (
+                    ErrorKind::Internal,
+                    "the server could not complete this request; try again later".to_owned(),
+                    None,
+                )
+            }
+        };
+        PublicError {
+            kind,
+            message,
+            field,
+        }
+    }
+
     /// True for errors caused by the caller's input rather than by the system.
     pub fn is_client_error(&self) -> bool {
         matches!(
             self,
             Error::Invalid(_) | Error::NotFound(_) | Error::Conflict(_)
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn public_errors_say_what_is_safe() {
+        let invalid = Error::from(ValidationError::new("name", "is required")).public();
+        assert_eq!(
+            (invalid.kind, invalid.message.as_str(), invalid.field),
+            (ErrorKind::Invalid, "name: is required", Some("name"))
+        );
+        assert_eq!(
+            Error::NotFound("cluster").public().message,
+            "cluster not found"
+        );
+        assert_eq!(Error::Forbidden.public().kind, ErrorKind::Forbidden);
+        let internal = Error::Backend("etcd at 10.0.0.1 refused user root".into()).public();
+        assert_eq!(internal.kind, ErrorKind::Internal);
+        assert!(
+            !internal.message.contains("10.0.0.1"),
+            "{}",
+            internal.message
+        );
     }
 }

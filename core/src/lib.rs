@@ -25,7 +25,7 @@ pub mod user;
 pub mod vault;
 
 pub use actor::Actor;
-pub use error::{Error, Result, ValidationError};
+pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
     Attention, ClusterDetail, ClusterSettings, ClusterSync, ExternalLogin, FleetOverview,
     FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,

@@ -8,7 +8,7 @@ use axum::http::{header, Method, StatusCode};
 use axum::middleware::Next;
 use axum::response::Response;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 pub async fn same_origin(State(state): State<AppState>, req: Request, next: Next) -> Response {
     if matches!(*req.method(), Method::GET | Method::HEAD | Method::OPTIONS)
@@ -41,5 +41,5 @@ pub async fn same_origin(State(state): State<AppState>, req: Request, next: Next
         return next.run(req).await;
     }
     tracing::warn!(origin = ?origin, path = %req.uri().path(), "cross-origin request refused");
-    crate::api::error_response(StatusCode::FORBIDDEN, "cross-origin request refused")
+    crate::error::error_response(StatusCode::FORBIDDEN, "cross-origin request refused")
 }

@@ -15,7 +15,7 @@ use tower_sessions::Session;
 use uuid::Uuid;
 
 use crate::api::query_escape;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -35,16 +35,7 @@ pub(crate) fn back(page: &str, result: Result<(), Error>) -> Response {
             Redirect::to(&format!("/login?next={}", query_escape(page))).into_response()
         }
         Err(e) => {
-            let message = match &e {
-                Error::Invalid(v) => v.to_string(),
-                Error::NotFound(what) => format!("{what} not found"),
-                Error::Conflict(m) => m.clone(),
-                Error::Forbidden => "permission denied".to_owned(),
-                other => {
-                    tracing::error!(error = ?other, "form request failed");
-                    "the server could not complete this request".to_owned()
-                }
-            };
+            let message = e.public().message;
             let sep = if page.contains('?') { '&' } else { '?' };
             Redirect::to(&format!("{page}{sep}error={}", query_escape(&message))).into_response()
         }

@@ -11,7 +11,7 @@ use kqueen_core::{Actor, Error, ValidationError};
 
 use crate::api::{kubeconfig_response, query_escape};
 use crate::forms::back;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
     Router::new()

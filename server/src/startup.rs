@@ -1,69 +1,25 @@
-//! Builds the application state and the axum router, and serves it until shutdown.
+//! Builds the application state and serves the router (`routes.rs`) until shutdown.
 
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
 use anyhow::{bail, Context};
-use axum::extract::FromRef;
-use axum::middleware::from_fn_with_state;
-use axum::routing::{get, post};
-use axum::Router;
-use kqueen_app::dto::LoginOptions;
-use kqueen_app::{shell, App, OUTPUT_NAME};
+use kqueen_app::OUTPUT_NAME;
 use kqueen_core::engine::{Engine, EngineConfig};
 use kqueen_core::identity::GroupMap;
 use kqueen_core::store::Store;
 use kqueen_core::vault::{EtcdBackend, Keyring, SecretBackend, Vault};
 use kqueen_core::{store, ClusterSettings, Kqueen};
 use leptos::config::{Env, LeptosOptions};
-use leptos::prelude::provide_context;
-use leptos_axum::{generate_route_list, LeptosRoutes};
 use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
-use tower_http::trace::TraceLayer;
-use tower_sessions::cookie::SameSite;
-use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::auth::oidc::{Oidc, OidcConfig};
-use crate::auth::session_store::DbSessionStore;
-use crate::auth::{self, AuthConfig};
+use crate::auth::AuthConfig;
+use crate::routes::router;
 use crate::settings::Settings;
-use crate::{api, csrf, forms, health};
-
-/// Everything a request handler may need. Every middleware layer and handler clones the
-/// state for every request: one reference count, whatever it holds.
-#[derive(Clone)]
-pub struct AppState(Arc<SharedState>);
-
-impl std::ops::Deref for AppState {
-    type Target = SharedState;
-    fn deref(&self) -> &SharedState {
-        &self.0
-    }
-}
-
-impl FromRef<AppState> for LeptosOptions {
-    fn from_ref(state: &AppState) -> Self {
-        state.leptos_options.clone()
-    }
-}
-
-impl FromRef<AppState> for Kqueen {
-    fn from_ref(state: &AppState) -> Self {
-        state.kqueen.clone()
-    }
-}
-
-/// What [`AppState`] shares.
-pub struct SharedState {
-    pub leptos_options: LeptosOptions,
-    pub kqueen: Kqueen,
-    pub auth: AuthConfig,
-    pub oidc: Option<Arc<Oidc>>,
-    /// How often this process syncs the inventory when it runs workers; none: never.
-    pub inventory_every: Option<std::time::Duration>,
-}
+pub use crate::state::{AppState, SharedState};
 
 /// Opens (and migrates) the database and the credential vault: KQueen's domain services as
 /// configured (also used by the command line).
@@ -161,14 +117,14 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
     if oidc.is_none() && !settings.local_accounts {
         tracing::warn!("neither single sign-on nor local accounts are enabled: nobody can log in");
     }
-    Ok(AppState(Arc::new(SharedState {
+    Ok(AppState::new(SharedState {
         leptos_options,
         kqueen,
         auth,
         oidc,
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
-    })))
+    }))
 }
 
 fn oidc_from(settings: &Settings, public_url: &str) -> anyhow::Result<Option<Arc<Oidc>>> {
@@ -210,53 +166,6 @@ fn oidc_from(settings: &Settings, public_url: &str) -> anyhow::Result<Option<Arc
              KQUEEN_OIDC_CLIENT_SECRET"
         ),
     }
-}
-
-/// The whole HTTP surface: health endpoints, login and logout, the REST API, portal pages,
-/// server functions, static files. Every request passes (outermost first): tracing, session,
-/// identity resolution, same-origin check.
-pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(App);
-    let kqueen = state.kqueen.clone();
-    let login_options = LoginOptions {
-        sso: state.oidc.is_some(),
-        local_accounts: state.auth.local_accounts,
-    };
-    let sessions = SessionManagerLayer::new(DbSessionStore::new(state.kqueen.store().clone()))
-        .with_name("kqueen_session")
-        .with_http_only(true)
-        .with_same_site(SameSite::Lax)
-        .with_secure(state.auth.public_url.starts_with("https://"))
-        .with_expiry(Expiry::OnInactivity(time::Duration::minutes(i64::from(
-            state.auth.session_idle_minutes,
-        ))));
-    Router::new()
-        .route("/healthz", get(health::healthz))
-        .route("/readyz", get(health::readyz))
-        .route("/auth/login", get(auth::routes::login))
-        .route("/auth/callback", get(auth::routes::callback))
-        .route("/auth/local", post(auth::routes::local))
-        .route("/auth/logout", post(auth::routes::logout))
-        .merge(api::router())
-        .merge(forms::router())
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || {
-                provide_context(kqueen.clone());
-                provide_context(login_options);
-            },
-            {
-                let options = state.leptos_options.clone();
-                move || shell(options.clone())
-            },
-        )
-        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
-        .layer(from_fn_with_state(state.clone(), csrf::same_origin))
-        .layer(from_fn_with_state(state.clone(), auth::resolve_actor))
-        .layer(sessions)
-        .layer(TraceLayer::new_for_http())
-        .with_state(state)
 }
 
 /// Serves on `listener` until `shutdown` completes, then finishes open requests and closes

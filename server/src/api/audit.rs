@@ -11,7 +11,7 @@ use serde::Deserialize;
 use utoipa::IntoParams;
 
 use super::{ApiQuery, ApiResult, AuditEventOut, ErrorOut};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Most rows one CSV export holds.
 const EXPORT_MAX: u32 = 10_000;

@@ -18,7 +18,7 @@ use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
 use super::{ApiJson, ApiQuery, ApiResult, ErrorOut};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// A provisioner kind: what it can do and the schemas of its settings and requests.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -19,7 +19,7 @@ use utoipa::{IntoParams, ToSchema};
 
 use super::audit::csv_table;
 use super::{ApiQuery, ApiResult, ErrorOut};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Most rows one export holds.
 const EXPORT_MAX: usize = 10_000;

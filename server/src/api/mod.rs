@@ -14,13 +14,12 @@ use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
-use serde_json::json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 use utoipa_axum::router::OpenApiRouter;
 use utoipa_axum::routes;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 pub use clusters::kubeconfig_response;
 pub use dto::*;
@@ -121,33 +120,14 @@ impl From<kqueen_core::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        use kqueen_core::Error as E;
-        let (status, message) = match &self.0 {
-            E::Invalid(v) => (StatusCode::BAD_REQUEST, v.to_string()),
-            E::NotFound(what) => (StatusCode::NOT_FOUND, format!("{what} not found")),
-            E::Conflict(m) => (StatusCode::CONFLICT, m.clone()),
-            E::Unauthenticated => (StatusCode::UNAUTHORIZED, "authentication required".into()),
-            E::Forbidden => (StatusCode::FORBIDDEN, "permission denied".into()),
-            other => {
-                tracing::error!(error = ?other, "API request failed");
-                (StatusCode::INTERNAL_SERVER_ERROR, "internal error".into())
-            }
-        };
-        error_response(status, &message)
+        let public = self.0.public();
+        error_response(crate::error::status_of(public.kind), &public.message)
     }
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
 
-/// The API's error body, `{"error": message, "status": code}`, with that status. Every
-/// error answer of the API and of the middlewares in front of it has this shape.
-pub fn error_response(status: StatusCode, message: &str) -> Response {
-    (
-        status,
-        Json(json!({ "error": message, "status": status.as_u16() })),
-    )
-        .into_response()
-}
+pub use crate::error::error_response;
 
 /// Percent-encodes a query-string value.
 pub fn query_escape(value: &str) -> String {

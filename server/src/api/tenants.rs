@@ -13,7 +13,7 @@ use utoipa::IntoParams;
 use super::{
     ApiJson, ApiQuery, ApiResult, ErrorOut, MemberIn, MemberOut, TenantIn, TenantOut, WhoAmI,
 };
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The caller: name, e-mail, tenants with roles, operator or not.
 #[utoipa::path(get, path = "/api/v1/whoami", tag = "identity",

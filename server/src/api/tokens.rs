@@ -7,7 +7,7 @@ use kqueen_core::{Actor, Error, ValidationError};
 use uuid::Uuid;
 
 use super::{ApiJson, ApiResult, ErrorOut, TokenCreated, TokenIn, TokenOut};
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// The caller's tokens, newest first (secrets are never listed).
 #[utoipa::path(get, path = "/api/v1/tokens", tag = "tokens",

@@ -17,7 +17,7 @@ use kqueen_core::Actor;
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::startup::AppState;
+use crate::state::AppState;
 
 /// Session keys.
 pub const USER_ID: &str = "kq.user_id";
@@ -159,7 +159,7 @@ pub async fn start_session(
 }
 
 fn unauthorized(message: &str) -> Response {
-    let mut res = crate::api::error_response(StatusCode::UNAUTHORIZED, message);
+    let mut res = crate::error::error_response(StatusCode::UNAUTHORIZED, message);
     res.headers_mut().insert(
         header::WWW_AUTHENTICATE,
         header::HeaderValue::from_static("Bearer"),
@@ -169,7 +169,7 @@ fn unauthorized(message: &str) -> Response {
 
 fn internal(e: kqueen_core::Error) -> Response {
     tracing::error!(error = ?e, "cannot resolve the request's identity");
-    crate::api::error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+    crate::error::error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
 }
 
 /// Authentication settings the handlers need.

@@ -9,7 +9,7 @@ use tower_sessions::Session;
 
 use super::oidc::{CallbackParams, PendingLogin};
 use super::start_session;
-use crate::startup::AppState;
+use crate::state::AppState;
 
 const PENDING: &str = "kq.oidc_pending";
 const SSO: &str = "kq.sso";

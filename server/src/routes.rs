@@ -1,0 +1,63 @@
+//! The whole HTTP surface in one place: which routes exist and the layers in front of them.
+
+use axum::middleware::from_fn_with_state;
+use axum::routing::{get, post};
+use axum::Router;
+use kqueen_app::dto::LoginOptions;
+use kqueen_app::{shell, App};
+use leptos::prelude::provide_context;
+use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::trace::TraceLayer;
+use tower_sessions::cookie::SameSite;
+use tower_sessions::{Expiry, SessionManagerLayer};
+
+use crate::auth::session_store::DbSessionStore;
+use crate::state::AppState;
+use crate::{api, auth, csrf, forms, health};
+
+/// The whole HTTP surface: health endpoints, login and logout, the REST API, portal pages,
+/// server functions, static files. Every request passes (outermost first): tracing, session,
+/// identity resolution, same-origin check.
+pub fn router(state: AppState) -> Router {
+    let routes = generate_route_list(App);
+    let kqueen = state.kqueen.clone();
+    let login_options = LoginOptions {
+        sso: state.oidc.is_some(),
+        local_accounts: state.auth.local_accounts,
+    };
+    let sessions = SessionManagerLayer::new(DbSessionStore::new(state.kqueen.store().clone()))
+        .with_name("kqueen_session")
+        .with_http_only(true)
+        .with_same_site(SameSite::Lax)
+        .with_secure(state.auth.public_url.starts_with("https://"))
+        .with_expiry(Expiry::OnInactivity(time::Duration::minutes(i64::from(
+            state.auth.session_idle_minutes,
+        ))));
+    Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/auth/login", get(auth::routes::login))
+        .route("/auth/callback", get(auth::routes::callback))
+        .route("/auth/local", post(auth::routes::local))
+        .route("/auth/logout", post(auth::routes::logout))
+        .merge(api::router())
+        .merge(forms::router())
+        .leptos_routes_with_context(
+            &state,
+            routes,
+            move || {
+                provide_context(kqueen.clone());
+                provide_context(login_options);
+            },
+            {
+                let options = state.leptos_options.clone();
+                move || shell(options.clone())
+            },
+        )
+        .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        .layer(from_fn_with_state(state.clone(), csrf::same_origin))
+        .layer(from_fn_with_state(state.clone(), auth::resolve_actor))
+        .layer(sessions)
+        .layer(TraceLayer::new_for_http())
+        .with_state(state)
+}

@@ -1,0 +1,51 @@
+//! The application state every handler, server function and middleware receives.
+
+use std::sync::Arc;
+
+use axum::extract::FromRef;
+use kqueen_core::Kqueen;
+use leptos::config::LeptosOptions;
+
+use crate::auth::oidc::Oidc;
+use crate::auth::AuthConfig;
+
+/// Everything a request handler may need. Every middleware layer and handler clones the
+/// state for every request: one reference count, whatever it holds.
+#[derive(Clone)]
+pub struct AppState(Arc<SharedState>);
+
+impl AppState {
+    /// The state around `shared`.
+    pub fn new(shared: SharedState) -> Self {
+        Self(Arc::new(shared))
+    }
+}
+
+impl std::ops::Deref for AppState {
+    type Target = SharedState;
+    fn deref(&self) -> &SharedState {
+        &self.0
+    }
+}
+
+impl FromRef<AppState> for LeptosOptions {
+    fn from_ref(state: &AppState) -> Self {
+        state.leptos_options.clone()
+    }
+}
+
+impl FromRef<AppState> for Kqueen {
+    fn from_ref(state: &AppState) -> Self {
+        state.kqueen.clone()
+    }
+}
+
+/// What [`AppState`] shares.
+pub struct SharedState {
+    pub leptos_options: LeptosOptions,
+    pub kqueen: Kqueen,
+    pub auth: AuthConfig,
+    pub oidc: Option<Arc<Oidc>>,
+    /// How often this process syncs the inventory when it runs workers; none: never.
+    pub inventory_every: Option<std::time::Duration>,
+}
