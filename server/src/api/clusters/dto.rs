@@ -1,0 +1,488 @@
+//! The wire types of providers, templates, clusters, operations and quotas.
+
+use std::collections::BTreeMap;
+
+use kqueen_core::cluster::{
+    Cluster, ClusterEvent, Operation, Provider, ProviderInput, TemplateInput,
+};
+use kqueen_core::page::Page;
+use kqueen_core::provisioner::schema::params_from_json;
+use kqueen_core::{ClusterDetail, Error, KindInfo, TemplateView};
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
+use uuid::Uuid;
+
+/// A provisioner kind: what it can do and the schemas of its settings and requests.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct KindOut {
+    /// `import`, `command` or `jenkins`.
+    pub kind: String,
+    pub capabilities: CapabilitiesOut,
+    /// Settings of a provider of this kind (`[{name, label, type, ...}]`).
+    #[schema(value_type = Vec<Object>)]
+    pub provider_schema: serde_json::Value,
+    /// Parameters of a cluster request.
+    #[schema(value_type = Vec<Object>)]
+    pub cluster_schema: serde_json::Value,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct CapabilitiesOut {
+    pub scale: bool,
+    pub upgrade: bool,
+    pub deletes_infrastructure: bool,
+}
+
+impl From<kqueen_core::provisioner::Capabilities> for CapabilitiesOut {
+    fn from(c: kqueen_core::provisioner::Capabilities) -> Self {
+        Self {
+            scale: c.scale,
+            upgrade: c.upgrade,
+            deletes_infrastructure: c.deletes_infrastructure,
+        }
+    }
+}
+
+pub(super) fn json_of<T: Serialize>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or_default()
+}
+
+impl From<KindInfo> for KindOut {
+    fn from(k: KindInfo) -> Self {
+        Self {
+            kind: k.kind.to_string(),
+            capabilities: k.capabilities.into(),
+            provider_schema: json_of(&k.provider_schema),
+            cluster_schema: json_of(&k.cluster_schema),
+        }
+    }
+}
+
+/// A provider. Secret settings are never returned: `secret_fields` names those that are set.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ProviderOut {
+    pub id: Uuid,
+    pub name: String,
+    pub kind: String,
+    pub description: String,
+    pub settings: BTreeMap<String, String>,
+    pub secret_fields: Vec<String>,
+    pub disabled: bool,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+impl From<Provider> for ProviderOut {
+    fn from(p: Provider) -> Self {
+        Self {
+            id: p.id,
+            name: p.name,
+            kind: p.kind.to_string(),
+            description: p.description,
+            settings: p.config,
+            secret_fields: p.secret_fields,
+            disabled: p.disabled,
+            created_at: p.created_at.to_rfc3339(),
+            updated_at: p.updated_at.to_rfc3339(),
+        }
+    }
+}
+
+/// Creates or edits a provider. On edit, `kind` is ignored and secret settings left out
+/// keep their stored value.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct ProviderIn {
+    pub name: String,
+    #[serde(default)]
+    pub kind: String,
+    #[serde(default)]
+    pub description: String,
+    /// Setting name -> value (strings, numbers or booleans).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+impl std::fmt::Debug for ProviderIn {
+    /// Names the settings, shows none of their values (some are secrets).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderIn")
+            .field("name", &self.name)
+            .field("kind", &self.kind)
+            .field("description", &self.description)
+            .field("settings", &RedactedJson(&self.settings))
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+/// `Debug` of a JSON object of settings or parameters: the names, no values.
+struct RedactedJson<'a>(&'a serde_json::Map<String, serde_json::Value>);
+
+impl std::fmt::Debug for RedactedJson<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.0.keys().map(|k| (k, format_args!("[redacted]"))))
+            .finish()
+    }
+}
+
+impl TryFrom<ProviderIn> for ProviderInput {
+    type Error = Error;
+    fn try_from(p: ProviderIn) -> Result<Self, Error> {
+        Ok(ProviderInput {
+            name: p.name,
+            kind: p.kind,
+            description: p.description,
+            settings: params_from_json(&p.settings)?,
+            disabled: p.disabled,
+        })
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TemplateOut {
+    pub id: Uuid,
+    pub name: String,
+    pub description: String,
+    pub provider: String,
+    pub kind: String,
+    pub capabilities: CapabilitiesOut,
+    /// The provisioner's cluster parameters as narrowed by this template.
+    #[schema(value_type = Object)]
+    pub overrides: serde_json::Value,
+    /// What a request may set: `[{name, label, type, default, min, max, options, ...}]`.
+    #[schema(value_type = Vec<Object>)]
+    pub parameters: serde_json::Value,
+    /// Values the template fixes.
+    pub fixed: BTreeMap<String, String>,
+    /// Tenants it is offered to; empty: every tenant.
+    pub tenants: Vec<String>,
+    pub timeout_minutes: u32,
+    /// What tenant admins' kubeconfigs may do in clusters made from it: `namespaced`
+    /// (`admin` in the tenant's namespaces) or `cluster-admin` (the whole cluster).
+    #[schema(example = "namespaced")]
+    pub admin_access: String,
+    pub disabled: bool,
+}
+
+impl From<TemplateView> for TemplateOut {
+    fn from(v: TemplateView) -> Self {
+        Self {
+            id: v.template.id,
+            overrides: json_of(&v.template.overrides),
+            name: v.template.name,
+            description: v.template.description,
+            provider: v.provider_name,
+            kind: v.provider_kind.to_string(),
+            capabilities: v.capabilities.into(),
+            parameters: json_of(&v.schema),
+            fixed: v.fixed,
+            tenants: v.tenant_slugs,
+            timeout_minutes: v.template.timeout_minutes,
+            admin_access: v.template.admin_access.to_string(),
+            disabled: v.template.disabled,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TemplateIn {
+    pub name: String,
+    /// Provider name.
+    pub provider: String,
+    #[serde(default)]
+    pub description: String,
+    /// Parameter name -> `{default, min, max, options, fixed}`.
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub overrides: serde_json::Map<String, serde_json::Value>,
+    /// Tenant slugs; empty: every tenant.
+    #[serde(default)]
+    pub tenants: Vec<String>,
+    pub timeout_minutes: Option<u32>,
+    /// `namespaced` (the default) or `cluster-admin`: what tenant admins' kubeconfigs may
+    /// do in clusters made from this template.
+    #[serde(default)]
+    pub admin_access: String,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+impl From<TemplateIn> for TemplateInput {
+    fn from(t: TemplateIn) -> Self {
+        TemplateInput {
+            name: t.name,
+            provider: t.provider,
+            description: t.description,
+            overrides: serde_json::Value::Object(t.overrides).to_string(),
+            tenants: t.tenants,
+            timeout_minutes: t.timeout_minutes,
+            admin_access: t.admin_access,
+            disabled: t.disabled,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct OperationOut {
+    pub id: Uuid,
+    /// `create`, `delete`, `scale` or `upgrade`.
+    pub kind: String,
+    /// `pending`, `running`, `succeeded` or `failed`.
+    pub state: String,
+    pub step: String,
+    pub progress: u8,
+    pub attempts: u32,
+    pub error: Option<String>,
+    pub target: Option<String>,
+    pub requested_by: String,
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub deadline_at: String,
+}
+
+impl From<Operation> for OperationOut {
+    fn from(o: Operation) -> Self {
+        Self {
+            id: o.id,
+            kind: o.kind.to_string(),
+            state: o.state.to_string(),
+            step: o.step,
+            progress: o.progress,
+            attempts: o.attempts,
+            error: o.error,
+            target: o.target,
+            requested_by: o.requested_by,
+            created_at: o.created_at.to_rfc3339(),
+            started_at: o.started_at.map(|t| t.to_rfc3339()),
+            finished_at: o.finished_at.map(|t| t.to_rfc3339()),
+            deadline_at: o.deadline_at.to_rfc3339(),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct EventOut {
+    pub id: Uuid,
+    pub at: String,
+    /// `step`, `log`, `state` or `error`.
+    pub kind: String,
+    pub message: String,
+}
+
+impl From<ClusterEvent> for EventOut {
+    fn from(e: ClusterEvent) -> Self {
+        Self {
+            id: e.id,
+            at: e.occurred_at.to_rfc3339(),
+            kind: e.kind.to_string(),
+            message: e.message,
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterOut {
+    pub id: Uuid,
+    pub tenant: String,
+    pub name: String,
+    pub template: String,
+    pub kind: String,
+    /// `provisioning`, `ready`, `updating`, `deleting`, `error` or `unknown`.
+    pub state: String,
+    pub parameters: BTreeMap<String, String>,
+    pub node_count: u32,
+    pub endpoint: Option<String>,
+    pub error: Option<String>,
+    /// When the tenant's time-to-live deletes the cluster.
+    pub expires_at: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+    /// Progress of the current (or last) operation.
+    pub progress: Option<u8>,
+    pub current_step: Option<String>,
+}
+
+impl ClusterOut {
+    pub(super) fn new(c: Cluster, op: Option<&Operation>) -> Self {
+        Self {
+            id: c.id,
+            tenant: c.tenant_slug,
+            name: c.name.to_string(),
+            template: c.template_name,
+            kind: c.provider_kind.to_string(),
+            state: c.state.to_string(),
+            parameters: c.parameters,
+            node_count: c.node_count,
+            endpoint: c.endpoint,
+            error: c.error,
+            expires_at: c.expires_at.map(|t| t.to_rfc3339()),
+            created_by: c.created_by,
+            created_at: c.created_at.to_rfc3339(),
+            progress: op.map(|o| o.progress),
+            current_step: op.map(|o| o.step.clone()),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterDetailOut {
+    #[serde(flatten)]
+    pub cluster: ClusterOut,
+    pub capabilities: CapabilitiesOut,
+    /// Newest first.
+    pub operations: Vec<OperationOut>,
+    /// The timeline, oldest first (the newest 300 entries).
+    pub events: Vec<EventOut>,
+    /// What tenant admins' personal kubeconfigs may do in the cluster: `namespaced`
+    /// (`admin` in the tenant's namespaces) or `cluster-admin`, as its template says.
+    /// Members always get `edit` in the tenant's namespaces.
+    #[schema(example = "namespaced")]
+    pub admin_access: String,
+}
+
+impl From<ClusterDetail> for ClusterDetailOut {
+    fn from(d: ClusterDetail) -> Self {
+        Self {
+            admin_access: d.admin_access.to_string(),
+            cluster: ClusterOut::new(d.cluster, d.operations.first()),
+            capabilities: d.capabilities.into(),
+            operations: d.operations.into_iter().map(Into::into).collect(),
+            events: d.events.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// `Debug` names the parameters but shows none of their values (one may be a kubeconfig).
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct ClusterIn {
+    /// Tenant slug. Optional when the caller belongs to exactly one tenant where they may
+    /// create clusters: that one is used. Otherwise 400.
+    #[serde(default)]
+    pub tenant: Option<String>,
+    pub name: String,
+    /// Template name.
+    pub template: String,
+    /// Parameter name -> value (strings, numbers or booleans).
+    #[serde(default)]
+    #[schema(value_type = Object)]
+    pub parameters: serde_json::Map<String, serde_json::Value>,
+}
+
+impl std::fmt::Debug for ClusterIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterIn")
+            .field("tenant", &self.tenant)
+            .field("name", &self.name)
+            .field("template", &self.template)
+            .field("parameters", &RedactedJson(&self.parameters))
+            .finish()
+    }
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterAccepted {
+    pub cluster: ClusterOut,
+    pub operation: OperationOut,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ClusterList {
+    pub items: Vec<ClusterOut>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct ClusterQuery {
+    /// Tenant slug.
+    pub tenant: Option<String>,
+    /// Cluster state.
+    pub state: Option<String>,
+    /// Substring of the name.
+    pub name: Option<String>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct TemplateQuery {
+    /// Only templates offered to this tenant (required for non-operators).
+    pub tenant: Option<String>,
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct EventsQuery {
+    /// Only entries after this event id.
+    pub after: Option<Uuid>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ScaleIn {
+    pub node_count: u32,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct UpgradeIn {
+    pub kubernetes_version: String,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QuotaIo {
+    pub max_clusters: Option<u32>,
+    pub max_nodes: Option<u32>,
+    pub cluster_ttl_hours: Option<u32>,
+}
+
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct QuotaOut {
+    #[serde(flatten)]
+    pub quota: QuotaIo,
+    pub used_clusters: u32,
+    pub used_nodes: u32,
+}
+
+pub(super) fn page_of(limit: Option<u32>, offset: Option<u32>) -> Page {
+    Page::new(limit.unwrap_or(Page::DEFAULT_LIMIT), offset.unwrap_or(0))
+}
+
+#[derive(Debug, Deserialize, IntoParams)]
+pub struct AccessQuery {
+    /// Whose access to revoke (tenant admins, operators); default: the caller's own.
+    pub user: Option<String>,
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[test]
+    fn debug_never_shows_settings_or_parameters() {
+        let provider: ProviderIn = serde_json::from_value(serde_json::json!({
+            "name": "ci", "kind": "jenkins", "settings": {"api_token": "11aa22bb-jenkins-token"}
+        }))
+        .unwrap();
+        let shown = format!("{provider:?}");
+        assert!(
+            !shown.contains("11aa22bb") && shown.contains("api_token"),
+            "{shown}"
+        );
+        let request: ClusterIn = serde_json::from_value(serde_json::json!({
+            "name": "prod", "template": "import",
+            "parameters": {"kubeconfig": "users: [{user: {token: uploaded-admin-token}}]"}
+        }))
+        .unwrap();
+        let shown = format!("{request:?}");
+        assert!(
+            !shown.contains("uploaded-admin-token") && shown.contains("kubeconfig"),
+            "{shown}"
+        );
+    }
+}

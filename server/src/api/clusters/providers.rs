@@ -1,0 +1,91 @@
+//! Provisioner kinds and providers (operators).
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use kqueen_core::page::Page;
+use kqueen_core::Actor;
+
+use super::dto::*;
+use crate::api::{ApiJson, ApiResult, ErrorOut};
+use crate::state::AppState;
+
+/// The provisioner kinds of this portal (operators).
+#[utoipa::path(get, path = "/api/v1/provider-kinds", tag = "providers",
+    responses((status = 200, body = Vec<KindOut>), (status = 403, body = ErrorOut)))]
+pub async fn list_kinds(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+) -> ApiResult<Json<Vec<KindOut>>> {
+    let kinds = state.kqueen.provider_kinds(&actor).await?;
+    Ok(Json(kinds.into_iter().map(Into::into).collect()))
+}
+
+/// Providers (operators).
+#[utoipa::path(get, path = "/api/v1/providers", tag = "providers",
+    responses((status = 200, body = Vec<ProviderOut>), (status = 403, body = ErrorOut)))]
+pub async fn list_providers(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+) -> ApiResult<Json<Vec<ProviderOut>>> {
+    let list = state
+        .kqueen
+        .list_providers(&actor, Page::new(Page::MAX_LIMIT, 0))
+        .await?;
+    Ok(Json(list.into_iter().map(Into::into).collect()))
+}
+
+/// Registers a provider; secret settings go to the vault.
+#[utoipa::path(post, path = "/api/v1/providers", tag = "providers", request_body = ProviderIn,
+    responses((status = 201, body = ProviderOut), (status = 400, body = ErrorOut),
+              (status = 403, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn create_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    ApiJson(input): ApiJson<ProviderIn>,
+) -> ApiResult<(StatusCode, Json<ProviderOut>)> {
+    let p = state
+        .kqueen
+        .create_provider(&actor, input.try_into()?)
+        .await?;
+    Ok((StatusCode::CREATED, Json(p.into())))
+}
+
+#[utoipa::path(get, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+    responses((status = 200, body = ProviderOut), (status = 404, body = ErrorOut)))]
+pub async fn get_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> ApiResult<Json<ProviderOut>> {
+    Ok(Json(state.kqueen.provider(&actor, &name).await?.into()))
+}
+
+/// Edits a provider (name, description, settings, disabled).
+#[utoipa::path(put, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+    request_body = ProviderIn,
+    responses((status = 200, body = ProviderOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+pub async fn update_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+    ApiJson(input): ApiJson<ProviderIn>,
+) -> ApiResult<Json<ProviderOut>> {
+    let p = state
+        .kqueen
+        .update_provider(&actor, &name, input.try_into()?)
+        .await?;
+    Ok(Json(p.into()))
+}
+
+/// Deletes a provider that has no templates or clusters.
+#[utoipa::path(delete, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+    responses((status = 204), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn delete_provider(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(name): Path<String>,
+) -> ApiResult<StatusCode> {
+    state.kqueen.delete_provider(&actor, &name).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
