@@ -210,3 +210,43 @@ mod tests {
         );
     }
 }
+
+/// One audit event as a line of the CSV export.
+#[derive(serde::Serialize)]
+struct AuditLine<'a> {
+    time: String,
+    actor: &'a str,
+    tenant: Option<&'a str>,
+    action: &'a str,
+    target: &'a str,
+    result: &'a str,
+    source_ip: Option<&'a str>,
+    detail: Option<&'a str>,
+}
+
+/// The CSV export of audit events.
+pub fn audit_csv(events: &[AuditEvent]) -> crate::Result<String> {
+    let lines = events.iter().map(|e| AuditLine {
+        time: e.occurred_at.to_rfc3339(),
+        actor: &e.actor,
+        tenant: e.tenant_slug.as_deref(),
+        action: &e.action,
+        target: &e.target,
+        result: e.outcome.as_str(),
+        source_ip: e.source_ip.as_deref(),
+        detail: e.detail.as_deref(),
+    });
+    crate::export::to_csv(
+        &[
+            "time",
+            "actor",
+            "tenant",
+            "action",
+            "target",
+            "result",
+            "source_ip",
+            "detail",
+        ],
+        lines,
+    )
+}

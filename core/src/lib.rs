@@ -10,6 +10,7 @@ pub mod clock;
 pub mod cluster;
 pub mod engine;
 mod error;
+pub mod export;
 pub mod identity;
 pub mod inventory;
 pub mod kubernetes;

@@ -10,6 +10,7 @@
 
 pub mod checks;
 mod collect;
+pub mod export;
 pub mod fleet;
 pub mod image;
 pub mod quantity;

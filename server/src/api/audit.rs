@@ -102,63 +102,15 @@ pub async fn list_audit(
                     "attachment; filename=\"kqueen-audit.csv\"",
                 ),
             ];
-            Ok((headers, to_csv(rows)).into_response())
+            Ok((headers, to_csv(rows)?).into_response())
         }
         _ => Err(Error::Invalid(ValidationError::new("format", "must be json or csv")).into()),
     }
 }
 
 /// RFC 4180 CSV of the audit events.
-pub fn to_csv(events: Vec<AuditEvent>) -> String {
-    let rows = events.into_iter().map(|e| {
-        vec![
-            e.occurred_at.to_rfc3339(),
-            e.actor,
-            e.tenant_slug.unwrap_or_default(),
-            e.action,
-            e.target,
-            e.outcome.as_str().to_owned(),
-            e.source_ip.unwrap_or_default(),
-            e.detail.unwrap_or_default(),
-        ]
-    });
-    csv_table(
-        &[
-            "time",
-            "actor",
-            "tenant",
-            "action",
-            "target",
-            "result",
-            "source_ip",
-            "detail",
-        ],
-        rows,
-    )
-}
-
-/// RFC 4180 CSV with a header line. Cells that a spreadsheet would run as a formula get a
-/// leading `'`.
-pub fn csv_table(header: &[&str], rows: impl IntoIterator<Item = Vec<String>>) -> String {
-    fn cell(v: &str) -> String {
-        let v = if v.starts_with(['=', '+', '-', '@', '\t', '\r']) {
-            format!("'{v}")
-        } else {
-            v.to_owned()
-        };
-        if v.contains([',', '"', '\n', '\r']) {
-            format!("\"{}\"", v.replace('"', "\"\""))
-        } else {
-            v
-        }
-    }
-    let mut out = header.join(",");
-    out.push_str("\r\n");
-    for row in rows {
-        out.push_str(&row.iter().map(|f| cell(f)).collect::<Vec<_>>().join(","));
-        out.push_str("\r\n");
-    }
-    out
+pub fn to_csv(events: Vec<AuditEvent>) -> Result<String, Error> {
+    kqueen_core::audit::audit_csv(&events)
 }
 
 #[cfg(test)]
@@ -175,7 +127,7 @@ mod tests {
             Outcome::Success,
         );
         e.detail = Some("=HYPERLINK(\"x\")".into());
-        let csv = to_csv(vec![e]);
+        let csv = to_csv(vec![e]).expect("csv");
         let line = csv.lines().nth(1).unwrap_or_default();
         assert!(line.contains(",\"a,\"\"b\"\"\","), "{line}");
         assert!(line.ends_with("\"'=HYPERLINK(\"\"x\"\")\""), "{line}");

@@ -17,12 +17,10 @@ use kqueen_core::{Actor, ClusterSync, Error, FleetOverview, ImageRow, Validation
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
-use super::audit::csv_table;
 use super::{ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
-
-/// Most rows one export holds.
-const EXPORT_MAX: usize = 10_000;
+use kqueen_core::export::all_pages;
+use kqueen_core::inventory::export::{findings_csv, history_csv, images_csv, versions_csv};
 
 /// Filters and paging of the fleet queries.
 #[derive(Debug, Default, Deserialize, IntoParams)]
@@ -84,27 +82,6 @@ fn output(p: &FleetParams) -> Result<Output, Error> {
     }
 }
 
-/// Pages of `fetch` until the end or [`EXPORT_MAX`] rows.
-async fn everything<T, F, Fut>(mut fetch: F) -> Result<Vec<T>, Error>
-where
-    F: FnMut(Page) -> Fut,
-    Fut: std::future::Future<Output = Result<(Vec<T>, u64), Error>>,
-{
-    let mut rows = Vec::new();
-    let mut offset = 0u32;
-    while rows.len() < EXPORT_MAX {
-        let (batch, _) = fetch(Page::new(Page::MAX_LIMIT, offset)).await?;
-        let done = batch.len() < Page::MAX_LIMIT as usize;
-        rows.extend(batch);
-        offset += Page::MAX_LIMIT;
-        if done {
-            break;
-        }
-    }
-    rows.truncate(EXPORT_MAX);
-    Ok(rows)
-}
-
 fn download(body: String, content_type: &'static str, file: &str) -> Response {
     let disposition = format!("attachment; filename=\"{file}\"");
     (
@@ -122,7 +99,7 @@ fn download(body: String, content_type: &'static str, file: &str) -> Response {
 async fn rows_or_csv<T, F, Fut>(
     p: &FleetParams,
     mut fetch: F,
-    csv: impl FnOnce(&[T]) -> String,
+    csv: impl FnOnce(&[T]) -> Result<String, Error>,
     file: &str,
 ) -> Result<Result<(Vec<T>, u64), Response>, Error>
 where
@@ -133,10 +110,10 @@ where
     if let Output::Page(page) = out {
         return fetch(page).await.map(Ok);
     }
-    let rows = everything(fetch).await?;
+    let rows = all_pages(fetch).await?;
     if matches!(out, Output::Csv) {
         let name = format!("{file}.csv");
-        return Ok(Err(download(csv(&rows), "text/csv; charset=utf-8", &name)));
+        return Ok(Err(download(csv(&rows)?, "text/csv; charset=utf-8", &name)));
     }
     let total = rows.len() as u64;
     Ok(Ok((rows, total)))
@@ -576,49 +553,6 @@ fn json_answer<T: Serialize>(p: &FleetParams, body: T, file: &str) -> ApiResult<
     Ok(Json(body).into_response())
 }
 
-fn images_csv(rows: &[ImageRow]) -> String {
-    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-    let lines = rows.iter().flat_map(|i| {
-        i.usages.iter().map(move |u| {
-            vec![
-                i.image.clone(),
-                opt(&i.registry),
-                opt(&i.repository),
-                opt(&i.tag),
-                opt(&i.digest),
-                u.tenant.clone(),
-                u.cluster.clone(),
-                u.namespace.clone(),
-                u.workload_kind.clone(),
-                u.workload_name.clone(),
-                u.container.clone(),
-                u.pods.to_string(),
-                time(u.first_seen).unwrap_or_default(),
-                time(u.last_seen).unwrap_or_default(),
-            ]
-        })
-    });
-    csv_table(
-        &[
-            "image",
-            "registry",
-            "repository",
-            "tag",
-            "digest",
-            "tenant",
-            "cluster",
-            "namespace",
-            "workload_kind",
-            "workload",
-            "container",
-            "pods",
-            "first_seen",
-            "last_seen",
-        ],
-        lines,
-    )
-}
-
 /// One image in one cluster: since when it runs there and when a sync last saw it.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ImageHistoryOut {
@@ -678,32 +612,6 @@ pub async fn image_history(
         items: items.into_iter().map(Into::into).collect(),
     };
     json_answer(&p, body, "kqueen-image-history.json")
-}
-
-fn history_csv(rows: &[ImageHistoryRow]) -> String {
-    let lines = rows.iter().map(|h| {
-        vec![
-            h.tenant.clone(),
-            h.cluster.clone(),
-            h.image.clone(),
-            h.digest.clone().unwrap_or_default(),
-            h.first_seen.to_rfc3339(),
-            h.last_seen.to_rfc3339(),
-            h.present.to_string(),
-        ]
-    });
-    csv_table(
-        &[
-            "tenant",
-            "cluster",
-            "image",
-            "digest",
-            "first_seen",
-            "last_seen",
-            "present",
-        ],
-        lines,
-    )
 }
 
 #[derive(Debug, Serialize, ToSchema)]
@@ -767,58 +675,6 @@ pub async fn versions(
         items: items.into_iter().map(Into::into).collect(),
     };
     json_answer(&p, body, "kqueen-versions.json")
-}
-
-fn versions_csv(rows: &[VersionRow]) -> String {
-    let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-    let lines = rows.iter().map(|v| {
-        vec![
-            v.tenant.clone(),
-            v.cluster.clone(),
-            opt(&v.api_version),
-            time(v.synced_at).unwrap_or_default(),
-            opt(&v.node),
-            opt(&v.kubelet_version),
-            opt(&v.container_runtime),
-            opt(&v.os_image),
-            opt(&v.kernel_version),
-            v.ready.map(|r| r.to_string()).unwrap_or_default(),
-        ]
-    });
-    csv_table(
-        &[
-            "tenant",
-            "cluster",
-            "api_version",
-            "synced_at",
-            "node",
-            "kubelet_version",
-            "container_runtime",
-            "os_image",
-            "kernel_version",
-            "ready",
-        ],
-        lines,
-    )
-}
-
-fn findings_csv(rows: &[FindingRow]) -> String {
-    let lines = rows.iter().map(|r| {
-        vec![
-            r.finding.severity.as_str().to_owned(),
-            r.finding.check.clone(),
-            r.tenant.clone(),
-            r.cluster.clone(),
-            r.finding.subject.clone(),
-            r.finding.message.clone(),
-        ]
-    });
-    csv_table(
-        &[
-            "severity", "check", "tenant", "cluster", "subject", "message",
-        ],
-        lines,
-    )
 }
 
 #[derive(Debug, Serialize, ToSchema)]
