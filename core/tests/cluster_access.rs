@@ -169,6 +169,17 @@ async fn create_namespace(admin: &kube::Client, name: &str) {
     api.create(&PostParams::default(), &ns).await.unwrap();
 }
 
+/// One access sweep of the cluster for `grants` (with the default role map).
+async fn sweep(
+    admin: kube::Client,
+    grants: &[Grant],
+    access: AdminAccess,
+) -> kqueen_core::kubernetes::AccessChanges {
+    reconcile_access(admin, grants, &RoleMap::default(), access)
+        .await
+        .unwrap()
+}
+
 fn grant(username: &str, role: Role) -> Grant {
     Grant {
         username: username.into(),
@@ -273,14 +284,7 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     let work_b = member_work("team-b");
     expect("member", &mia_c, work_b[0], false).await;
     let grants = [grant("mia", Role::Member), grant("ada", Role::Admin)];
-    let changes = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let changes = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert!(changes.bindings.bound_in.contains("team-b"), "{changes:?}");
     assert_eq!(changes.bindings.role_bindings_created, 2, "{changes:?}");
     expect_all("member", &mia_c, &work_b, true).await;
@@ -297,25 +301,11 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
         Ask("get", "", "secrets", Some("kube-system")),
         Ask("create", "", "pods", Some("kube-system")),
     ];
-    reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::ClusterAdmin,
-    )
-    .await
-    .unwrap();
+    sweep(admin.clone(), &grants, AdminAccess::ClusterAdmin).await;
     expect_all("cluster-admin tenant admin", &ada_c, &cluster_wide, true).await;
     expect_all("member", &mia_c, &cluster_wide, false).await;
     // …and taken back when the template says otherwise.
-    let changes = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let changes = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert!(changes
         .bindings
         .cluster_bindings_removed
@@ -350,14 +340,7 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     .await;
     let mut grants = grants.to_vec();
     grants.push(grant("leo", Role::Member));
-    let changes = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let changes = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert!(
         changes.bindings.cluster_bindings_removed.contains(&leo_sa),
         "{changes:?}"
@@ -379,14 +362,7 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     }
 
     // A second sweep finds nothing to do.
-    let again = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let again = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert!(again.is_empty(), "{again:?}");
 }
 
@@ -500,14 +476,7 @@ async fn long_lived_tokens_are_disarmed(
         namespaces.list(&ListParams::default()).await.is_ok(),
         "the long-lived token works before the sweep"
     );
-    let changes = reconcile_access(
-        admin.clone(),
-        grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let changes = sweep(admin.clone(), grants, AdminAccess::Namespaced).await;
     assert!(changes.tokens_disarmed >= 1, "{changes:?}");
     let mut rejected = false;
     for _ in 0..60 {
@@ -619,14 +588,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
         }),
     );
     let grants = [grant("mia", Role::Member)];
-    let changes = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let changes = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert_eq!(bound(&mia), ["default", "team-a", "team-b", "opened"]);
     assert_eq!(
         changes.bindings.bound_in.iter().collect::<Vec<_>>(),
@@ -665,14 +627,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
             .count()
     };
     let before = writes(&fake);
-    let again = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let again = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert!(again.is_empty(), "{again:?}");
     assert_eq!(writes(&fake), before, "{:?}", fake.requests());
 
@@ -682,24 +637,10 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
         "api/v1/namespaces",
         serde_json::json!({"metadata": {"name": "team-b", "labels": {"kqueen.io/tenant-access": "none"}}}),
     );
-    let changes = reconcile_access(
-        admin.clone(),
-        &grants,
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let changes = sweep(admin.clone(), &grants, AdminAccess::Namespaced).await;
     assert_eq!(changes.bindings.role_bindings_removed, 1, "{changes:?}");
     assert_eq!(bound(&mia), ["default", "team-a", "opened"]);
-    let gone = reconcile_access(
-        admin.clone(),
-        &[],
-        &RoleMap::default(),
-        AdminAccess::Namespaced,
-    )
-    .await
-    .unwrap();
+    let gone = sweep(admin.clone(), &[], AdminAccess::Namespaced).await;
     assert_eq!(
         gone.bindings.role_bindings_removed, 0,
         "mia's ServiceAccount still exists"
@@ -708,9 +649,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
         .delete(&mia, &Default::default())
         .await
         .unwrap();
-    let gone = reconcile_access(admin, &[], &RoleMap::default(), AdminAccess::Namespaced)
-        .await
-        .unwrap();
+    let gone = sweep(admin, &[], AdminAccess::Namespaced).await;
     assert_eq!(gone.bindings.role_bindings_removed, 3, "{gone:?}");
     assert!(bound(&mia).is_empty());
 }

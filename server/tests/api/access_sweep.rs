@@ -8,14 +8,14 @@ use std::time::Duration;
 use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding, RoleRef, Subject};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kqueen_core::kubernetes::{
-    binding_name, parse_kubeconfig, probe_version, service_account_name as sa, USERS_NAMESPACE,
+    binding_name, probe_version, service_account_name as sa, USERS_NAMESPACE,
 };
 use kqueen_testkit::fake_kube::FakeKube;
 use kube::api::{Api, PostParams};
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::clusters::{call, eventually, import_fake, offer_import};
+use crate::clusters::{call, eventually, import_fake, my_kubeconfig, offer_import};
 use crate::helpers::TestApp;
 
 const CRB: &str = "apis/rbac.authorization.k8s.io/v1/clusterrolebindings";
@@ -76,16 +76,8 @@ async fn the_sweep_migrates_old_bindings_binds_new_namespaces_and_follows_the_te
     let adam = app.user("adam", false, &[("team-a", "admin")]).await;
     offer_import(&app, &olga).await;
     let (id, _, _) = import_fake(&app, &amy, &fake).await;
-    let download = |who: &reqwest::Client| {
-        let req = who.get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url));
-        async move {
-            let res = req.send().await.unwrap();
-            assert_eq!(res.status(), StatusCode::OK);
-            parse_kubeconfig(&res.text().await.unwrap(), None, false).unwrap()
-        }
-    };
-    let amy_k = download(&amy).await;
-    download(&adam).await;
+    let amy_k = my_kubeconfig(&app, &amy, &id).await;
+    my_kubeconfig(&app, &adam, &id).await;
     assert!(fake.object(&role_binding("default", "amy")).is_some());
 
     // A cluster from before, and a namespace created since.

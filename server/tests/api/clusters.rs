@@ -741,6 +741,21 @@ pub(crate) async fn import_fake(
     (id, body, ready)
 }
 
+/// The caller's kubeconfig for cluster `id`, downloaded through the API and parsed.
+pub(crate) async fn my_kubeconfig(
+    app: &TestApp,
+    who: &reqwest::Client,
+    id: &str,
+) -> kqueen_core::kubernetes::ParsedKubeconfig {
+    let res = who
+        .get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::OK);
+    kqueen_core::kubernetes::parse_kubeconfig(&res.text().await.unwrap(), None, false).unwrap()
+}
+
 /// Waits (up to 10 s) until `done` holds: work the server does in the background.
 pub(crate) async fn eventually(what: &str, done: impl Fn() -> bool) {
     for _ in 0..200 {
@@ -754,9 +769,7 @@ pub(crate) async fn eventually(what: &str, done: impl Fn() -> bool) {
 
 #[tokio::test]
 async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_forgotten() {
-    use kqueen_core::kubernetes::{
-        binding_name, parse_kubeconfig, probe_version, service_account_name as sa,
-    };
+    use kqueen_core::kubernetes::{binding_name, probe_version, service_account_name as sa};
     use kqueen_testkit::fake_kube::FakeKube;
 
     let fake = FakeKube::start().await;
@@ -768,19 +781,11 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
     let carl = app.user("carl", false, &[("team-a", "member")]).await;
     offer_import(&app, &olga).await;
     let (id, _, _) = import_fake(&app, &amy, &fake).await;
-    let download = |who: &reqwest::Client| {
-        let req = who.get(format!("{}/api/v1/clusters/{id}/kubeconfig", app.url));
-        async move {
-            let res = req.send().await.unwrap();
-            assert_eq!(res.status(), StatusCode::OK);
-            parse_kubeconfig(&res.text().await.unwrap(), None, false).unwrap()
-        }
-    };
     let works = |k| async move { probe_version(&k, Duration::from_secs(5)).await.is_ok() };
     let (amy_k, _, carl_k) = (
-        download(&amy).await,
-        download(&adam).await,
-        download(&carl).await,
+        my_kubeconfig(&app, &amy, &id).await,
+        my_kubeconfig(&app, &adam, &id).await,
+        my_kubeconfig(&app, &carl, &id).await,
     );
     let mut all = vec![sa("adam"), sa("amy"), sa("carl")];
     all.sort();
@@ -814,7 +819,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
         !fake.names(SA_PATH).contains(&sa("adam"))
     })
     .await;
-    download(&adam).await;
+    my_kubeconfig(&app, &adam, &id).await;
     let binding = fake
         .object(&format!(
             "apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings/{}",
@@ -873,7 +878,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
 
     // Deleting an imported cluster only makes KQueen forget it; what KQueen created in it
     // for its users goes first, while KQueen still can.
-    let adam_k = download(&adam).await;
+    let adam_k = my_kubeconfig(&app, &adam, &id).await;
     let (status, body) = call(
         &olga,
         &app,
