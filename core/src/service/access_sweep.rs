@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::clusters::access_error;
+use super::access::access_error;
 use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::Cluster;

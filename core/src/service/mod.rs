@@ -2,6 +2,7 @@
 //! ([`crate::policy`]) itself; web layers call exactly one of these per request and never
 //! touch the store directly. Every refusal is recorded in the audit trail.
 
+mod access;
 mod access_sweep;
 mod audit;
 mod auth;
@@ -23,9 +24,10 @@ use crate::store::{Backend, Counts, Store};
 use crate::vault::{Keyring, SecretBackend, Vault};
 use crate::{Actor, Error, Result};
 
+pub use access::KubeconfigDownload;
 pub use auth::ExternalLogin;
 pub use catalog::{KindInfo, TemplateView};
-pub use clusters::{ClusterDetail, KubeconfigDownload};
+pub use clusters::ClusterDetail;
 pub use inventory::{
     Attention, ClusterSync, FleetOverview, FleetTotals, ImageRow, InventorySettings, Tally,
 };

@@ -1,0 +1,348 @@
+//! Kubeconfigs and per-user access: the admin kubeconfig (operators), personal kubeconfigs
+//! (a ServiceAccount per user, bound by [`crate::kubernetes::issue_user_kubeconfig`]),
+//! revocation, and what the engine needs to reach a cluster with its stored kubeconfig.
+
+use uuid::Uuid;
+
+use super::Kqueen;
+use crate::audit::{action, AuditEvent, Outcome};
+use crate::cluster::{Cluster, ClusterState};
+use crate::engine::kubeconfig_name;
+use crate::policy::{self, Permission};
+use crate::vault::{Secret, SecretRef};
+use crate::{Actor, Error, Result, ValidationError};
+
+/// A downloaded kubeconfig.
+#[derive(Debug, Clone)]
+pub struct KubeconfigDownload {
+    pub file_name: String,
+    pub yaml: Secret,
+    /// Per-user kubeconfigs expire; the admin one does not.
+    pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+pub(super) fn access_error(e: crate::kubernetes::AccessError) -> Error {
+    use crate::kubernetes::AccessError as A;
+    match e {
+        A::Invalid(v) => Error::Invalid(v),
+        A::Unsupported(reason) => Error::Conflict(format!(
+            "this cluster cannot issue per-user kubeconfigs: {reason}"
+        )),
+        A::Transient(reason) => {
+            Error::Conflict(format!("the cluster did not answer ({reason}); try again"))
+        }
+    }
+}
+
+/// What an issued kubeconfig may do, for the audit detail: "edit in 3 namespace(s): a, b, c"
+/// or "cluster-admin".
+fn granted_scope(
+    req: &crate::kubernetes::UserAccess,
+    issued: &crate::kubernetes::IssuedKubeconfig,
+) -> String {
+    if issued.cluster_admin {
+        return format!(
+            "{}, per the template",
+            crate::kubernetes::CLUSTER_ADMIN_ROLE
+        );
+    }
+    const SHOWN: usize = 10;
+    let names: Vec<&str> = issued
+        .namespaces
+        .iter()
+        .take(SHOWN)
+        .map(String::as_str)
+        .collect();
+    let more = issued.namespaces.len().saturating_sub(SHOWN);
+    format!(
+        "{} in {} namespace(s){}{}{}",
+        req.role_map.cluster_role(req.role),
+        issued.namespaces.len(),
+        if names.is_empty() { "" } else { ": " },
+        names.join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        },
+    )
+}
+
+impl Kqueen {
+    /// The admin kubeconfig of a cluster (operators). Audited.
+    pub async fn admin_kubeconfig(&self, actor: &Actor, id: &str) -> Result<KubeconfigDownload> {
+        let cluster = self
+            .visible_cluster(actor, id, action::KUBECONFIG_ADMIN)
+            .await?;
+        self.authorize(
+            actor,
+            Permission::AdminKubeconfig,
+            action::KUBECONFIG_ADMIN,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+        )
+        .await?;
+        let yaml = self.stored_kubeconfig(&cluster).await?;
+        let audit = AuditEvent::now(
+            actor,
+            action::KUBECONFIG_ADMIN,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(cluster.tenant_id);
+        self.store.record_audit(&audit).await?;
+        Ok(KubeconfigDownload {
+            file_name: format!("{}-{}-admin.kubeconfig", cluster.tenant_slug, cluster.name),
+            yaml,
+            expires_at: None,
+        })
+    }
+
+    /// The caller's kubeconfig: operators get the stored admin kubeconfig; tenant members a
+    /// per-user, short-lived one whose identity the cluster sees (a ServiceAccount in
+    /// `kqueen-users` bound to their tenant role, a token from the TokenRequest API).
+    pub async fn kubeconfig(&self, actor: &Actor, id: &str) -> Result<KubeconfigDownload> {
+        if policy::check(actor, Permission::AdminKubeconfig).is_ok() {
+            return self.admin_kubeconfig(actor, id).await;
+        }
+        let cluster = self
+            .visible_cluster(actor, id, action::KUBECONFIG_ISSUE)
+            .await?;
+        let Some(who) = actor.identity() else {
+            return Err(Error::Unauthenticated);
+        };
+        let Some(role) = who.role_in(cluster.tenant_id) else {
+            return Err(Error::NotFound("cluster"));
+        };
+        let result = self
+            .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role)
+            .await;
+        self.audited(
+            actor,
+            action::KUBECONFIG_ISSUE,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+            result,
+        )
+        .await
+    }
+
+    /// What tenant admins get in `cluster`: its template's choice; the default when the
+    /// cluster has no template (any more).
+    pub(super) async fn admin_access_of(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<crate::cluster::AdminAccess> {
+        let Some(id) = cluster.template_id else {
+            return Ok(crate::cluster::AdminAccess::default());
+        };
+        match self.store.template(id).await {
+            Ok(t) => Ok(t.admin_access),
+            Err(Error::NotFound(_)) => Ok(crate::cluster::AdminAccess::default()),
+            Err(e) => Err(e),
+        }
+    }
+
+    pub(super) async fn admin_client(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<(kube::Client, crate::kubernetes::ParsedKubeconfig)> {
+        let admin = self.stored_kubeconfig(cluster).await?;
+        let text = std::str::from_utf8(admin.expose())
+            .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
+        // Checked again at every use: the provider may no longer allow credential plugins.
+        let allow_exec = self
+            .provisioner_of(cluster)
+            .await?
+            .is_some_and(|(p, config)| p.allows_exec(&config));
+        let parsed = crate::kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
+            Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
+        })?;
+        let client = crate::kubernetes::client(&parsed, self.settings.request_check_timeout)
+            .await
+            .map_err(|e| Error::Conflict(format!("cannot reach the cluster: {e}")))?;
+        Ok((client, parsed))
+    }
+
+    async fn issue_user_kubeconfig(
+        &self,
+        actor: &Actor,
+        cluster: &Cluster,
+        username: &str,
+        user_id: Uuid,
+        role: crate::identity::Role,
+    ) -> Result<KubeconfigDownload> {
+        if cluster.state != ClusterState::Ready && cluster.state != ClusterState::Updating {
+            return Err(Error::Conflict(format!(
+                "the cluster is {}; kubeconfigs are issued when it is Ready",
+                cluster.state.label()
+            )));
+        }
+        let (client, parsed) = self.admin_client(cluster).await?;
+        let mut req = crate::kubernetes::UserAccess::new(
+            username,
+            &cluster.tenant_slug,
+            role,
+            self.settings.user_token_ttl,
+        );
+        req.context_name = Some(format!("{}-{}", cluster.tenant_slug, cluster.name));
+        req.admin_access = self.admin_access_of(cluster).await?;
+        let issued = tokio::time::timeout(
+            self.settings.request_check_timeout * 2,
+            crate::kubernetes::issue_user_kubeconfig(client, &parsed.endpoint(), &req),
+        )
+        .await
+        .map_err(|_| Error::Conflict("the cluster did not answer in time; try again".into()))?
+        .map_err(access_error)?;
+        let audit = AuditEvent::now(
+            actor,
+            action::KUBECONFIG_ISSUE,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(cluster.tenant_id)
+        .with_detail(format!(
+            "service account {}, role {role} ({}), expires {}",
+            issued.service_account,
+            granted_scope(&req, &issued),
+            issued.expires_at.to_rfc3339()
+        ));
+        self.store
+            .put_access(
+                cluster.id,
+                user_id,
+                &issued.service_account,
+                role.as_str(),
+                issued.expires_at,
+                &audit,
+            )
+            .await?;
+        Ok(KubeconfigDownload {
+            file_name: format!(
+                "{}-{}-{}.kubeconfig",
+                cluster.tenant_slug, cluster.name, issued.service_account
+            ),
+            yaml: issued.yaml,
+            expires_at: Some(issued.expires_at),
+        })
+    }
+
+    /// Revokes a user's access to a cluster (their own, or anyone's for tenant admins and
+    /// operators): deletes the ServiceAccount, which invalidates every token issued to it.
+    pub async fn revoke_access(&self, actor: &Actor, id: &str, user: Option<&str>) -> Result<()> {
+        let cluster = self
+            .visible_cluster(actor, id, action::ACCESS_REVOKE)
+            .await?;
+        let own = actor.identity().map(|i| i.username.as_str());
+        let target = match (user.map(str::trim).filter(|u| !u.is_empty()), own) {
+            (Some(u), Some(me)) if u == me => me.to_owned(),
+            (None, Some(me)) => me.to_owned(),
+            (Some(u), _) => {
+                self.authorize(
+                    actor,
+                    Permission::ManageAccess(cluster.tenant_id),
+                    action::ACCESS_REVOKE,
+                    u,
+                    Some(cluster.tenant_id),
+                )
+                .await?;
+                u.to_owned()
+            }
+            (None, None) => {
+                return Err(
+                    ValidationError::new("user", "name the user whose access to revoke").into(),
+                )
+            }
+        };
+        let result = async {
+            let user = self
+                .store
+                .user_by_username(&target)
+                .await?
+                .ok_or_else(|| Error::Invalid(ValidationError::new("user", "no such user")))?;
+            let (client, _) = self.admin_client(&cluster).await?;
+            let removed = crate::kubernetes::revoke_user_access(client, &target)
+                .await
+                .map_err(access_error)?;
+            let audit = AuditEvent::now(
+                actor,
+                action::ACCESS_REVOKE,
+                cluster.name.as_str(),
+                Outcome::Success,
+            )
+            .in_tenant(cluster.tenant_id)
+            .with_detail(format!(
+                "user {target}{}",
+                if removed { "" } else { " (had no access)" }
+            ));
+            if !self
+                .store
+                .delete_access(cluster.id, user.id, &audit)
+                .await?
+                && !removed
+            {
+                self.store.record_audit(&audit).await?;
+            }
+            Ok(())
+        }
+        .await;
+        self.audited(
+            actor,
+            action::ACCESS_REVOKE,
+            cluster.name.as_str(),
+            Some(cluster.tenant_id),
+            result,
+        )
+        .await
+    }
+
+    pub(crate) async fn stored_kubeconfig(&self, cluster: &Cluster) -> Result<Secret> {
+        if cluster.state == ClusterState::Provisioning {
+            return Err(Error::Conflict(
+                "the cluster is still being provisioned".into(),
+            ));
+        }
+        self.vault
+            .get(&SecretRef::tenant(
+                cluster.tenant_id,
+                kubeconfig_name(cluster.id),
+            ))
+            .await?
+            .ok_or_else(|| Error::Conflict("no kubeconfig is stored for this cluster".into()))
+    }
+
+    /// Removes every per-user ServiceAccount KQueen created in `cluster`, before KQueen
+    /// forgets a cluster that goes on existing (an imported one): afterwards nobody could
+    /// revoke them through KQueen. Best effort within `within`; returns the timeline line
+    /// (None: there were none).
+    pub(crate) async fn revoke_all_access(
+        &self,
+        cluster: &Cluster,
+        within: std::time::Duration,
+    ) -> Option<String> {
+        let users = match self.store.accesses_of(cluster.id).await {
+            Ok(users) if users.is_empty() => return None,
+            Ok(users) => users,
+            Err(e) => return Some(format!("Could not list the users' ServiceAccounts: {e}")),
+        };
+        let work = async {
+            let (client, _) = self.admin_client(cluster).await?;
+            crate::kubernetes::remove_all_access(client, &users)
+                .await
+                .map_err(access_error)?;
+            Ok::<_, Error>(())
+        };
+        let left = "; the kubeconfigs issued to them work until they expire";
+        Some(match tokio::time::timeout(within, work).await {
+            Ok(Ok(())) => format!(
+                "Removed the ServiceAccounts of {} user(s) from the cluster: {}",
+                users.len(),
+                users.join(", ")
+            ),
+            Ok(Err(e)) => format!("Could not remove the users' ServiceAccounts ({e}){left}"),
+            Err(_) => format!(
+                "The cluster did not answer in time to remove the users' ServiceAccounts{left}"
+            ),
+        })
+    }
+}
