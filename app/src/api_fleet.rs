@@ -18,7 +18,7 @@ pub(crate) mod ssr {
     use kqueen_core::inventory::fleet::{ClusterInventory, FleetCluster, FleetFilter};
     use kqueen_core::inventory::{Resources, WorkloadState};
 
-    use crate::api_clusters::ssr::time;
+    use crate::api::ssr::time;
     use crate::dto_fleet::{
         FindingDto, FleetClusterDto, FleetQuery, InventoryDto, NamespaceDto, NodeRowDto,
         ResourcesDto, WorkloadDto,
@@ -195,7 +195,7 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
             })
             .collect(),
         rows: o.clusters.into_iter().map(ssr::fleet_cluster).collect(),
-        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -207,7 +207,7 @@ pub async fn fleet_images_page(
 ) -> Result<FleetListDto<ImageDto>, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::api_clusters::ssr::time;
+    use crate::api::ssr::time;
     use crate::dto_fleet::UsageDto;
 
     let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
@@ -251,7 +251,7 @@ pub async fn fleet_images_page(
         total,
         offset,
         limit: FLEET_PAGE_SIZE,
-        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -263,7 +263,7 @@ pub async fn fleet_image_history_page(
 ) -> Result<FleetListDto<ImageHistoryDto>, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::api_clusters::ssr::time;
+    use crate::api::ssr::time;
 
     let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
     let offset = offset.unwrap_or(0);
@@ -291,7 +291,7 @@ pub async fn fleet_image_history_page(
         total,
         offset,
         limit: FLEET_PAGE_SIZE,
-        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -303,7 +303,7 @@ pub async fn fleet_versions_page(
 ) -> Result<FleetListDto<VersionDto>, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::api_clusters::ssr::time;
+    use crate::api::ssr::time;
 
     let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
     let offset = offset.unwrap_or(0);
@@ -333,7 +333,7 @@ pub async fn fleet_versions_page(
         total,
         offset,
         limit: FLEET_PAGE_SIZE,
-        tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -374,7 +374,7 @@ pub async fn fleet_findings_page(
             total,
             offset,
             limit: FLEET_PAGE_SIZE,
-            tenants: crate::api_clusters::ssr::request_tenants(&k, &actor).await?,
+            tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
         },
     })
 }
