@@ -4,7 +4,7 @@ export RUSTUP_AUTO_INSTALL := 0
 WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check clippy test-rust e2e test clean
+.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check imports clippy test-rust e2e test clean
 
 help: ## List the recipes
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -36,6 +36,9 @@ fmt: ## Format the code
 fmt-check: ## Check formatting
 	cargo fmt --all --check
 
+imports: ## No import cycles between the modules of any crate (scripts/imports.py)
+	python3 scripts/imports.py
+
 clippy: setup ## Lint the server side (ssr) and the wasm side (hydrate), warnings as errors
 	cargo clippy --workspace --exclude kqueen-frontend --all-targets -- -D warnings
 	cargo +$(WASM_TC) clippy -p kqueen-frontend --target wasm32-unknown-unknown -- -D warnings
@@ -46,7 +49,7 @@ test-rust: ## Unit and integration tests (SQLite and Postgres at 127.0.0.1:5432)
 e2e: setup-test site build fakes ## Browser tests, JavaScript off and on
 	cd end2end && npm test
 
-test: setup-test fmt-check clippy test-rust e2e ## Install everything and run every check and test
+test: setup-test fmt-check imports clippy test-rust e2e ## Install everything and run every check and test
 	@echo "all checks and tests passed"
 
 clean: ## Remove build output

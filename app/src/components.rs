@@ -6,6 +6,7 @@ use leptos_router::hooks::{use_location, use_query_map};
 
 use crate::api;
 use crate::dto::MeDto;
+pub use crate::query::encode_query_value;
 use crate::AppError;
 
 /// Header with the product navigation and the user menu around the page. Visitors who are
@@ -188,29 +189,5 @@ pub fn FormError() -> impl IntoView {
                     </p>
                 }
             })
-    }
-}
-
-/// Percent-encodes a query-string value (RFC 3986 unreserved characters stay as they are).
-pub fn encode_query_value(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        if b.is_ascii_alphanumeric() || matches!(b, b'-' | b'.' | b'_' | b'~') {
-            out.push(char::from(b));
-        } else {
-            out.push_str(&format!("%{b:02X}"));
-        }
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::encode_query_value;
-
-    #[test]
-    fn query_values_are_percent_encoded() {
-        assert_eq!(encode_query_value("team-a_1.~"), "team-a_1.~");
-        assert_eq!(encode_query_value("a b&c=d/é"), "a%20b%26c%3Dd%2F%C3%A9");
     }
 }

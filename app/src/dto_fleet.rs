@@ -26,7 +26,7 @@ impl FleetQuery {
         ]
         .into_iter()
         .filter(|(_, v)| !v.is_empty())
-        .map(|(k, v)| format!("{k}={}", crate::components::encode_query_value(v)))
+        .map(|(k, v)| format!("{k}={}", crate::query::encode_query_value(v)))
         .collect::<Vec<_>>()
         .join("&")
     }

@@ -13,6 +13,7 @@ pub mod dto;
 pub mod dto_fleet;
 mod error;
 mod pages;
+mod query;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};

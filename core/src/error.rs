@@ -59,7 +59,22 @@ pub enum Error {
     Backend(String),
     /// A secret could not be sealed or opened (wrong or missing key, tampering).
     #[error(transparent)]
-    Vault(#[from] crate::vault::VaultError),
+    Vault(#[from] VaultError),
+}
+
+/// Vault failures. None of them carries key material or plaintext.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum VaultError {
+    #[error("vault key specification: {0}")]
+    Spec(String),
+    #[error("sealed with key '{0}', which is not in the keyring")]
+    UnknownKey(String),
+    #[error("sealed secret is malformed")]
+    Malformed,
+    #[error("sealed secret does not open (wrong key, tampered, or moved)")]
+    Open,
+    #[error("vault key file: {0}")]
+    File(String),
 }
 
 impl From<ValidationError> for Error {

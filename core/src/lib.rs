@@ -8,6 +8,7 @@ pub mod actor;
 pub mod audit;
 pub mod clock;
 pub mod cluster;
+pub mod deps;
 pub mod engine;
 mod error;
 pub mod export;

@@ -223,7 +223,7 @@ impl Setup {
         c.owner = owner.into();
         c.lease = lease;
         c.poll_interval = Duration::from_millis(20);
-        Engine::new(self.k.clone(), c)
+        self.k.engine(c)
     }
 
     async fn request(&self, name: &str) -> Result<kqueen_core::cluster::Cluster, Error> {
@@ -728,7 +728,7 @@ async fn failures_timeouts_and_retries(db: TestDatabase) {
     store_set_deadline(&store, slow.id, 1).await;
     let mut e = EngineConfig::new(s.work.path().to_owned());
     e.poll_interval = Duration::from_millis(10);
-    let engine = Engine::new(s.k.clone(), e);
+    let engine = s.k.engine(e);
     engine.run_until_idle().await.unwrap();
     let d =
         s.k.cluster_detail(&s.alice, &failed.id.to_string())

@@ -14,7 +14,7 @@ use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
 use kqueen_core::cluster::{ClusterRequest, ClusterState, ProviderInput, TemplateInput};
-use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
 use kqueen_core::inventory::checks::Severity;
 use kqueen_core::inventory::fleet::FleetFilter;
@@ -309,10 +309,7 @@ impl Fleet {
             .unwrap();
         let mut config = EngineConfig::new(self.work.path().to_owned());
         config.poll_interval = Duration::from_millis(20);
-        Engine::new(self.k.clone(), config)
-            .run_until_idle()
-            .await
-            .unwrap();
+        self.k.engine(config).run_until_idle().await.unwrap();
         let id = c.id.to_string();
         let state = self.k.cluster_detail(who, &id).await.unwrap().cluster.state;
         assert_eq!(state, ClusterState::Ready, "{name}");

@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use kqueen_core::cluster::{ClusterRequest, ClusterState, ProviderInput, TemplateInput};
-use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
 use kqueen_core::inventory::checks::{builtin, run_all, CheckSettings};
 use kqueen_core::inventory::fleet::FleetFilter;
@@ -386,10 +386,7 @@ async fn sync(backend: &str, db: TestDatabase, n: usize) {
     let work = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(work.path().to_owned());
     config.poll_interval = Duration::from_millis(20);
-    Engine::new(k.clone(), config)
-        .run_until_idle()
-        .await
-        .unwrap();
+    k.engine(config).run_until_idle().await.unwrap();
     for round in 1..=2 {
         let t = Instant::now();
         let results = k.sync_inventory().await.unwrap();

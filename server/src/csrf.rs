@@ -16,8 +16,8 @@ pub async fn same_origin(State(state): State<AppState>, req: Request, next: Next
     {
         return next.run(req).await;
     }
-    let expected = if state.auth.public_url_configured {
-        state.auth.public_url.clone()
+    let expected = if state.auth.config.public_url_configured {
+        state.auth.config.public_url.clone()
     } else {
         // No public URL configured: the origin the browser used to reach us.
         let host = req

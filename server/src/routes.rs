@@ -22,16 +22,16 @@ pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let kqueen = state.kqueen.clone();
     let login_options = LoginOptions {
-        sso: state.oidc.is_some(),
-        local_accounts: state.auth.local_accounts,
+        sso: state.auth.oidc.is_some(),
+        local_accounts: state.auth.config.local_accounts,
     };
     let sessions = SessionManagerLayer::new(DbSessionStore::new(state.kqueen.store().clone()))
         .with_name("kqueen_session")
         .with_http_only(true)
         .with_same_site(SameSite::Lax)
-        .with_secure(state.auth.public_url.starts_with("https://"))
+        .with_secure(state.auth.config.public_url.starts_with("https://"))
         .with_expiry(Expiry::OnInactivity(time::Duration::minutes(i64::from(
-            state.auth.session_idle_minutes,
+            state.auth.config.session_idle_minutes,
         ))));
     Router::new()
         .route("/healthz", get(health::healthz))

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use anyhow::{bail, Context};
 use kqueen_app::OUTPUT_NAME;
-use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
 use kqueen_core::store::Store;
 use kqueen_core::vault::{EtcdBackend, Keyring, SecretBackend, Vault};
@@ -16,7 +16,7 @@ use secrecy::ExposeSecret;
 use tokio::net::TcpListener;
 
 use crate::auth::oidc::{Oidc, OidcConfig};
-use crate::auth::AuthConfig;
+use crate::auth::{AuthConfig, AuthState};
 use crate::routes::router;
 use crate::settings::Settings;
 pub use crate::state::{AppState, SharedState};
@@ -119,9 +119,8 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
     }
     Ok(AppState::new(SharedState {
         leptos_options,
+        auth: AuthState::new(kqueen.clone(), auth, oidc),
         kqueen,
-        auth,
-        oidc,
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
     }))
@@ -186,8 +185,7 @@ pub async fn run(
         .inventory_every
         .filter(|_| engine.is_some())
         .map(|every| tokio::spawn(sync_inventory(kqueen.clone(), every)));
-    let engine =
-        engine.map(|config| tokio::spawn(Engine::new(kqueen.clone(), config).run(engine_stopped)));
+    let engine = engine.map(|config| tokio::spawn(kqueen.engine(config).run(engine_stopped)));
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
     let result = axum::serve(listener, app)
         .with_graceful_shutdown(shutdown)

@@ -6,8 +6,7 @@ use axum::extract::FromRef;
 use kqueen_core::Kqueen;
 use leptos::config::LeptosOptions;
 
-use crate::auth::oidc::Oidc;
-use crate::auth::AuthConfig;
+use crate::auth::AuthState;
 
 /// Everything a request handler may need. Every middleware layer and handler clones the
 /// state for every request: one reference count, whatever it holds.
@@ -40,12 +39,18 @@ impl FromRef<AppState> for Kqueen {
     }
 }
 
+impl FromRef<AppState> for AuthState {
+    fn from_ref(state: &AppState) -> Self {
+        state.auth.clone()
+    }
+}
+
 /// What [`AppState`] shares.
 pub struct SharedState {
     pub leptos_options: LeptosOptions,
     pub kqueen: Kqueen,
-    pub auth: AuthConfig,
-    pub oidc: Option<Arc<Oidc>>,
+    /// Login, sessions and the identity provider.
+    pub auth: AuthState,
     /// How often this process syncs the inventory when it runs workers; none: never.
     pub inventory_every: Option<std::time::Duration>,
 }

@@ -4,8 +4,7 @@
 use serde::Serialize;
 
 use crate::export::to_csv;
-use crate::inventory::fleet::{FindingRow, ImageHistoryRow, VersionRow};
-use crate::ImageRow;
+use crate::inventory::fleet::{FindingRow, ImageHistoryRow, ImageRow, VersionRow};
 use crate::Result;
 
 fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {

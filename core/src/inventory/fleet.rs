@@ -197,3 +197,16 @@ mod tests {
         assert!(e.to_string().contains("severity"), "{e}");
     }
 }
+
+/// An image with where it runs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ImageRow {
+    pub image: String,
+    pub registry: Option<String>,
+    pub repository: Option<String>,
+    pub tag: Option<String>,
+    pub digest: Option<String>,
+    pub clusters: u32,
+    pub first_seen: DateTime<Utc>,
+    pub usages: Vec<ImageUsage>,
+}

@@ -12,7 +12,6 @@
 pub mod command;
 pub mod import;
 pub mod jenkins;
-pub mod schema;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -26,42 +25,11 @@ use uuid::Uuid;
 
 use crate::vault::Secret;
 
+// The parameter schema and the kinds are domain types (templates and clusters hold them);
+// provisioners use them from here as before.
+pub use crate::cluster::params as schema;
+pub use crate::cluster::ProviderKind;
 pub use schema::{ParamKind, ParamOverride, ParamSchema, ParamSpec, Params};
-
-/// The provisioner backends KQueen knows (the `kind` of a provider).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    Import,
-    Command,
-    Jenkins,
-}
-
-impl ProviderKind {
-    pub const ALL: [ProviderKind; 3] = [
-        ProviderKind::Import,
-        ProviderKind::Command,
-        ProviderKind::Jenkins,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ProviderKind::Import => "import",
-            ProviderKind::Command => "command",
-            ProviderKind::Jenkins => "jenkins",
-        }
-    }
-
-    pub fn parse(s: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|k| k.as_str() == s)
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
 
 /// What a provisioner can do besides create and delete.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

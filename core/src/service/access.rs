@@ -7,8 +7,8 @@ use uuid::Uuid;
 use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{Cluster, ClusterState};
-use crate::engine::kubeconfig_name;
 use crate::policy::{self, Permission};
+use crate::vault::names::kubeconfig_name;
 use crate::vault::{Secret, SecretRef};
 use crate::{Actor, Error, Result, ValidationError};
 
@@ -90,7 +90,7 @@ impl Kqueen {
             Outcome::Success,
         )
         .in_tenant(cluster.tenant_id);
-        self.store.record_audit(&audit).await?;
+        self.deps.store.record_audit(&audit).await?;
         Ok(KubeconfigDownload {
             file_name: format!("{}-{}-admin.kubeconfig", cluster.tenant_slug, cluster.name),
             yaml,
@@ -136,7 +136,7 @@ impl Kqueen {
         let Some(id) = cluster.template_id else {
             return Ok(crate::cluster::AdminAccess::default());
         };
-        match self.store.template(id).await {
+        match self.deps.store.template(id).await {
             Ok(t) => Ok(t.admin_access),
             Err(Error::NotFound(_)) => Ok(crate::cluster::AdminAccess::default()),
             Err(e) => Err(e),
@@ -158,7 +158,7 @@ impl Kqueen {
         let parsed = crate::kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
             Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
         })?;
-        let client = crate::kubernetes::client(&parsed, self.settings.request_check_timeout)
+        let client = crate::kubernetes::client(&parsed, self.deps.settings.request_check_timeout)
             .await
             .map_err(|e| Error::Conflict(format!("cannot reach the cluster: {e}")))?;
         Ok((client, parsed))
@@ -183,12 +183,12 @@ impl Kqueen {
             username,
             &cluster.tenant_slug,
             role,
-            self.settings.user_token_ttl,
+            self.deps.settings.user_token_ttl,
         );
         req.context_name = Some(format!("{}-{}", cluster.tenant_slug, cluster.name));
         req.admin_access = self.admin_access_of(cluster).await?;
         let issued = tokio::time::timeout(
-            self.settings.request_check_timeout * 2,
+            self.deps.settings.request_check_timeout * 2,
             crate::kubernetes::issue_user_kubeconfig(client, &parsed.endpoint(), &req),
         )
         .await
@@ -207,7 +207,8 @@ impl Kqueen {
             granted_scope(&req, &issued),
             issued.expires_at.to_rfc3339()
         ));
-        self.store
+        self.deps
+            .store
             .put_access(
                 cluster.id,
                 user_id,
@@ -256,6 +257,7 @@ impl Kqueen {
         };
         let result = async {
             let user = self
+                .deps
                 .store
                 .user_by_username(&target)
                 .await?
@@ -276,12 +278,13 @@ impl Kqueen {
                 if removed { "" } else { " (had no access)" }
             ));
             if !self
+                .deps
                 .store
                 .delete_access(cluster.id, user.id, &audit)
                 .await?
                 && !removed
             {
-                self.store.record_audit(&audit).await?;
+                self.deps.store.record_audit(&audit).await?;
             }
             Ok(())
         }
@@ -302,7 +305,8 @@ impl Kqueen {
                 "the cluster is still being provisioned".into(),
             ));
         }
-        self.vault
+        self.deps
+            .vault
             .get(&SecretRef::tenant(
                 cluster.tenant_id,
                 kubeconfig_name(cluster.id),
@@ -320,7 +324,7 @@ impl Kqueen {
         cluster: &Cluster,
         within: std::time::Duration,
     ) -> Option<String> {
-        let users = match self.store.accesses_of(cluster.id).await {
+        let users = match self.deps.store.accesses_of(cluster.id).await {
             Ok(users) if users.is_empty() => return None,
             Ok(users) => users,
             Err(e) => return Some(format!("Could not list the users' ServiceAccounts: {e}")),

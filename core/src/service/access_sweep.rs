@@ -31,7 +31,7 @@ impl Kqueen {
     /// again at the next (the engine asks for one every minute). Returns how many were
     /// revoked.
     pub async fn revoke_stale_access(&self) -> Result<usize> {
-        let stale = self.store.stale_accesses(10_000).await?;
+        let stale = self.deps.store.stale_accesses(10_000).await?;
         let mut by_cluster: BTreeMap<Uuid, Vec<store::StaleAccess>> = BTreeMap::new();
         for access in stale {
             by_cluster
@@ -41,7 +41,7 @@ impl Kqueen {
         }
         let mut revoked = 0;
         for (cluster_id, accesses) in by_cluster {
-            let cluster = match self.store.cluster(cluster_id).await {
+            let cluster = match self.deps.store.cluster(cluster_id).await {
                 Ok(c) => c,
                 Err(Error::NotFound(_)) => continue,
                 Err(e) => {
@@ -49,7 +49,7 @@ impl Kqueen {
                     continue;
                 }
             };
-            let within = self.settings.request_check_timeout * 2;
+            let within = self.deps.settings.request_check_timeout * 2;
             match tokio::time::timeout(within, self.revoke_stale_in(&cluster, &accesses)).await {
                 Ok(Ok(n)) => revoked += n,
                 Ok(Err((n, e))) => {
@@ -77,6 +77,7 @@ impl Kqueen {
             // Read again just before acting: a download since the list was read (after a role
             // change) recorded the new role, and its fresh ServiceAccount must stay.
             if !self
+                .deps
                 .store
                 .still_stale(access)
                 .await
@@ -104,6 +105,7 @@ impl Kqueen {
             .in_tenant(cluster.tenant_id)
             .with_detail(format!("user {}: {reason}", access.username));
             if self
+                .deps
                 .store
                 .delete_stale_access(access, &audit)
                 .await
@@ -120,15 +122,15 @@ impl Kqueen {
     /// not answer is tried again at the next pass and never holds up the others. Changes are
     /// audited (`access.sync`, by `system`). Returns how many clusters were changed.
     pub async fn sync_access(&self) -> Result<usize> {
-        let grants = self.store.access_grants(100_000).await?;
+        let grants = self.deps.store.access_grants(100_000).await?;
         let mut by_cluster: BTreeMap<Uuid, Vec<store::AccessGrant>> = BTreeMap::new();
         for grant in grants {
             by_cluster.entry(grant.cluster_id).or_default().push(grant);
         }
-        let within = self.settings.request_check_timeout * 2;
+        let within = self.deps.settings.request_check_timeout * 2;
         let changed = futures::stream::iter(by_cluster)
             .map(|(cluster_id, grants)| async move {
-                let cluster = match self.store.cluster(cluster_id).await {
+                let cluster = match self.deps.store.cluster(cluster_id).await {
                     Ok(c) => c,
                     Err(Error::NotFound(_)) => return false,
                     Err(e) => {
@@ -192,7 +194,7 @@ impl Kqueen {
                 changes.summary(),
                 admin_access.as_str()
             ));
-            self.store.record_audit(&audit).await?;
+            self.deps.store.record_audit(&audit).await?;
         }
         Ok(changes)
     }

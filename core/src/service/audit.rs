@@ -37,7 +37,7 @@ impl Kqueen {
         page: Page,
     ) -> Result<Vec<AuditEvent>> {
         if policy::check(actor, Permission::ViewAllAudit).is_ok() {
-            return self.store.list_audit(query, page).await;
+            return self.deps.store.list_audit(query, page).await;
         }
         let admin_of: Vec<uuid::Uuid> = actor
             .identity()
@@ -65,6 +65,6 @@ impl Kqueen {
             within_tenants: Some(admin_of),
             ..query.clone()
         };
-        self.store.list_audit(&scoped, page).await
+        self.deps.store.list_audit(&scoped, page).await
     }
 }

@@ -59,7 +59,7 @@ impl Kqueen {
             memberships.push((self.tenant_for_mapping(&slug).await?, role));
         }
         let now = crate::clock::now();
-        let existing = self.store.user_by_subject(&subject).await?;
+        let existing = self.deps.store.user_by_subject(&subject).await?;
         let user = User {
             id: existing.as_ref().map_or_else(Uuid::now_v7, |u| u.id),
             subject,
@@ -86,6 +86,7 @@ impl Kqueen {
             .with_detail(detail);
         audit.actor = user.username.clone();
         let upserted = self
+            .deps
             .store
             .upsert_external_login(&user, &memberships, &audit)
             .await;
@@ -106,7 +107,7 @@ impl Kqueen {
     }
 
     async fn tenant_for_mapping(&self, slug: &TenantSlug) -> Result<Uuid> {
-        match self.store.tenant_by_slug(slug).await {
+        match self.deps.store.tenant_by_slug(slug).await {
             Ok(t) => Ok(t.id),
             Err(Error::NotFound(_)) => {
                 let input = NewTenant {
@@ -116,7 +117,7 @@ impl Kqueen {
                 match self.create_tenant(&Actor::system(), input).await {
                     Ok(t) => Ok(t.id),
                     // Created meanwhile by a concurrent login.
-                    Err(Error::Conflict(_)) => Ok(self.store.tenant_by_slug(slug).await?.id),
+                    Err(Error::Conflict(_)) => Ok(self.deps.store.tenant_by_slug(slug).await?.id),
                     Err(e) => Err(e),
                 }
             }
@@ -133,9 +134,9 @@ impl Kqueen {
         source_ip: Option<String>,
     ) -> Result<Identity> {
         let actor = Actor::anonymous().with_source_ip(source_ip);
-        let user = self.store.user_by_username(username).await?;
+        let user = self.deps.store.user_by_username(username).await?;
         let hash = match &user {
-            Some(u) => self.store.password_hash(u.id).await?,
+            Some(u) => self.deps.store.password_hash(u.id).await?,
             None => None,
         };
         let ok = match (&user, &hash) {
@@ -151,7 +152,7 @@ impl Kqueen {
         let mut audit = AuditEvent::now(&actor, action::LOGIN, &user.username, Outcome::Success)
             .with_detail("local account");
         audit.actor = user.username.clone();
-        self.store.record_login(user.id, now, &audit).await?;
+        self.deps.store.record_login(user.id, now, &audit).await?;
         self.identity(user.id).await?.ok_or(Error::Unauthenticated)
     }
 
@@ -161,7 +162,7 @@ impl Kqueen {
         let target: String = target.chars().take(100).collect();
         let event =
             AuditEvent::now(actor, action::LOGIN, target, Outcome::Failure).with_detail(reason);
-        if let Err(e) = self.store.record_audit(&event).await {
+        if let Err(e) = self.deps.store.record_audit(&event).await {
             return e;
         }
         Error::Unauthenticated
@@ -170,7 +171,7 @@ impl Kqueen {
     /// Records a logout.
     pub async fn logout(&self, actor: &Actor) -> Result<()> {
         let event = AuditEvent::now(actor, action::LOGOUT, actor.to_string(), Outcome::Success);
-        self.store.record_audit(&event).await
+        self.deps.store.record_audit(&event).await
     }
 
     /// The current identity of a user, or `None` when the user is gone or disabled (their
@@ -179,7 +180,7 @@ impl Kqueen {
         if let Some(cached) = self.identities.get(&user_id) {
             return Ok(cached);
         }
-        let user = match self.store.user_by_id(user_id).await {
+        let user = match self.deps.store.user_by_id(user_id).await {
             Ok(u) if !u.disabled => u,
             Ok(_) | Err(Error::NotFound(_)) => {
                 self.identities.put(user_id, None);
@@ -187,7 +188,7 @@ impl Kqueen {
             }
             Err(e) => return Err(e),
         };
-        let memberships = self.store.memberships_of(user.id).await?;
+        let memberships = self.deps.store.memberships_of(user.id).await?;
         let identity = Identity {
             user_id: user.id,
             username: user.username,
@@ -241,7 +242,12 @@ impl Kqueen {
         let role = if operator { "operator" } else { "user" };
         let audit = AuditEvent::now(actor, action::USER_CREATE, &user.username, Outcome::Success)
             .with_detail(format!("local {role}"));
-        if let Err(e) = self.store.create_user(&user, Some(&hash), &audit).await {
+        if let Err(e) = self
+            .deps
+            .store
+            .create_user(&user, Some(&hash), &audit)
+            .await
+        {
             if e.is_client_error() {
                 self.audit_refusal(actor, action::USER_CREATE, username, None, &e)
                     .await?;
@@ -253,6 +259,6 @@ impl Kqueen {
 
     /// True when no operator can log in yet (to offer a bootstrap account at first start).
     pub async fn needs_bootstrap(&self) -> Result<bool> {
-        Ok(!self.store.has_active_operator().await?)
+        Ok(!self.deps.store.has_active_operator().await?)
     }
 }

@@ -16,7 +16,7 @@ use crate::provisioner::{
     Capabilities, ParamOverride, ParamSchema, Params, ProviderKind, Provisioner,
 };
 use crate::tenant::TenantSlug;
-use crate::vault::{Secret, SecretRef};
+use crate::vault::{names, Secret};
 use crate::{Actor, Error, Result, ValidationError};
 
 /// A provisioner kind as the portal shows it.
@@ -43,16 +43,12 @@ pub struct TemplateView {
 }
 
 /// Where a provider's secret setting lives in the vault.
-pub(crate) fn provider_secret_ref(provider: Uuid, field: &str) -> SecretRef {
-    SecretRef::global(format!("provider/{provider}/{field}"))
-}
-
 impl Kqueen {
     pub(super) fn provisioner(
         &self,
         kind: ProviderKind,
     ) -> Result<std::sync::Arc<dyn Provisioner>> {
-        self.registry.get(kind).ok_or_else(|| {
+        self.deps.registry.get(kind).ok_or_else(|| {
             Error::Invalid(ValidationError::new(
                 "kind",
                 format!("no provisioner of kind '{kind}' in this portal"),
@@ -71,9 +67,10 @@ impl Kqueen {
         )
         .await?;
         Ok(self
+            .deps
             .registry
             .kinds()
-            .filter_map(|k| self.registry.get(k))
+            .filter_map(|k| self.deps.registry.get(k))
             .map(|p| KindInfo {
                 kind: p.kind(),
                 capabilities: p.capabilities(),
@@ -180,9 +177,10 @@ impl Kqueen {
             if kept.contains(field) {
                 continue;
             }
-            self.vault
+            self.deps
+                .vault
                 .put(
-                    &provider_secret_ref(provider.id, field),
+                    &names::provider_field(provider.id, field),
                     &Secret::new(value.as_bytes()),
                 )
                 .await?;
@@ -195,9 +193,9 @@ impl Kqueen {
         let audit = AuditEvent::now(actor, verb, &provider.name, Outcome::Success)
             .with_detail(format!("kind {kind}"));
         if existing.is_some() {
-            self.store.update_provider(&provider, &audit).await?;
+            self.deps.store.update_provider(&provider, &audit).await?;
         } else {
-            self.store.create_provider(&provider, &audit).await?;
+            self.deps.store.create_provider(&provider, &audit).await?;
         }
         tracing::info!(provider = %provider.name, %kind, "provider {what}");
         Ok(provider)
@@ -205,9 +203,10 @@ impl Kqueen {
 
     async fn find_provider(&self, name_or_id: &str) -> Result<Provider> {
         if let Ok(id) = Uuid::parse_str(name_or_id) {
-            return self.store.provider(id).await;
+            return self.deps.store.provider(id).await;
         }
-        self.store
+        self.deps
+            .store
             .provider_by_name(name_or_id.trim())
             .await?
             .ok_or(Error::NotFound("provider"))
@@ -225,11 +224,14 @@ impl Kqueen {
         let result = async {
             let p = self.find_provider(name).await?;
             let audit = AuditEvent::now(actor, action::PROVIDER_DELETE, &p.name, Outcome::Success);
-            if !self.store.delete_provider(p.id, &audit).await? {
+            if !self.deps.store.delete_provider(p.id, &audit).await? {
                 return Err(Error::NotFound("provider"));
             }
             for field in &p.secret_fields {
-                self.vault.delete(&provider_secret_ref(p.id, field)).await?;
+                self.deps
+                    .vault
+                    .delete(&names::provider_field(p.id, field))
+                    .await?;
             }
             Ok(())
         }
@@ -259,7 +261,7 @@ impl Kqueen {
             None,
         )
         .await?;
-        self.store.list_providers(page).await
+        self.deps.store.list_providers(page).await
     }
 
     pub async fn create_template(
@@ -354,7 +356,7 @@ impl Kqueen {
         {
             let slug = TenantSlug::parse(raw)
                 .map_err(|_| ValidationError::new("tenants", format!("'{raw}' is not a tenant")))?;
-            match self.store.tenant_by_slug(&slug).await {
+            match self.deps.store.tenant_by_slug(&slug).await {
                 Ok(t) => tenants.push(t.id),
                 Err(Error::NotFound(_)) => {
                     return Err(
@@ -395,9 +397,9 @@ impl Kqueen {
             format!("provider {}, tenant admins: {admin_detail}", provider.name),
         );
         if existing.is_some() {
-            self.store.update_template(&template, &audit).await?;
+            self.deps.store.update_template(&template, &audit).await?;
         } else {
-            self.store.create_template(&template, &audit).await?;
+            self.deps.store.create_template(&template, &audit).await?;
         }
         if before.is_some_and(|old| old != admin_access) {
             // The template's clusters get the new bindings without waiting a minute.
@@ -408,9 +410,10 @@ impl Kqueen {
 
     async fn find_template(&self, name_or_id: &str) -> Result<Template> {
         if let Ok(id) = Uuid::parse_str(name_or_id) {
-            return self.store.template(id).await;
+            return self.deps.store.template(id).await;
         }
-        self.store
+        self.deps
+            .store
             .template_by_name(name_or_id.trim())
             .await?
             .ok_or(Error::NotFound("template"))
@@ -435,7 +438,8 @@ impl Kqueen {
         let slugs: BTreeMap<Uuid, String> = if ids.is_empty() {
             BTreeMap::new()
         } else {
-            self.store
+            self.deps
+                .store
                 .tenants_by_ids(&ids)
                 .await?
                 .into_iter()
@@ -444,7 +448,7 @@ impl Kqueen {
         };
         let mut views = Vec::with_capacity(templates.len());
         for template in templates {
-            let provider = self.store.provider(template.provider_id).await?;
+            let provider = self.deps.store.provider(template.provider_id).await?;
             let provisioner = self.provisioner(provider.kind)?;
             let (schema, fixed) = refined_schema(provisioner.as_ref(), &template)?;
             let tenant_slugs = template_tenant_slugs(&template, &slugs)?;
@@ -473,7 +477,7 @@ impl Kqueen {
         let result = async {
             let t = self.find_template(name).await?;
             let audit = AuditEvent::now(actor, action::TEMPLATE_DELETE, &t.name, Outcome::Success);
-            if !self.store.delete_template(t.id, &audit).await? {
+            if !self.deps.store.delete_template(t.id, &audit).await? {
                 return Err(Error::NotFound("template"));
             }
             Ok(())
@@ -501,13 +505,13 @@ impl Kqueen {
                     None,
                 )
                 .await?;
-                self.store.list_templates(None, page).await?
+                self.deps.store.list_templates(None, page).await?
             }
             Some(slug) => {
                 let t = self
                     .visible_tenant(actor, slug, action::TEMPLATE_VIEW)
                     .await?;
-                self.store.list_templates(Some(t.id), page).await?
+                self.deps.store.list_templates(Some(t.id), page).await?
             }
         };
         self.template_views(templates).await

@@ -1,25 +1,23 @@
 //! Clusters: request, list, view, scale, upgrade, delete; quotas; the engine's helpers.
 //! Kubeconfigs and per-user access are in `access.rs`.
 
-use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::catalog::{provider_secret_ref, refined_schema};
+use super::catalog::refined_schema;
 use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterRequest, ClusterState, EventKind,
-    Operation, OperationKind, OperationState, Quota, Usage,
+    Operation, OperationKind, Quota, Usage,
 };
-use crate::engine::kubeconfig_name;
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params, Provisioner};
 use crate::tenant::{Tenant, TenantSlug};
-use crate::vault::{Secret, SecretRef};
+use crate::vault::names;
+use crate::vault::Secret;
 use crate::{Actor, Error, Result, ValidationError};
 
 /// A cluster with what its page shows.
@@ -44,10 +42,6 @@ pub struct ClusterDetail {
 }
 
 /// Where a secret cluster parameter (an uploaded kubeconfig) lives in the vault.
-fn param_secret_ref(tenant: Uuid, cluster: Uuid, name: &str) -> SecretRef {
-    SecretRef::tenant(tenant, format!("cluster/{cluster}/param/{name}"))
-}
-
 impl Kqueen {
     /// Accepts a cluster request: validates it against the template, checks the quota, stores
     /// the cluster and its create operation. Provisioning happens in the background.
@@ -108,7 +102,7 @@ impl Kqueen {
             )
             .into());
         }
-        let provider = self.store.provider(t.provider_id).await?;
+        let provider = self.deps.store.provider(t.provider_id).await?;
         if provider.disabled {
             return Err(
                 ValidationError::new("template", "the template's provider is disabled").into(),
@@ -123,8 +117,8 @@ impl Kqueen {
             .get("node_count")
             .and_then(|n| n.parse::<u32>().ok())
             .unwrap_or(0);
-        let quota = self.store.quota(tenant.id).await?;
-        let usage = self.store.usage(tenant.id).await?;
+        let quota = self.deps.store.quota(tenant.id).await?;
+        let usage = self.deps.store.usage(tenant.id).await?;
         quota.admit(usage, node_count).map_err(Error::Conflict)?;
 
         let id = Uuid::now_v7();
@@ -133,18 +127,18 @@ impl Kqueen {
         let mut ctx = OpContext::new(
             name.as_str(),
             tenant.slug.as_str(),
-            self.settings.work_dir.join(id.to_string()),
+            self.deps.settings.work_dir.join(id.to_string()),
         );
         ctx.cluster_id = id;
         ctx.params = params.clone();
         ctx.provider_config = provider.config.clone();
-        ctx.provider_secrets = self.provider_secrets(&provider).await?;
+        ctx.provider_secrets = crate::engine::provider_secrets(&self.deps.vault, &provider).await?;
         ctx.param_secrets = secret_params
             .iter()
             .map(|(k, v)| (k.clone(), Secret::new(v.as_bytes())))
             .collect();
         match tokio::time::timeout(
-            self.settings.request_check_timeout,
+            self.deps.settings.request_check_timeout,
             provisioner.check_request(&ctx),
         )
         .await
@@ -192,8 +186,9 @@ impl Kqueen {
             chrono::Duration::minutes(i64::from(t.timeout_minutes)),
         );
         for (k, v) in &ctx.param_secrets {
-            self.vault
-                .put(&param_secret_ref(tenant.id, id, k), v)
+            self.deps
+                .vault
+                .put(&names::cluster_param(tenant.id, id, k), v)
                 .await?;
         }
         let event = ClusterEvent::new(
@@ -212,12 +207,17 @@ impl Kqueen {
         .in_tenant(tenant.id)
         .with_detail(format!("template {}, provider {}", t.name, provider.name));
         if let Err(e) = self
+            .deps
             .store
             .create_cluster(&cluster, &op, &event, &audit)
             .await
         {
             for k in ctx.param_secrets.keys() {
-                let _ = self.vault.delete(&param_secret_ref(tenant.id, id, k)).await;
+                let _ = self
+                    .deps
+                    .vault
+                    .delete(&names::cluster_param(tenant.id, id, k))
+                    .await;
             }
             return Err(e);
         }
@@ -231,10 +231,10 @@ impl Kqueen {
         &self,
         cluster: &Cluster,
     ) -> Result<Option<(Arc<dyn Provisioner>, Params)>> {
-        let Some(p) = self.registry.get(cluster.provider_kind) else {
+        let Some(p) = self.deps.registry.get(cluster.provider_kind) else {
             return Ok(None);
         };
-        match self.store.provider(cluster.provider_id).await {
+        match self.deps.store.provider(cluster.provider_id).await {
             Ok(provider) => Ok(Some((p, provider.config))),
             Err(Error::NotFound(_)) => Ok(None),
             Err(e) => Err(e),
@@ -249,23 +249,6 @@ impl Kqueen {
             .await?
             .map(|(p, config)| p.capabilities_for(&config))
             .unwrap_or_default())
-    }
-
-    async fn provider_secrets(
-        &self,
-        provider: &crate::cluster::Provider,
-    ) -> Result<BTreeMap<String, Secret>> {
-        let mut out = BTreeMap::new();
-        for field in &provider.secret_fields {
-            if let Some(s) = self
-                .vault
-                .get(&provider_secret_ref(provider.id, field))
-                .await?
-            {
-                out.insert(field.clone(), s);
-            }
-        }
-        Ok(out)
     }
 
     /// The tenants whose clusters the actor sees (`None`: all).
@@ -294,7 +277,8 @@ impl Kqueen {
                 return Err(e);
             }
         };
-        self.store
+        self.deps
+            .store
             .list_clusters(filter, scope.as_deref(), page)
             .await
     }
@@ -307,7 +291,7 @@ impl Kqueen {
         action: &str,
     ) -> Result<Cluster> {
         let found = match Uuid::parse_str(id.trim()) {
-            Ok(uuid) => match self.store.cluster(uuid).await {
+            Ok(uuid) => match self.deps.store.cluster(uuid).await {
                 Ok(c) => Some(c),
                 Err(Error::NotFound(_)) => None,
                 Err(e) => return Err(e),
@@ -334,8 +318,8 @@ impl Kqueen {
             .visible_cluster(actor, id, action::CLUSTER_VIEW)
             .await?;
         let capabilities = self.capabilities_of(&cluster).await?;
-        let operations = self.store.operations_of(cluster.id, 10).await?;
-        let events = self.store.events_of(cluster.id, None, 300).await?;
+        let operations = self.deps.store.operations_of(cluster.id, 10).await?;
+        let events = self.deps.store.events_of(cluster.id, None, 300).await?;
         let (mut node_range, mut version_options) = (None, Vec::new());
         if capabilities.scale || capabilities.upgrade {
             let (schema, fixed, _) = self.template_schema(&cluster).await?;
@@ -375,7 +359,7 @@ impl Kqueen {
         let cluster = self
             .visible_cluster(actor, id, action::CLUSTER_VIEW)
             .await?;
-        self.store.events_of(cluster.id, after, 500).await
+        self.deps.store.events_of(cluster.id, after, 500).await
     }
 
     async fn enqueue(
@@ -453,6 +437,7 @@ impl Kqueen {
         let who = actor.to_string();
         let timeout = match cluster.template_id {
             Some(t) => self
+                .deps
                 .store
                 .template(t)
                 .await
@@ -479,7 +464,8 @@ impl Kqueen {
         if let Some(t) = &target {
             audit = audit.with_detail(t.clone());
         }
-        self.store
+        self.deps
+            .store
             .enqueue_operation(&op, state, &event, &audit)
             .await?;
         Ok(op)
@@ -522,7 +508,7 @@ impl Kqueen {
     async fn template_schema(&self, cluster: &Cluster) -> Result<(ParamSchema, Params, String)> {
         let provisioner = self.provisioner(cluster.provider_kind)?;
         let template = match cluster.template_id {
-            Some(id) => match self.store.template(id).await {
+            Some(id) => match self.deps.store.template(id).await {
                 Ok(t) => Some(t),
                 Err(Error::NotFound(_)) => None,
                 Err(e) => return Err(e),
@@ -600,7 +586,10 @@ impl Kqueen {
         let t = self
             .visible_tenant(actor, tenant, action::TENANT_VIEW)
             .await?;
-        Ok((self.store.quota(t.id).await?, self.store.usage(t.id).await?))
+        Ok((
+            self.deps.store.quota(t.id).await?,
+            self.deps.store.usage(t.id).await?,
+        ))
     }
 
     /// Sets a tenant's quota (operators).
@@ -608,7 +597,7 @@ impl Kqueen {
         self.authorize(actor, Permission::SetQuota, action::QUOTA_SET, tenant, None)
             .await?;
         let slug = TenantSlug::parse(tenant.trim())?;
-        let t = self.store.tenant_by_slug(&slug).await?;
+        let t = self.deps.store.tenant_by_slug(&slug).await?;
         for (field, v, max) in [
             ("max_clusters", quota.max_clusters, 100_000),
             ("max_nodes", quota.max_nodes, 1_000_000),
@@ -632,118 +621,7 @@ impl Kqueen {
         let audit = AuditEvent::now(actor, action::QUOTA_SET, t.slug.as_str(), Outcome::Success)
             .in_tenant(t.id)
             .with_detail(detail);
-        self.store.set_quota(t.id, &quota, &audit).await?;
+        self.deps.store.set_quota(t.id, &quota, &audit).await?;
         Ok(quota)
-    }
-
-    /// Builds the context of a provisioner call for an operation (engine).
-    pub(crate) async fn op_context(
-        &self,
-        cluster: &Cluster,
-        op: &Operation,
-        work_root: &Path,
-    ) -> Result<OpContext> {
-        let provider = self.store.provider(cluster.provider_id).await?;
-        let mut ctx = OpContext::new(
-            cluster.name.as_str(),
-            &cluster.tenant_slug,
-            work_root.join(cluster.id.to_string()),
-        );
-        ctx.operation_id = op.id;
-        ctx.cluster_id = cluster.id;
-        ctx.params = cluster.parameters.clone();
-        ctx.provider_config = provider.config.clone();
-        ctx.provider_secrets = self.provider_secrets(&provider).await?;
-        if let Some(p) = self.registry.get(provider.kind) {
-            for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
-                if let Some(s) = self
-                    .vault
-                    .get(&param_secret_ref(cluster.tenant_id, cluster.id, &spec.name))
-                    .await?
-                {
-                    ctx.param_secrets.insert(spec.name.clone(), s);
-                }
-            }
-        }
-        ctx.cluster_state = cluster.provisioner_state.clone();
-        if op.kind != OperationKind::Create {
-            ctx.admin_kubeconfig = self
-                .vault
-                .get(&SecretRef::tenant(
-                    cluster.tenant_id,
-                    kubeconfig_name(cluster.id),
-                ))
-                .await?;
-        }
-        if op.kind == OperationKind::Delete {
-            let ops = self.store.operations_of(cluster.id, 50).await?;
-            if let Some(create) = ops.iter().find(|o| o.kind == OperationKind::Create) {
-                if create.state != OperationState::Succeeded {
-                    ctx.create_checkpoint = create
-                        .checkpoint
-                        .get("provisioner")
-                        .cloned()
-                        .unwrap_or_default();
-                }
-            }
-        }
-        ctx.checkpoint = op
-            .checkpoint
-            .get("provisioner")
-            .cloned()
-            .unwrap_or(serde_json::Value::Null);
-        Ok(ctx)
-    }
-
-    /// Removes a deleted cluster's secrets from the vault (engine).
-    pub(crate) async fn forget_cluster_secrets(&self, cluster: &Cluster) {
-        let mut refs = vec![SecretRef::tenant(
-            cluster.tenant_id,
-            kubeconfig_name(cluster.id),
-        )];
-        if let Some(p) = self.registry.get(cluster.provider_kind) {
-            for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
-                refs.push(param_secret_ref(cluster.tenant_id, cluster.id, &spec.name));
-            }
-        }
-        for r in refs {
-            if let Err(e) = self.vault.delete(&r).await {
-                tracing::warn!(error = %e, "removing a deleted cluster's secret failed");
-            }
-        }
-    }
-
-    /// Queues the deletion of a cluster whose time-to-live ran out (engine).
-    pub(crate) async fn expire_cluster(&self, cluster: &Cluster) -> Result<()> {
-        let system = Actor::system();
-        let now = crate::clock::now();
-        let op = Operation::new(
-            cluster.id,
-            OperationKind::Delete,
-            None,
-            "system",
-            now,
-            chrono::Duration::hours(1),
-        );
-        let event = ClusterEvent::new(
-            cluster.id,
-            Some(op.id),
-            EventKind::State,
-            "Time-to-live expired: deletion queued",
-            now,
-        );
-        let audit = AuditEvent::now(
-            &system,
-            action::CLUSTER_EXPIRE,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(cluster.tenant_id)
-        .with_detail("time-to-live expired");
-        self.store
-            .enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
-            .await?;
-        tracing::info!(cluster = %cluster.name, tenant = %cluster.tenant_slug, "cluster expired; deletion queued");
-        Ok(())
     }
 }

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
@@ -16,7 +16,7 @@ use crate::identity::Role;
 use crate::inventory::checks::{self, AuditCheck, CheckSettings};
 use crate::inventory::fleet::{
     ClusterInventory, FindingCount, FindingRow, FleetCluster, FleetFilter, ImageHistoryRow,
-    ImageUsage, VersionRow,
+    ImageRow, ImageUsage, VersionRow,
 };
 use crate::inventory::{minor_version, Resources};
 use crate::page::Page;
@@ -100,19 +100,6 @@ pub struct FleetOverview {
     pub clusters: Vec<FleetCluster>,
 }
 
-/// An image with where it runs.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ImageRow {
-    pub image: String,
-    pub registry: Option<String>,
-    pub repository: Option<String>,
-    pub tag: Option<String>,
-    pub digest: Option<String>,
-    pub clusters: u32,
-    pub first_seen: DateTime<Utc>,
-    pub usages: Vec<ImageUsage>,
-}
-
 fn tally(items: impl IntoIterator<Item = String>) -> Tally {
     let mut map: BTreeMap<String, u64> = BTreeMap::new();
     for i in items {
@@ -140,7 +127,7 @@ impl Kqueen {
     /// Syncs every Ready cluster, `concurrency` at a time, each within `timeout`: one dead
     /// cluster costs its own timeout and nothing else. A system task (the server's timer).
     pub async fn sync_inventory(&self) -> Result<Vec<ClusterSync>> {
-        let clusters = self.store.ready_clusters().await?;
+        let clusters = self.deps.store.ready_clusters().await?;
         let checks = self.audit_checks().await?;
         Ok(stream::iter(clusters)
             .map(|c| {
@@ -197,7 +184,7 @@ impl Kqueen {
         if let Some(e) = &result.error {
             event = event.with_detail(e.clone());
         }
-        self.store.record_audit(&event).await?;
+        self.deps.store.record_audit(&event).await?;
         Ok(result)
     }
 
@@ -226,7 +213,7 @@ impl Kqueen {
         let outcome = match outcome {
             Ok(snapshot) => {
                 let findings = checks::run_all(checks, &snapshot);
-                self.store
+                self.deps.store
                     .save_inventory(cluster.id, &snapshot, &findings, now, duration_ms)
                     .await
                     .map_err(|e| {
@@ -241,6 +228,7 @@ impl Kqueen {
             Err(e) => {
                 tracing::warn!(cluster = %cluster.name, tenant = %cluster.tenant_slug, error = %e, "inventory sync failed");
                 if let Err(store) = self
+                    .deps
                     .store
                     .save_sync_failure(cluster.id, &e, now, duration_ms)
                     .await
@@ -288,6 +276,7 @@ impl Kqueen {
     async fn newest_offered_version(&self) -> Result<Option<(u32, u32)>> {
         let mut newest = None;
         for t in self
+            .deps
             .store
             .list_templates(None, Page::first(Page::MAX_LIMIT))
             .await?
@@ -322,7 +311,7 @@ impl Kqueen {
         let cluster = self
             .visible_cluster(actor, id, action::CLUSTER_VIEW)
             .await?;
-        self.store.cluster_inventory(cluster.id).await
+        self.deps.store.cluster_inventory(cluster.id).await
     }
 
     /// Tenants whose clusters the actor sees in fleet views: all for operators; otherwise
@@ -370,7 +359,11 @@ impl Kqueen {
         filter: &FleetFilter,
     ) -> Result<FleetOverview> {
         let scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
-        let clusters = self.store.fleet_clusters(filter, scope.as_deref()).await?;
+        let clusters = self
+            .deps
+            .store
+            .fleet_clusters(filter, scope.as_deref())
+            .await?;
         let newest = self.newest_version().await?;
         let now = Utc::now();
         let stale_after =
@@ -457,12 +450,14 @@ impl Kqueen {
     ) -> Result<(Vec<ImageRow>, u64)> {
         let scope = self.fleet_scope(actor, Role::Member, "images").await?;
         let (images, total) = self
+            .deps
             .store
             .list_images(filter, scope.as_deref(), page)
             .await?;
         let refs: Vec<String> = images.iter().map(|i| i.image.clone()).collect();
         let mut usages: BTreeMap<String, Vec<ImageUsage>> = BTreeMap::new();
         for u in self
+            .deps
             .store
             .image_usages(&refs, filter, scope.as_deref())
             .await?
@@ -499,7 +494,8 @@ impl Kqueen {
         let scope = self
             .fleet_scope(actor, Role::Member, "image history")
             .await?;
-        self.store
+        self.deps
+            .store
             .list_image_history(filter, scope.as_deref(), page)
             .await
     }
@@ -512,7 +508,8 @@ impl Kqueen {
         page: Page,
     ) -> Result<(Vec<VersionRow>, u64)> {
         let scope = self.fleet_scope(actor, Role::Member, "versions").await?;
-        self.store
+        self.deps
+            .store
             .list_versions(filter, scope.as_deref(), page)
             .await
     }
@@ -525,7 +522,8 @@ impl Kqueen {
         page: Page,
     ) -> Result<(Vec<FindingRow>, u64)> {
         let scope = self.fleet_scope(actor, Role::Member, "findings").await?;
-        self.store
+        self.deps
+            .store
             .list_findings(filter, scope.as_deref(), page)
             .await
     }
@@ -543,6 +541,9 @@ impl Kqueen {
             check: None,
             ..filter.clone()
         };
-        self.store.count_findings(&filter, scope.as_deref()).await
+        self.deps
+            .store
+            .count_findings(&filter, scope.as_deref())
+            .await
     }
 }

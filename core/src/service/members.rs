@@ -12,7 +12,7 @@ impl Kqueen {
         let t = self
             .visible_tenant(actor, tenant, action::MEMBER_LIST)
             .await?;
-        self.store.members_of(t.id).await
+        self.deps.store.members_of(t.id).await
     }
 
     /// Adds a user to a tenant or changes their role; the membership becomes a manual one
@@ -36,7 +36,7 @@ impl Kqueen {
             Some(t.id),
         )
         .await?;
-        let Some(user) = self.store.user_by_username(username).await? else {
+        let Some(user) = self.deps.store.user_by_username(username).await? else {
             let e = Error::NotFound("user");
             self.audit_refusal(actor, action::MEMBER_PUT, &target, Some(t.id), &e)
                 .await?;
@@ -46,6 +46,7 @@ impl Kqueen {
             .in_tenant(t.id)
             .with_detail(format!("role {role}"));
         let done = self
+            .deps
             .store
             .put_membership(t.id, user.id, role, MembershipSource::Manual, &audit)
             .await;
@@ -71,7 +72,7 @@ impl Kqueen {
             Some(t.id),
         )
         .await?;
-        let members = self.store.members_of(t.id).await?;
+        let members = self.deps.store.members_of(t.id).await?;
         let Some(member) = members.iter().find(|m| m.username == username) else {
             let e = Error::NotFound("member");
             self.audit_refusal(actor, action::MEMBER_REMOVE, &target, Some(t.id), &e)
@@ -81,6 +82,7 @@ impl Kqueen {
         let audit = AuditEvent::now(actor, action::MEMBER_REMOVE, &target, Outcome::Success)
             .in_tenant(t.id);
         let done = self
+            .deps
             .store
             .delete_membership(t.id, member.user_id, &audit)
             .await;

@@ -8,6 +8,7 @@ mod audit;
 mod auth;
 mod catalog;
 mod clusters;
+mod engine_hooks;
 mod identity_cache;
 mod inventory;
 mod members;
@@ -17,20 +18,21 @@ mod tokens;
 use std::sync::Arc;
 
 use crate::audit::{AuditEvent, Outcome};
+use crate::deps::Deps;
 use crate::identity::GroupMap;
 use crate::policy::{self, Permission};
-use crate::provisioner::{Registry, RegistryOptions};
+use crate::provisioner::Registry;
 use crate::store::{Backend, Counts, Store};
-use crate::vault::{Keyring, SecretBackend, Vault};
+use crate::vault::Vault;
 use crate::{Actor, Error, Result};
 
+pub use crate::deps::ClusterSettings;
+pub use crate::inventory::fleet::ImageRow;
 pub use access::KubeconfigDownload;
 pub use auth::ExternalLogin;
 pub use catalog::{KindInfo, TemplateView};
 pub use clusters::ClusterDetail;
-pub use inventory::{
-    Attention, ClusterSync, FleetOverview, FleetTotals, ImageRow, InventorySettings, Tally,
-};
+pub use inventory::{Attention, ClusterSync, FleetOverview, FleetTotals, InventorySettings, Tally};
 
 /// Figures for the overview page.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,11 +45,9 @@ pub struct Overview {
 /// KQueen's domain services over one [`Store`]. Cheap to clone.
 #[derive(Clone)]
 pub struct Kqueen {
-    pub(crate) store: Arc<dyn Store>,
+    /// The handles every area shares (and the engine).
+    pub(crate) deps: Deps,
     group_map: Arc<GroupMap>,
-    pub(crate) vault: Vault,
-    pub(crate) registry: Arc<Registry>,
-    pub(crate) settings: Arc<ClusterSettings>,
     pub(crate) inventory: Arc<InventorySettings>,
     pub(crate) identities: Arc<identity_cache::IdentityCache>,
     pub(crate) tokens: Arc<identity_cache::TokenCache>,
@@ -87,6 +87,157 @@ impl SweepGate {
                 }
             }
         });
+    }
+}
+
+impl Kqueen {
+    /// Services over `store`, with the built-in provisioners and a vault on the same database
+    /// under a key that lives only as long as this process. Servers call
+    /// [`Kqueen::with_vault`] with the configured key; the default suits tests.
+    pub fn new(store: Arc<dyn Store>) -> Self {
+        Self {
+            deps: Deps::new(store),
+            group_map: Arc::new(GroupMap::default()),
+            inventory: Arc::new(InventorySettings::default()),
+            identities: Arc::new(identity_cache::IdentityCache::new(
+                identity_cache::IdentityCache::DEFAULT_TTL,
+            )),
+            tokens: Arc::new(identity_cache::TokenCache::new(
+                identity_cache::TokenCache::DEFAULT_TTL,
+            )),
+            access_sweep: Arc::default(),
+        }
+    }
+
+    /// How long a resolved identity or API token may be reused by this process (default 2 s;
+    /// zero: never). Changes made through this process are seen at once; another process's
+    /// within `ttl`.
+    pub fn with_identity_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
+        self.identities = Arc::new(identity_cache::IdentityCache::new(ttl));
+        self.tokens = Arc::new(identity_cache::TokenCache::new(ttl));
+        self
+    }
+
+    /// Uses `vault` for kubeconfigs and provider credentials.
+    pub fn with_vault(mut self, vault: Vault) -> Self {
+        self.deps.vault = vault;
+        self
+    }
+
+    /// Uses these provisioners.
+    pub fn with_registry(mut self, registry: Registry) -> Self {
+        self.deps.registry = Arc::new(registry);
+        self
+    }
+
+    pub fn with_cluster_settings(mut self, settings: ClusterSettings) -> Self {
+        self.deps.settings = Arc::new(settings);
+        self
+    }
+
+    pub fn vault(&self) -> &Vault {
+        &self.deps.vault
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.deps.registry
+    }
+
+    /// The operation engine over this installation's handles, with `config`.
+    pub fn engine(&self, config: crate::engine::EngineConfig) -> crate::engine::Engine {
+        crate::engine::Engine::new(self.deps.clone(), Arc::new(self.clone()), config)
+    }
+
+    /// Sets how identity-provider groups map to tenants and roles at login.
+    pub fn with_group_map(mut self, map: GroupMap) -> Self {
+        self.group_map = Arc::new(map);
+        self
+    }
+
+    /// The store, for adapters that keep web-layer state in it (sessions).
+    pub fn store(&self) -> &Arc<dyn Store> {
+        &self.deps.store
+    }
+
+    /// Succeeds when the database is reachable (readiness).
+    pub async fn ready(&self) -> Result<()> {
+        self.deps.store.ping().await
+    }
+
+    /// Closes the database connections; call once at shutdown.
+    pub async fn shutdown(&self) {
+        self.deps.store.close().await;
+    }
+
+    pub async fn overview(&self, actor: &Actor) -> Result<Overview> {
+        if actor.identity().is_none() && !actor.is_trusted() {
+            return Err(Error::Unauthenticated);
+        }
+        let counts = match policy::check(actor, Permission::ListAllTenants) {
+            Ok(()) => Some(self.deps.store.counts().await?),
+            Err(_) => None,
+        };
+        Ok(Overview {
+            counts,
+            backend: self.deps.store.backend(),
+        })
+    }
+
+    /// Checks `permission`; a refusal is audited as `action` on `target` and returned.
+    async fn authorize(
+        &self,
+        actor: &Actor,
+        permission: Permission,
+        action: &str,
+        target: &str,
+        tenant: Option<uuid::Uuid>,
+    ) -> Result<()> {
+        match policy::check(actor, permission) {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                self.audit_refusal(actor, action, target, tenant, &e)
+                    .await?;
+                Err(e)
+            }
+        }
+    }
+
+    /// Passes `result` through, auditing a client error (invalid input, conflict, not found)
+    /// as a failed `action` on `target`.
+    async fn audited<T>(
+        &self,
+        actor: &Actor,
+        action: &str,
+        target: &str,
+        tenant: Option<uuid::Uuid>,
+        result: Result<T>,
+    ) -> Result<T> {
+        if let Err(e) = &result {
+            if e.is_client_error() {
+                self.audit_refusal(actor, action, target, tenant, e).await?;
+            }
+        }
+        result
+    }
+
+    /// Records a refused or failed attempt.
+    async fn audit_refusal(
+        &self,
+        actor: &Actor,
+        action: &str,
+        target: &str,
+        tenant: Option<uuid::Uuid>,
+        error: &Error,
+    ) -> Result<()> {
+        let outcome = match error {
+            Error::Forbidden | Error::Unauthenticated | Error::NotFound(_) => Outcome::Denied,
+            _ => Outcome::Failure,
+        };
+        let target: String = target.chars().take(100).collect();
+        let mut event =
+            AuditEvent::now(actor, action, target, outcome).with_detail(error.to_string());
+        event.tenant_id = tenant;
+        self.deps.store.record_audit(&event).await
     }
 }
 
@@ -155,177 +306,5 @@ mod sweep_gate_tests {
         while passes.load(SeqCst) < 3 {
             tokio::task::yield_now().await;
         }
-    }
-}
-
-/// Installation-wide settings of cluster management.
-#[derive(Debug, Clone)]
-pub struct ClusterSettings {
-    /// Lifetime of per-user kubeconfig tokens.
-    pub user_token_ttl: std::time::Duration,
-    /// How long request-time checks (an imported cluster's /version) may take.
-    pub request_check_timeout: std::time::Duration,
-    /// Where provisioners' per-cluster working directories live.
-    pub work_dir: std::path::PathBuf,
-}
-
-impl Default for ClusterSettings {
-    fn default() -> Self {
-        Self {
-            user_token_ttl: std::time::Duration::from_secs(8 * 3600),
-            request_check_timeout: std::time::Duration::from_secs(15),
-            work_dir: std::env::temp_dir().join("kqueen-work"),
-        }
-    }
-}
-
-impl Kqueen {
-    /// Services over `store`, with the built-in provisioners and a vault on the same database
-    /// under a key that lives only as long as this process. Servers call
-    /// [`Kqueen::with_vault`] with the configured key; the default suits tests.
-    pub fn new(store: Arc<dyn Store>) -> Self {
-        let backend: Arc<dyn SecretBackend> = store.clone();
-        let keyring = Keyring::parse(&Keyring::generate_entry()).expect("a generated key parses");
-        Self {
-            vault: Vault::new(keyring, backend),
-            store,
-            group_map: Arc::new(GroupMap::default()),
-            registry: Arc::new(Registry::builtin(&RegistryOptions::default())),
-            settings: Arc::new(ClusterSettings::default()),
-            inventory: Arc::new(InventorySettings::default()),
-            identities: Arc::new(identity_cache::IdentityCache::new(
-                identity_cache::IdentityCache::DEFAULT_TTL,
-            )),
-            tokens: Arc::new(identity_cache::TokenCache::new(
-                identity_cache::TokenCache::DEFAULT_TTL,
-            )),
-            access_sweep: Arc::default(),
-        }
-    }
-
-    /// How long a resolved identity or API token may be reused by this process (default 2 s;
-    /// zero: never). Changes made through this process are seen at once; another process's
-    /// within `ttl`.
-    pub fn with_identity_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
-        self.identities = Arc::new(identity_cache::IdentityCache::new(ttl));
-        self.tokens = Arc::new(identity_cache::TokenCache::new(ttl));
-        self
-    }
-
-    /// Uses `vault` for kubeconfigs and provider credentials.
-    pub fn with_vault(mut self, vault: Vault) -> Self {
-        self.vault = vault;
-        self
-    }
-
-    /// Uses these provisioners.
-    pub fn with_registry(mut self, registry: Registry) -> Self {
-        self.registry = Arc::new(registry);
-        self
-    }
-
-    pub fn with_cluster_settings(mut self, settings: ClusterSettings) -> Self {
-        self.settings = Arc::new(settings);
-        self
-    }
-
-    pub fn vault(&self) -> &Vault {
-        &self.vault
-    }
-
-    pub fn registry(&self) -> &Registry {
-        &self.registry
-    }
-
-    /// Sets how identity-provider groups map to tenants and roles at login.
-    pub fn with_group_map(mut self, map: GroupMap) -> Self {
-        self.group_map = Arc::new(map);
-        self
-    }
-
-    /// The store, for adapters that keep web-layer state in it (sessions).
-    pub fn store(&self) -> &Arc<dyn Store> {
-        &self.store
-    }
-
-    /// Succeeds when the database is reachable (readiness).
-    pub async fn ready(&self) -> Result<()> {
-        self.store.ping().await
-    }
-
-    /// Closes the database connections; call once at shutdown.
-    pub async fn shutdown(&self) {
-        self.store.close().await;
-    }
-
-    pub async fn overview(&self, actor: &Actor) -> Result<Overview> {
-        if actor.identity().is_none() && !actor.is_trusted() {
-            return Err(Error::Unauthenticated);
-        }
-        let counts = match policy::check(actor, Permission::ListAllTenants) {
-            Ok(()) => Some(self.store.counts().await?),
-            Err(_) => None,
-        };
-        Ok(Overview {
-            counts,
-            backend: self.store.backend(),
-        })
-    }
-
-    /// Checks `permission`; a refusal is audited as `action` on `target` and returned.
-    async fn authorize(
-        &self,
-        actor: &Actor,
-        permission: Permission,
-        action: &str,
-        target: &str,
-        tenant: Option<uuid::Uuid>,
-    ) -> Result<()> {
-        match policy::check(actor, permission) {
-            Ok(()) => Ok(()),
-            Err(e) => {
-                self.audit_refusal(actor, action, target, tenant, &e)
-                    .await?;
-                Err(e)
-            }
-        }
-    }
-
-    /// Passes `result` through, auditing a client error (invalid input, conflict, not found)
-    /// as a failed `action` on `target`.
-    async fn audited<T>(
-        &self,
-        actor: &Actor,
-        action: &str,
-        target: &str,
-        tenant: Option<uuid::Uuid>,
-        result: Result<T>,
-    ) -> Result<T> {
-        if let Err(e) = &result {
-            if e.is_client_error() {
-                self.audit_refusal(actor, action, target, tenant, e).await?;
-            }
-        }
-        result
-    }
-
-    /// Records a refused or failed attempt.
-    async fn audit_refusal(
-        &self,
-        actor: &Actor,
-        action: &str,
-        target: &str,
-        tenant: Option<uuid::Uuid>,
-        error: &Error,
-    ) -> Result<()> {
-        let outcome = match error {
-            Error::Forbidden | Error::Unauthenticated | Error::NotFound(_) => Outcome::Denied,
-            _ => Outcome::Failure,
-        };
-        let target: String = target.chars().take(100).collect();
-        let mut event =
-            AuditEvent::now(actor, action, target, outcome).with_detail(error.to_string());
-        event.tenant_id = tenant;
-        self.store.record_audit(&event).await
     }
 }

@@ -43,7 +43,7 @@ impl Kqueen {
             Outcome::Success,
         )
         .in_tenant(tenant.id);
-        self.store.create_tenant(&tenant, &audit).await?;
+        self.deps.store.create_tenant(&tenant, &audit).await?;
         tracing::info!(tenant = %tenant.slug, "tenant created");
         Ok(tenant)
     }
@@ -63,7 +63,7 @@ impl Kqueen {
         action: &str,
     ) -> Result<Tenant> {
         let found = match TenantSlug::parse(slug) {
-            Ok(s) => match self.store.tenant_by_slug(&s).await {
+            Ok(s) => match self.deps.store.tenant_by_slug(&s).await {
                 Ok(t) => Some(t),
                 Err(Error::NotFound(_)) => None,
                 Err(e) => return Err(e),
@@ -136,6 +136,6 @@ impl Kqueen {
             .await?;
             actor.identity().map(|i| i.user_id)
         };
-        self.store.list_tenants(filter, member, page).await
+        self.deps.store.list_tenants(filter, member, page).await
     }
 }

@@ -49,7 +49,8 @@ impl Kqueen {
         };
         let audit = AuditEvent::now(actor, action::TOKEN_CREATE, &token.prefix, Outcome::Success)
             .with_detail(format!("'{}', {days} days", token.name));
-        self.store
+        self.deps
+            .store
             .create_token(&token, &secret::token_hash(&secret), &audit)
             .await?;
         Ok(IssuedToken { token, secret })
@@ -66,7 +67,7 @@ impl Kqueen {
         )
         .await?;
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
-        self.store.tokens_of(owner.user_id).await
+        self.deps.store.tokens_of(owner.user_id).await
     }
 
     /// Revokes one of the acting user's tokens; other users' tokens are "not found".
@@ -83,6 +84,7 @@ impl Kqueen {
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
         let audit = AuditEvent::now(actor, action::TOKEN_REVOKE, &target, Outcome::Success);
         if self
+            .deps
             .store
             .revoke_token(owner.user_id, id, crate::clock::now(), &audit)
             .await?
@@ -107,7 +109,7 @@ impl Kqueen {
         let hash = secret::token_hash(secret);
         let mut token = match self.tokens.get(&hash) {
             Some(t) => t,
-            None => match self.store.token_by_hash(&hash).await? {
+            None => match self.deps.store.token_by_hash(&hash).await? {
                 Some(t) => {
                     self.tokens.put(hash.clone(), t.clone());
                     t
@@ -124,7 +126,7 @@ impl Kqueen {
             .last_used_at
             .is_none_or(|t| now - t >= chrono::Duration::minutes(1))
         {
-            self.store.touch_token(token.id, now).await?;
+            self.deps.store.touch_token(token.id, now).await?;
             token.last_used_at = Some(now);
             self.tokens.update(&hash, token.clone());
         }

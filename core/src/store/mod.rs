@@ -189,7 +189,7 @@ pub struct ClusterChange {
     pub deleted: bool,
 }
 
-/// Clusters, their quota, timelines and per-user access records.
+/// Clusters, their quota and timelines.
 #[async_trait]
 pub trait ClusterStore: Send + Sync {
     async fn quota(&self, tenant_id: Uuid) -> Result<Quota>;
@@ -235,38 +235,6 @@ pub trait ClusterStore: Send + Sync {
     ) -> Result<Vec<ClusterEvent>>;
     /// Live clusters whose time-to-live ran out and that have no unfinished operation.
     async fn expired_clusters(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<Cluster>>;
-    async fn put_access(
-        &self,
-        cluster_id: Uuid,
-        user_id: Uuid,
-        service_account: &str,
-        role: &str,
-        expires_at: DateTime<Utc>,
-        audit: &AuditEvent,
-    ) -> Result<()>;
-    /// The ServiceAccount recorded for a user in a cluster.
-    async fn access_of(&self, cluster_id: Uuid, user_id: Uuid) -> Result<Option<String>>;
-    async fn delete_access(
-        &self,
-        cluster_id: Uuid,
-        user_id: Uuid,
-        audit: &AuditEvent,
-    ) -> Result<bool>;
-    /// Usernames of the users with a recorded ServiceAccount in a cluster.
-    async fn accesses_of(&self, cluster_id: Uuid) -> Result<Vec<String>>;
-    /// ServiceAccounts recorded in live Ready or Updating clusters whose user left the
-    /// cluster's tenant, has another role there now, or was disabled; at most `limit`, by
-    /// cluster.
-    async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>>;
-    /// Whether `access` is still stale as it was read: same role recorded (a download since
-    /// then records the user's current role), and still not matching the membership.
-    async fn still_stale(&self, access: &StaleAccess) -> Result<bool>;
-    /// Deletes the record of `access` if it still holds the role it was read with.
-    async fn delete_stale_access(&self, access: &StaleAccess, audit: &AuditEvent) -> Result<bool>;
-    /// The recorded accesses in live Ready or Updating clusters that still match their
-    /// user's membership (the stale ones are [`Self::stale_accesses`]), ordered by cluster
-    /// and username; at most `limit`.
-    async fn access_grants(&self, limit: u32) -> Result<Vec<AccessGrant>>;
 }
 
 /// A user's valid access to a cluster, as the access sweep binds it.
@@ -417,6 +385,43 @@ pub trait FleetStore: Send + Sync {
     ) -> Result<Vec<inv::FindingCount>>;
 }
 
+/// Who holds a KQueen-issued ServiceAccount in which cluster (the per-user access records).
+#[async_trait]
+pub trait AccessStore: Send + Sync {
+    async fn put_access(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        service_account: &str,
+        role: &str,
+        expires_at: DateTime<Utc>,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// The ServiceAccount recorded for a user in a cluster.
+    async fn access_of(&self, cluster_id: Uuid, user_id: Uuid) -> Result<Option<String>>;
+    async fn delete_access(
+        &self,
+        cluster_id: Uuid,
+        user_id: Uuid,
+        audit: &AuditEvent,
+    ) -> Result<bool>;
+    /// Usernames of the users with a recorded ServiceAccount in a cluster.
+    async fn accesses_of(&self, cluster_id: Uuid) -> Result<Vec<String>>;
+    /// ServiceAccounts recorded in live Ready or Updating clusters whose user left the
+    /// cluster's tenant, has another role there now, or was disabled; at most `limit`, by
+    /// cluster.
+    async fn stale_accesses(&self, limit: u32) -> Result<Vec<StaleAccess>>;
+    /// Whether `access` is still stale as it was read: same role recorded (a download since
+    /// then records the user's current role), and still not matching the membership.
+    async fn still_stale(&self, access: &StaleAccess) -> Result<bool>;
+    /// Deletes the record of `access` if it still holds the role it was read with.
+    async fn delete_stale_access(&self, access: &StaleAccess, audit: &AuditEvent) -> Result<bool>;
+    /// The recorded accesses in live Ready or Updating clusters that still match their
+    /// user's membership (the stale ones are [`Self::stale_accesses`]), ordered by cluster
+    /// and username; at most `limit`.
+    async fn access_grants(&self, limit: u32) -> Result<Vec<AccessGrant>>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
@@ -428,6 +433,7 @@ pub trait Store:
     + AuditStore
     + CatalogStore
     + ClusterStore
+    + AccessStore
     + OperationStore
     + InventoryStore
     + FleetStore

@@ -10,23 +10,10 @@ use base64::Engine;
 use chacha20poly1305::aead::{Aead, AeadCore, KeyInit, OsRng, Payload};
 use chacha20poly1305::{Key, XChaCha20Poly1305, XNonce};
 
+pub use crate::error::VaultError;
+
 const PREFIX: &str = "kqv1";
 const NONCE_LEN: usize = 24;
-
-/// Vault failures. None of them carries key material or plaintext.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum VaultError {
-    #[error("vault key specification: {0}")]
-    Spec(String),
-    #[error("sealed with key '{0}', which is not in the keyring")]
-    UnknownKey(String),
-    #[error("sealed secret is malformed")]
-    Malformed,
-    #[error("sealed secret does not open (wrong key, tampered, or moved)")]
-    Open,
-    #[error("vault key file: {0}")]
-    File(String),
-}
 
 /// The vault's keys: the current one seals; all of them open.
 pub struct Keyring {

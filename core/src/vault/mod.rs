@@ -9,6 +9,7 @@
 
 mod etcd;
 mod keyring;
+pub mod names;
 
 use std::fmt;
 use std::sync::Arc;

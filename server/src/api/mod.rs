@@ -129,7 +129,4 @@ pub type ApiResult<T> = Result<T, ApiError>;
 
 pub use crate::error::error_response;
 
-/// Percent-encodes a query-string value.
-pub fn query_escape(value: &str) -> String {
-    url::form_urlencoded::byte_serialize(value.as_bytes()).collect()
-}
+pub use crate::escape::query_escape;

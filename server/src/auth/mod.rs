@@ -13,11 +13,9 @@ use axum::http::{header, StatusCode};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use chrono::Utc;
-use kqueen_core::Actor;
+use kqueen_core::{Actor, Kqueen};
 use tower_sessions::Session;
 use uuid::Uuid;
-
-use crate::state::AppState;
 
 /// Session keys.
 pub const USER_ID: &str = "kq.user_id";
@@ -25,7 +23,7 @@ pub const LOGIN_AT: &str = "kq.login_at";
 
 /// Resolves the request's [`Actor`] and stores it in the request extensions.
 pub async fn resolve_actor(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     session: Session,
     mut req: Request,
     next: Next,
@@ -57,7 +55,7 @@ pub async fn resolve_actor(
         && is_page(req.uri().path())
     {
         let here = req.uri().path_and_query().map_or("/", |p| p.as_str());
-        let to = format!("/login?next={}", crate::api::query_escape(here));
+        let to = format!("/login?next={}", crate::escape::query_escape(here));
         return axum::response::Redirect::to(&to).into_response();
     }
     req.extensions_mut().insert(actor.with_source_ip(ip));
@@ -116,7 +114,7 @@ mod tests {
 }
 
 async fn session_identity(
-    state: &AppState,
+    state: &AuthState,
     session: &Session,
 ) -> Result<Actor, kqueen_core::Error> {
     let user_id: Option<Uuid> = session.get(USER_ID).await.ok().flatten();
@@ -127,7 +125,7 @@ async fn session_identity(
     if past_absolute_expiry(
         login_at,
         Utc::now().timestamp(),
-        state.auth.session_absolute_hours,
+        state.config.session_absolute_hours,
     ) {
         // Absolute expiry: log in again, whatever the activity.
         let _ = session.flush().await;
@@ -170,6 +168,40 @@ fn unauthorized(message: &str) -> Response {
 fn internal(e: kqueen_core::Error) -> Response {
     tracing::error!(error = ?e, "cannot resolve the request's identity");
     crate::error::error_response(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+}
+
+/// What the login routes and the identity middleware need: the domain, the settings and the
+/// identity provider. One reference count to clone per request.
+#[derive(Clone)]
+pub struct AuthState(std::sync::Arc<AuthShared>);
+
+impl AuthState {
+    pub fn new(
+        kqueen: Kqueen,
+        config: AuthConfig,
+        oidc: Option<std::sync::Arc<oidc::Oidc>>,
+    ) -> Self {
+        Self(std::sync::Arc::new(AuthShared {
+            kqueen,
+            config,
+            oidc,
+        }))
+    }
+}
+
+impl std::ops::Deref for AuthState {
+    type Target = AuthShared;
+    fn deref(&self) -> &AuthShared {
+        &self.0
+    }
+}
+
+/// What [`AuthState`] shares.
+pub struct AuthShared {
+    pub kqueen: Kqueen,
+    pub config: AuthConfig,
+    /// None: single sign-on is not configured.
+    pub oidc: Option<std::sync::Arc<oidc::Oidc>>,
 }
 
 /// Authentication settings the handlers need.

@@ -9,7 +9,7 @@ use tower_sessions::Session;
 
 use super::oidc::{CallbackParams, PendingLogin};
 use super::start_session;
-use crate::state::AppState;
+use super::AuthState;
 
 const PENDING: &str = "kq.oidc_pending";
 const SSO: &str = "kq.sso";
@@ -33,7 +33,7 @@ pub struct NextParam {
 
 /// `GET /auth/login`: redirects to the identity provider.
 pub async fn login(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     session: Session,
     Extension(actor): Extension<Actor>,
     Query(q): Query<NextParam>,
@@ -53,7 +53,7 @@ pub async fn login(
 /// `GET /auth/callback`: finishes single sign-on. The pending login is taken out of the
 /// session first, so a replayed callback finds nothing.
 pub async fn callback(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     session: Session,
     Extension(actor): Extension<Actor>,
     Query(params): Query<CallbackParams>,
@@ -95,7 +95,7 @@ pub async fn callback(
 }
 
 /// Audits a failed single sign-on and sends the user back to the login page.
-async fn fail(state: &AppState, actor: &Actor, reason: &str) -> Response {
+async fn fail(state: &AuthState, actor: &Actor, reason: &str) -> Response {
     tracing::warn!(reason, "single sign-on failed");
     let _ = state
         .kqueen
@@ -121,12 +121,12 @@ impl std::fmt::Debug for LocalLogin {
 
 /// `POST /auth/local`: break-glass login with a local account's password.
 pub async fn local(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     session: Session,
     Extension(actor): Extension<Actor>,
     Form(form): Form<LocalLogin>,
 ) -> Response {
-    if !state.auth.local_accounts {
+    if !state.config.local_accounts {
         return Redirect::to("/login?error=local-disabled").into_response();
     }
     let next = safe_next(form.next.as_deref());
@@ -147,7 +147,7 @@ pub async fn local(
             }
         },
         Err(Error::Unauthenticated) => {
-            let next = crate::api::query_escape(&next);
+            let next = crate::escape::query_escape(&next);
             Redirect::to(&format!("/login?error=invalid&next={next}")).into_response()
         }
         Err(e) => {
@@ -159,7 +159,7 @@ pub async fn local(
 
 /// `POST /auth/logout`: ends the session (and, after single sign-on, the provider's session).
 pub async fn logout(
-    State(state): State<AppState>,
+    State(state): State<AuthState>,
     session: Session,
     Extension(actor): Extension<Actor>,
 ) -> Response {
@@ -172,7 +172,7 @@ pub async fn logout(
     if let Err(e) = session.flush().await {
         tracing::error!(error = %e, "cannot destroy a session");
     }
-    let after = format!("{}/login?logged_out=1", state.auth.public_url);
+    let after = format!("{}/login?logged_out=1", state.config.public_url);
     if via_sso {
         if let Some(oidc) = &state.oidc {
             if let Some(url) = oidc.logout_url(&after).await {

@@ -125,6 +125,7 @@ macro_rules! audited_tx {
     };
 }
 
+mod access;
 mod audit;
 mod catalog;
 // Before `clusters`: its insert macros are used there.

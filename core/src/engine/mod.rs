@@ -13,6 +13,9 @@
 //! the reason. Transient provisioner errors are retried with back-off. The engine also deletes
 //! clusters whose time-to-live ran out.
 
+mod context;
+mod hooks;
+
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -22,13 +25,19 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
+use crate::actor::Actor;
+use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{
-    ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
+    Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
 };
+use crate::deps::Deps;
 use crate::provisioner::{ProvisionError, Report, Reporter, Step};
 use crate::store::ClusterChange;
-use crate::vault::SecretRef;
-use crate::{Error, Kqueen, Result};
+use crate::vault::names;
+use crate::{Error, Result};
+
+pub(crate) use context::provider_secrets;
+pub use hooks::EngineHooks;
 
 /// How the engine runs.
 #[derive(Debug, Clone)]
@@ -70,10 +79,11 @@ impl EngineConfig {
     }
 }
 
-/// Executes operations of one [`Kqueen`].
+/// Executes the operations of one installation (its [`Deps`]).
 #[derive(Clone)]
 pub struct Engine {
-    kqueen: Kqueen,
+    deps: Deps,
+    hooks: Arc<dyn EngineHooks>,
     config: Arc<EngineConfig>,
 }
 
@@ -90,9 +100,12 @@ const PHASE_CREATE: &str = "create";
 const PHASE_KUBECONFIG: &str = "kubeconfig";
 
 impl Engine {
-    pub fn new(kqueen: Kqueen, config: EngineConfig) -> Self {
+    /// An engine over `deps`; `hooks` are the use cases it calls back (see
+    /// `Kqueen::engine`, which passes the installation's own).
+    pub fn new(deps: Deps, hooks: Arc<dyn EngineHooks>, config: EngineConfig) -> Self {
         Self {
-            kqueen,
+            deps,
+            hooks,
             config: Arc::new(config),
         }
     }
@@ -117,7 +130,7 @@ impl Engine {
                     tracing::warn!(error = %e, "time-to-live sweep failed");
                 }
                 // In the background: clusters that do not answer must not hold up operations.
-                self.kqueen.sweep_access_soon();
+                self.hooks.sweep_access_soon();
             }
             while running.len() < self.config.concurrency {
                 match self.claim().await {
@@ -153,7 +166,7 @@ impl Engine {
             self.config.owner,
             &uuid::Uuid::new_v4().simple().to_string()[..12]
         );
-        self.kqueen.store.claim_operation(&token, now, until).await
+        self.deps.store.claim_operation(&token, now, until).await
     }
 
     /// Claims and executes runnable operations until none is left (tests, one-shot runs).
@@ -178,7 +191,7 @@ impl Engine {
     }
 
     async fn try_execute(&self, op: Operation) -> Result<(), Stop> {
-        let store = &self.kqueen.store;
+        let store = &self.deps.store;
         let owner = lease_token(&op);
         let cluster = match store.cluster(op.cluster_id).await {
             Ok(c) => c,
@@ -189,15 +202,12 @@ impl Engine {
             }
         };
         tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, attempt = op.attempts, "executing operation");
-        let mut ctx = match self
-            .kqueen
-            .op_context(&cluster, &op, &self.config.work_dir)
-            .await
-        {
-            Ok(ctx) => ctx,
-            Err(e) => return self.fail(&op, &e.to_string()).await,
-        };
-        let Some(provisioner) = self.kqueen.registry.get(cluster.provider_kind) else {
+        let mut ctx =
+            match context::op_context(&self.deps, &cluster, &op, &self.config.work_dir).await {
+                Ok(ctx) => ctx,
+                Err(e) => return self.fail(&op, &e.to_string()).await,
+            };
+        let Some(provisioner) = self.deps.registry.get(cluster.provider_kind) else {
             let msg = format!(
                 "no provisioner of kind {} in this portal",
                 cluster.provider_kind
@@ -335,7 +345,7 @@ impl Engine {
                         // The cluster goes on existing without KQueen: take back the access
                         // KQueen gave out in it while it still can.
                         let within = self.config.lease / 3;
-                        if let Some(line) = self.kqueen.revoke_all_access(&cluster, within).await {
+                        if let Some(line) = self.hooks.revoke_all_access(&cluster, within).await {
                             tracker.events.push(ClusterEvent::new(
                                 cluster.id,
                                 Some(op.id),
@@ -383,7 +393,7 @@ impl Engine {
             tokio::time::sleep((end - now).min(self.config.lease / 3)).await;
             let until = crate::clock::now() + chrono_duration(self.config.lease);
             if !self
-                .kqueen
+                .deps
                 .store
                 .renew_lease(op.id, lease_token(op), until)
                 .await
@@ -409,7 +419,7 @@ impl Engine {
             None => tracker.checkpoint.clone(),
         };
         let ok = self
-            .kqueen
+            .deps
             .store
             .save_progress(
                 op.id,
@@ -445,7 +455,7 @@ impl Engine {
             crate::clock::now(),
         );
         let ok = self
-            .kqueen
+            .deps
             .store
             .save_progress(
                 op.id,
@@ -487,13 +497,13 @@ impl Engine {
                     .endpoint
                     .clone()
                     .or_else(|| server_of(p.kubeconfig.expose()));
-                let at = SecretRef::tenant(cluster.tenant_id, kubeconfig_name(cluster.id));
-                if let Err(e) = self.kqueen.vault.put(&at, &p.kubeconfig).await {
+                let at = names::cluster_kubeconfig(cluster.tenant_id, cluster.id);
+                if let Err(e) = self.deps.vault.put(&at, &p.kubeconfig).await {
                     tracing::warn!(error = %e, "storing a kubeconfig failed; will retry");
                     let run_after = now + chrono_duration(Duration::from_secs(5));
                     let checkpoint = json!({"engine": {"phase": PHASE_KUBECONFIG}, "provisioner": tracker.checkpoint.get("provisioner").cloned().unwrap_or_default()});
                     let _ = self
-                        .kqueen
+                        .deps
                         .store
                         .reschedule(op.id, lease_token(op), run_after, &checkpoint, &events)
                         .await;
@@ -512,7 +522,7 @@ impl Engine {
             OperationKind::Delete => {
                 change.state = None;
                 change.deleted = true;
-                self.kqueen.forget_cluster_secrets(cluster).await;
+                context::forget_cluster_secrets(&self.deps, cluster).await;
                 events.push(ClusterEvent::new(
                     cluster.id,
                     Some(op.id),
@@ -556,7 +566,7 @@ impl Engine {
             }
         }
         match self
-            .kqueen
+            .deps
             .store
             .finish_operation(
                 op.id,
@@ -594,7 +604,7 @@ impl Engine {
         );
         tracing::warn!(operation = %op.id, kind = %op.kind, reason, "operation failed");
         match self
-            .kqueen
+            .deps
             .store
             .finish_operation(
                 op.id,
@@ -615,13 +625,13 @@ impl Engine {
     /// Queues the deletion of clusters whose time-to-live ran out.
     pub async fn sweep_expired(&self) -> Result<usize> {
         let expired = self
-            .kqueen
+            .deps
             .store
             .expired_clusters(crate::clock::now(), 50)
             .await?;
         let mut n = 0;
         for cluster in expired {
-            match self.kqueen.expire_cluster(&cluster).await {
+            match self.expire_cluster(&cluster).await {
                 Ok(()) => n += 1,
                 Err(Error::Conflict(_)) => {}
                 Err(e) => {
@@ -631,16 +641,46 @@ impl Engine {
         }
         Ok(n)
     }
+
+    /// Queues the deletion of a cluster whose time-to-live ran out (engine).
+    async fn expire_cluster(&self, cluster: &Cluster) -> Result<()> {
+        let system = Actor::system();
+        let now = crate::clock::now();
+        let op = Operation::new(
+            cluster.id,
+            OperationKind::Delete,
+            None,
+            "system",
+            now,
+            chrono::Duration::hours(1),
+        );
+        let event = ClusterEvent::new(
+            cluster.id,
+            Some(op.id),
+            EventKind::State,
+            "Time-to-live expired: deletion queued",
+            now,
+        );
+        let audit = AuditEvent::now(
+            &system,
+            action::CLUSTER_EXPIRE,
+            cluster.name.as_str(),
+            Outcome::Success,
+        )
+        .in_tenant(cluster.tenant_id)
+        .with_detail("time-to-live expired");
+        self.deps
+            .store
+            .enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
+            .await?;
+        tracing::info!(cluster = %cluster.name, tenant = %cluster.tenant_slug, "cluster expired; deletion queued");
+        Ok(())
+    }
 }
 
 /// The lease token an operation was claimed with (every write of its run is fenced by it).
 fn lease_token(op: &Operation) -> &str {
     op.lease_owner.as_deref().unwrap_or_default()
-}
-
-/// Where a cluster's admin kubeconfig lives in the vault (scope: its tenant).
-pub fn kubeconfig_name(cluster: uuid::Uuid) -> String {
-    format!("cluster/{cluster}/kubeconfig")
 }
 
 /// A create/delete/scale/upgrade step: done with nothing to hand over, or wait.

@@ -1,6 +1,4 @@
-//! Form routes of the portal's pages: plain HTML form posts that change something, then
-//! redirect back (post/redirect/get), so they work with and without JavaScript. Errors come
-//! back as `?error=<message>` and the page shows them above the form.
+//! Form routes of the token, tenant and member pages.
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -14,7 +12,8 @@ use serde::Deserialize;
 use tower_sessions::Session;
 use uuid::Uuid;
 
-use crate::api::query_escape;
+use super::back;
+use crate::escape::query_escape;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {
@@ -24,22 +23,6 @@ pub fn router() -> Router<AppState> {
         .route("/admin/tenants", post(create_tenant))
         .route("/tenants/{slug}/members", post(put_member))
         .route("/tenants/{slug}/members/remove", post(remove_member))
-        .merge(crate::forms_clusters::router())
-}
-
-/// Back to `page`, or to the login page, or to `page` with the error's message.
-pub(crate) fn back(page: &str, result: Result<(), Error>) -> Response {
-    match result {
-        Ok(()) => Redirect::to(page).into_response(),
-        Err(Error::Unauthenticated) => {
-            Redirect::to(&format!("/login?next={}", query_escape(page))).into_response()
-        }
-        Err(e) => {
-            let message = e.public().message;
-            let sep = if page.contains('?') { '&' } else { '?' };
-            Redirect::to(&format!("{page}{sep}error={}", query_escape(&message))).into_response()
-        }
-    }
 }
 
 #[derive(Deserialize)]

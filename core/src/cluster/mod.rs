@@ -2,15 +2,19 @@
 //! templates (what tenants may request), clusters, their operations and timelines, and the
 //! per-tenant quota.
 
+mod kind;
+pub mod params;
+
 use std::collections::BTreeMap;
 use std::fmt;
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::provisioner::{ParamOverride, Params, ProviderKind};
 use crate::tenant::TenantSlug;
 use crate::ValidationError;
+pub use kind::ProviderKind;
+pub use params::{ParamOverride, Params};
 
 /// A cluster's name: a DNS-1123 label, unique among a tenant's live clusters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]

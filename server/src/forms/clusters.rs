@@ -1,5 +1,5 @@
 //! Form routes of the cluster, provider and template pages (post/redirect/get, like
-//! [`crate::forms`]), and the kubeconfig download link.
+//! [`super`]), and the kubeconfig download link.
 
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
@@ -9,8 +9,9 @@ use kqueen_core::cluster::{ClusterRequest, ProviderInput, Quota, TemplateInput};
 use kqueen_core::provisioner::Params;
 use kqueen_core::{Actor, Error, ValidationError};
 
-use crate::api::{kubeconfig_response, query_escape};
-use crate::forms::back;
+use super::back;
+use crate::api::kubeconfig_response;
+use crate::escape::query_escape;
 use crate::state::AppState;
 
 pub fn router() -> Router<AppState> {

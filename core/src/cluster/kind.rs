@@ -1,0 +1,40 @@
+//! The provisioner backends KQueen knows, as a provider names them.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The provisioner backends KQueen knows (the `kind` of a provider).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    Import,
+    Command,
+    Jenkins,
+}
+
+impl ProviderKind {
+    pub const ALL: [ProviderKind; 3] = [
+        ProviderKind::Import,
+        ProviderKind::Command,
+        ProviderKind::Jenkins,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ProviderKind::Import => "import",
+            ProviderKind::Command => "command",
+            ProviderKind::Jenkins => "jenkins",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.as_str() == s)
+    }
+}
+
+impl fmt::Display for ProviderKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

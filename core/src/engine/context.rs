@@ -1,0 +1,102 @@
+//! What a provisioner call needs, read from the store and the vault, and the secrets a deleted
+//! cluster leaves behind.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::cluster::{Cluster, Operation, OperationKind, OperationState, Provider};
+use crate::deps::Deps;
+use crate::provisioner::OpContext;
+use crate::vault::{names, Secret, Vault};
+use crate::Result;
+
+/// The context of a provisioner call for `op` on `cluster`, its working directory under
+/// `work_root`.
+pub(crate) async fn op_context(
+    deps: &Deps,
+    cluster: &Cluster,
+    op: &Operation,
+    work_root: &Path,
+) -> Result<OpContext> {
+    let provider = deps.store.provider(cluster.provider_id).await?;
+    let mut ctx = OpContext::new(
+        cluster.name.as_str(),
+        &cluster.tenant_slug,
+        work_root.join(cluster.id.to_string()),
+    );
+    ctx.operation_id = op.id;
+    ctx.cluster_id = cluster.id;
+    ctx.params = cluster.parameters.clone();
+    ctx.provider_config = provider.config.clone();
+    ctx.provider_secrets = provider_secrets(&deps.vault, &provider).await?;
+    if let Some(p) = deps.registry.get(provider.kind) {
+        for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
+            let at = names::cluster_param(cluster.tenant_id, cluster.id, &spec.name);
+            if let Some(s) = deps.vault.get(&at).await? {
+                ctx.param_secrets.insert(spec.name.clone(), s);
+            }
+        }
+    }
+    ctx.cluster_state = cluster.provisioner_state.clone();
+    if op.kind != OperationKind::Create {
+        ctx.admin_kubeconfig = deps
+            .vault
+            .get(&names::cluster_kubeconfig(cluster.tenant_id, cluster.id))
+            .await?;
+    }
+    if op.kind == OperationKind::Delete {
+        let ops = deps.store.operations_of(cluster.id, 50).await?;
+        if let Some(create) = ops.iter().find(|o| o.kind == OperationKind::Create) {
+            if create.state != OperationState::Succeeded {
+                ctx.create_checkpoint = create
+                    .checkpoint
+                    .get("provisioner")
+                    .cloned()
+                    .unwrap_or_default();
+            }
+        }
+    }
+    ctx.checkpoint = op
+        .checkpoint
+        .get("provisioner")
+        .cloned()
+        .unwrap_or(serde_json::Value::Null);
+    Ok(ctx)
+}
+
+/// The stored secret fields of a provider's settings.
+pub(crate) async fn provider_secrets(
+    vault: &Vault,
+    provider: &Provider,
+) -> Result<BTreeMap<String, Secret>> {
+    let mut out = BTreeMap::new();
+    for field in &provider.secret_fields {
+        if let Some(s) = vault
+            .get(&names::provider_field(provider.id, field))
+            .await?
+        {
+            out.insert(field.clone(), s);
+        }
+    }
+    Ok(out)
+}
+
+/// Removes a deleted cluster's secrets from the vault: its kubeconfig and its secret
+/// parameters. Best effort: a failure is logged, the cluster stays deleted.
+pub(crate) async fn forget_cluster_secrets(deps: &Deps, cluster: &Cluster) {
+    let mut refs = vec![names::cluster_kubeconfig(cluster.tenant_id, cluster.id)];
+    if let Some(p) = deps.registry.get(cluster.provider_kind) {
+        for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
+            refs.push(names::cluster_param(
+                cluster.tenant_id,
+                cluster.id,
+                &spec.name,
+            ));
+        }
+    }
+    for r in refs {
+        if let Err(e) = deps.vault.delete(&r).await {
+            tracing::warn!(error = %e, "removing a deleted cluster's secret failed");
+        }
+    }
+}

@@ -1,0 +1,130 @@
+//! The fleet dashboard: every visible cluster with its figures, tallies, what needs attention.
+
+use axum::extract::State;
+use axum::{Extension, Json};
+use kqueen_core::inventory::fleet::FleetCluster;
+use kqueen_core::{Actor, FleetOverview};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use super::inventory::ResourcesOut;
+use super::{time, FleetParams};
+use crate::api::{ApiQuery, ApiResult, ErrorOut};
+use crate::state::AppState;
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FleetClusterOut {
+    pub id: String,
+    pub name: String,
+    pub tenant: String,
+    pub state: String,
+    pub provider: String,
+    pub api_version: Option<String>,
+    pub synced_at: Option<String>,
+    pub sync_error: Option<String>,
+    pub nodes: u32,
+    pub nodes_ready: u32,
+    pub capacity: ResourcesOut,
+    pub allocatable: ResourcesOut,
+    pub requested: ResourcesOut,
+    pub used: Option<ResourcesOut>,
+}
+
+impl From<FleetCluster> for FleetClusterOut {
+    fn from(c: FleetCluster) -> Self {
+        Self {
+            id: c.id.to_string(),
+            name: c.name,
+            tenant: c.tenant,
+            state: c.state.as_str().to_owned(),
+            provider: c.provider,
+            api_version: c.api_version,
+            synced_at: time(c.synced_at),
+            sync_error: c.sync_error,
+            nodes: c.nodes,
+            nodes_ready: c.nodes_ready,
+            capacity: c.capacity.into(),
+            allocatable: c.allocatable.into(),
+            requested: c.requested.into(),
+            used: c.used.map(Into::into),
+        }
+    }
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CountOut {
+    pub label: String,
+    pub count: u64,
+}
+
+fn counts(t: Vec<(String, u64)>) -> Vec<CountOut> {
+    t.into_iter()
+        .map(|(label, count)| CountOut { label, count })
+        .collect()
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AttentionOut {
+    pub cluster: FleetClusterOut,
+    pub reasons: Vec<String>,
+}
+
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FleetOut {
+    pub clusters: u64,
+    pub nodes: u64,
+    pub nodes_ready: u64,
+    pub capacity: ResourcesOut,
+    pub allocatable: ResourcesOut,
+    pub requested: ResourcesOut,
+    pub used: Option<ResourcesOut>,
+    pub by_state: Vec<CountOut>,
+    pub by_provider: Vec<CountOut>,
+    /// By Kubernetes minor version; `unknown` for clusters never synced.
+    pub by_version: Vec<CountOut>,
+    pub newest_version: Option<String>,
+    pub attention: Vec<AttentionOut>,
+    pub items: Vec<FleetClusterOut>,
+}
+
+impl From<FleetOverview> for FleetOut {
+    fn from(o: FleetOverview) -> Self {
+        Self {
+            clusters: o.totals.clusters,
+            nodes: o.totals.nodes,
+            nodes_ready: o.totals.nodes_ready,
+            capacity: o.totals.capacity.into(),
+            allocatable: o.totals.allocatable.into(),
+            requested: o.totals.requested.into(),
+            used: o.totals.used.map(Into::into),
+            by_state: counts(o.by_state),
+            by_provider: counts(o.by_provider),
+            by_version: counts(o.by_version),
+            newest_version: o.newest_version,
+            attention: o
+                .attention
+                .into_iter()
+                .map(|a| AttentionOut {
+                    cluster: a.cluster.into(),
+                    reasons: a.reasons,
+                })
+                .collect(),
+            items: o.clusters.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+/// The fleet dashboard's figures: clusters by state, provider and version, node totals, and
+/// the clusters needing attention. Operators see all; tenant admins their tenants.
+#[utoipa::path(get, path = "/api/v1/fleet", tag = "fleet", params(FleetParams),
+    responses((status = 200, body = FleetOut), (status = 403, body = ErrorOut)))]
+pub async fn overview(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    ApiQuery(p): ApiQuery<FleetParams>,
+) -> ApiResult<Json<FleetOut>> {
+    let filter = p.filter()?;
+    Ok(Json(
+        state.kqueen.fleet_overview(&actor, &filter).await?.into(),
+    ))
+}
