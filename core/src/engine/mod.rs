@@ -14,13 +14,16 @@
 //! clusters whose time-to-live ran out.
 
 mod context;
+mod finish;
 mod hooks;
+mod tracker;
+mod ttl;
 
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
@@ -31,13 +34,14 @@ use crate::cluster::{
     Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
 };
 use crate::deps::Deps;
-use crate::provisioner::{ProvisionError, Report, Reporter, Step};
+use crate::provisioner::{ProvisionError, Reporter, Step};
 use crate::store::ClusterChange;
 use crate::vault::names;
 use crate::{Error, Result};
 
 pub(crate) use context::provider_secrets;
 pub use hooks::EngineHooks;
+use tracker::Tracker;
 
 /// How the engine runs.
 #[derive(Debug, Clone)]
@@ -471,211 +475,6 @@ impl Engine {
             _ => Ok(()),
         }
     }
-
-    async fn succeed(
-        &self,
-        op: &Operation,
-        cluster: &crate::cluster::Cluster,
-        provisioned: Option<crate::provisioner::Provisioned>,
-        tracker: &mut Tracker,
-    ) -> Result<(), Stop> {
-        let mut change = ClusterChange {
-            state: Some(ClusterState::Ready),
-            error: Some(None),
-            ..Default::default()
-        };
-        let mut events = std::mem::take(&mut tracker.events);
-        let now = crate::clock::now();
-        match op.kind {
-            OperationKind::Create => {
-                let Some(p) = provisioned else {
-                    return self
-                        .fail(op, "the provisioner returned no kubeconfig")
-                        .await;
-                };
-                let endpoint = p
-                    .endpoint
-                    .clone()
-                    .or_else(|| server_of(p.kubeconfig.expose()));
-                let at = names::cluster_kubeconfig(cluster.tenant_id, cluster.id);
-                if let Err(e) = self.deps.vault.put(&at, &p.kubeconfig).await {
-                    tracing::warn!(error = %e, "storing a kubeconfig failed; will retry");
-                    let run_after = now + chrono_duration(Duration::from_secs(5));
-                    let checkpoint = json!({"engine": {"phase": PHASE_KUBECONFIG}, "provisioner": tracker.checkpoint.get("provisioner").cloned().unwrap_or_default()});
-                    let _ = self
-                        .deps
-                        .store
-                        .reschedule(op.id, lease_token(op), run_after, &checkpoint, &events)
-                        .await;
-                    return Err(Stop::Rescheduled);
-                }
-                change.endpoint = endpoint;
-                change.provisioner_state = Some(p.state);
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
-                    "Ready: the cluster is provisioned and its kubeconfig stored",
-                    now,
-                ));
-            }
-            OperationKind::Delete => {
-                change.state = None;
-                change.deleted = true;
-                context::forget_cluster_secrets(&self.deps, cluster).await;
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
-                    "Deleted",
-                    now,
-                ));
-            }
-            OperationKind::Scale => {
-                let nodes = op.target.as_deref().and_then(|t| t.parse().ok());
-                change.node_count = nodes;
-                let mut params = cluster.parameters.clone();
-                if let Some(n) = nodes {
-                    params.insert("node_count".into(), n.to_string());
-                }
-                change.parameters = Some(params);
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
-                    format!("Ready: scaled to {} nodes", nodes.unwrap_or_default()),
-                    now,
-                ));
-            }
-            OperationKind::Upgrade => {
-                let mut params = cluster.parameters.clone();
-                if let Some(v) = &op.target {
-                    params.insert("kubernetes_version".into(), v.clone());
-                }
-                change.parameters = Some(params);
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
-                    format!(
-                        "Ready: upgraded to {}",
-                        op.target.clone().unwrap_or_default()
-                    ),
-                    now,
-                ));
-            }
-        }
-        match self
-            .deps
-            .store
-            .finish_operation(
-                op.id,
-                lease_token(op),
-                OperationState::Succeeded,
-                None,
-                &change,
-                &events,
-                now,
-            )
-            .await
-        {
-            Ok(true) => {
-                tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, "operation succeeded");
-                Ok(())
-            }
-            _ => Err(Stop::LostLease),
-        }
-    }
-
-    /// Ends the operation as failed and puts the cluster in Error with the reason.
-    async fn fail(&self, op: &Operation, reason: &str) -> Result<(), Stop> {
-        let now = crate::clock::now();
-        let change = ClusterChange {
-            state: Some(ClusterState::Error),
-            error: Some(Some(reason.to_owned())),
-            ..Default::default()
-        };
-        let event = ClusterEvent::new(
-            op.cluster_id,
-            Some(op.id),
-            EventKind::Error,
-            format!("Error: {reason}"),
-            now,
-        );
-        tracing::warn!(operation = %op.id, kind = %op.kind, reason, "operation failed");
-        match self
-            .deps
-            .store
-            .finish_operation(
-                op.id,
-                lease_token(op),
-                OperationState::Failed,
-                Some(reason),
-                &change,
-                &[event],
-                now,
-            )
-            .await
-        {
-            Ok(true) => Ok(()),
-            _ => Err(Stop::LostLease),
-        }
-    }
-
-    /// Queues the deletion of clusters whose time-to-live ran out.
-    pub async fn sweep_expired(&self) -> Result<usize> {
-        let expired = self
-            .deps
-            .store
-            .expired_clusters(crate::clock::now(), 50)
-            .await?;
-        let mut n = 0;
-        for cluster in expired {
-            match self.expire_cluster(&cluster).await {
-                Ok(()) => n += 1,
-                Err(Error::Conflict(_)) => {}
-                Err(e) => {
-                    tracing::warn!(cluster = %cluster.name, error = %e, "expiring a cluster failed")
-                }
-            }
-        }
-        Ok(n)
-    }
-
-    /// Queues the deletion of a cluster whose time-to-live ran out (engine).
-    async fn expire_cluster(&self, cluster: &Cluster) -> Result<()> {
-        let system = Actor::system();
-        let now = crate::clock::now();
-        let op = Operation::new(
-            cluster.id,
-            OperationKind::Delete,
-            None,
-            "system",
-            now,
-            chrono::Duration::hours(1),
-        );
-        let event = ClusterEvent::new(
-            cluster.id,
-            Some(op.id),
-            EventKind::State,
-            "Time-to-live expired: deletion queued",
-            now,
-        );
-        let audit = AuditEvent::now(
-            &system,
-            action::CLUSTER_EXPIRE,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(cluster.tenant_id)
-        .with_detail("time-to-live expired");
-        self.deps
-            .store
-            .enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
-            .await?;
-        tracing::info!(cluster = %cluster.name, tenant = %cluster.tenant_slug, "cluster expired; deletion queued");
-        Ok(())
-    }
 }
 
 /// The lease token an operation was claimed with (every write of its run is fenced by it).
@@ -715,67 +514,6 @@ async fn remove_work_dir(dir: &std::path::Path) {
     }
 }
 
-/// The API server URL of a kubeconfig's current context.
-fn server_of(yaml: &[u8]) -> Option<String> {
-    let text = std::str::from_utf8(yaml).ok()?;
-    let kc = kube::config::Kubeconfig::from_yaml(text).ok()?;
-    crate::kubernetes::current_server(&kc)
-}
-
 fn chrono_duration(d: Duration) -> chrono::Duration {
     chrono::Duration::from_std(d).unwrap_or(chrono::Duration::MAX)
-}
-
-/// Progress of the running call, flushed to the store in batches.
-struct Tracker {
-    step: String,
-    progress: u8,
-    events: Vec<ClusterEvent>,
-    checkpoint: serde_json::Value,
-    dirty: bool,
-    cluster_id: uuid::Uuid,
-    operation_id: uuid::Uuid,
-}
-
-impl Tracker {
-    fn new(op: &Operation) -> Self {
-        Self {
-            step: op.step.clone(),
-            progress: op.progress,
-            events: Vec::new(),
-            checkpoint: op.checkpoint.clone(),
-            dirty: false,
-            cluster_id: op.cluster_id,
-            operation_id: op.id,
-        }
-    }
-
-    fn step(&mut self, name: &str) {
-        self.apply(Report::Step(name.to_owned()));
-    }
-
-    fn apply(&mut self, r: Report) {
-        self.dirty = true;
-        let now: DateTime<Utc> = crate::clock::now();
-        match r {
-            Report::Step(s) => {
-                self.events.push(ClusterEvent::new(
-                    self.cluster_id,
-                    Some(self.operation_id),
-                    EventKind::Step,
-                    s.clone(),
-                    now,
-                ));
-                self.step = s.chars().take(200).collect();
-            }
-            Report::Progress(p) => self.progress = p,
-            Report::Log(line) => self.events.push(ClusterEvent::new(
-                self.cluster_id,
-                Some(self.operation_id),
-                EventKind::Log,
-                line,
-                now,
-            )),
-        }
-    }
 }

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use uuid::Uuid;
 
-use super::catalog::refined_schema;
+use super::templates::refined_schema;
 use super::Kqueen;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{

@@ -6,12 +6,13 @@ mod access;
 mod access_sweep;
 mod audit;
 mod auth;
-mod catalog;
 mod clusters;
 mod engine_hooks;
 mod identity_cache;
 mod inventory;
 mod members;
+mod providers;
+mod templates;
 mod tenants;
 mod tokens;
 
@@ -30,9 +31,10 @@ pub use crate::deps::ClusterSettings;
 pub use crate::inventory::fleet::ImageRow;
 pub use access::KubeconfigDownload;
 pub use auth::ExternalLogin;
-pub use catalog::{KindInfo, TemplateView};
 pub use clusters::ClusterDetail;
 pub use inventory::{Attention, ClusterSync, FleetOverview, FleetTotals, InventorySettings, Tally};
+pub use providers::KindInfo;
+pub use templates::TemplateView;
 
 /// Figures for the overview page.
 #[derive(Debug, Clone, PartialEq, Eq)]

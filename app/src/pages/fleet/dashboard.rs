@@ -1,0 +1,110 @@
+//! `/fleet`: clusters by state, provider and version, capacity, clusters needing attention.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+#[component]
+pub fn Fleet() -> impl IntoView {
+    let (filter, _) = use_fleet_query();
+    let tenant = move || Some(filter().tenant).filter(|t| !t.is_empty());
+    let page = Resource::new(tenant, api::fleet_page);
+    view! {
+        <Title text="Fleet" />
+        <h1>"Fleet"</h1>
+        <FleetTabs />
+        {loaded!(page, "Loading the fleet…", |p| view! { <Dashboard page=p tenant=filter().tenant /> })}
+    }
+}
+
+#[component]
+fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
+    let p = page;
+    view! {
+        <form method="get" action="/fleet" class="filter" id="fleet-filter">
+            <label for="f-tenant">"Tenant"</label>
+            <select id="f-tenant" name="tenant">
+                <option value="">"All"</option>
+                {p.tenants.iter().map(|t| {
+                    let selected = *t == tenant;
+                    view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
+                }).collect_view()}
+            </select>
+            <button type="submit">"Show"</button>
+        </form>
+        <section class="stats" aria-label="Fleet figures" id="fleet-stats">
+            <Stat label="Clusters" value=p.clusters.to_string() />
+            <Stat label="Nodes Ready" value=format!("{} / {}", p.nodes_ready, p.nodes) />
+            <Stat label="CPU requested / allocatable" value=format!("{} / {}", p.requested.cpu, p.allocatable.cpu) />
+            <Stat label="Memory requested / allocatable" value=format!("{} / {}", p.requested.memory, p.allocatable.memory) />
+            <Stat label="Newest Kubernetes" value=p.newest_version.clone().unwrap_or_else(|| "unknown".into()) />
+        </section>
+        <div class="grid-2">
+            <Chart svg=p.state_chart.clone() id="chart-state" />
+            <Chart svg=p.provider_chart.clone() id="chart-provider" />
+            <Chart svg=p.version_chart.clone() id="chart-version" />
+            <Chart svg=p.cpu_chart.clone() id="chart-fleet-cpu" />
+            <Chart svg=p.memory_chart.clone() id="chart-fleet-memory" />
+        </div>
+        <section class="card" aria-labelledby="attention-heading">
+            <div class="card-head"><h2 id="attention-heading">{format!("Needs attention ({})", p.attention.len())}</h2></div>
+            {if p.attention.is_empty() {
+                view! { <p class="empty">"Every cluster is well."</p> }.into_any()
+            } else {
+                view! {
+                    <table class="table" id="attention">
+                        <thead><tr><th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"State"</th><th scope="col">"Why"</th></tr></thead>
+                        <tbody>
+                            {p.attention.into_iter().map(|a| view! {
+                                <tr data-cluster=a.cluster.name.clone()>
+                                    <th scope="row"><a href=format!("/clusters/{}", a.cluster.id)>{a.cluster.name.clone()}</a></th>
+                                    <td>{a.cluster.tenant.clone()}</td>
+                                    <td><span class=format!("badge state-{}", a.cluster.state)>{a.cluster.state_label.clone()}</span></td>
+                                    <td><ul class="plain">{a.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul></td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                }.into_any()
+            }}
+        </section>
+        <section class="card" aria-labelledby="fleet-clusters-heading">
+            <div class="card-head"><h2 id="fleet-clusters-heading">{format!("Clusters ({})", p.rows.len())}</h2></div>
+            <ClusterTable rows=p.rows />
+        </section>
+    }
+}
+
+#[component]
+fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
+    if rows.is_empty() {
+        return view! { <p class="empty">"No clusters."</p> }.into_any();
+    }
+    view! {
+        <div class="table-scroll">
+            <table class="table" id="fleet-clusters">
+                <thead><tr>
+                    <th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"State"</th>
+                    <th scope="col">"Provider"</th><th scope="col">"Kubernetes"</th><th scope="col">"Nodes Ready"</th>
+                    <th scope="col">"CPU req. / alloc."</th><th scope="col">"Memory req. / alloc."</th><th scope="col">"Last sync"</th>
+                </tr></thead>
+                <tbody>
+                    {rows.into_iter().map(|c| view! {
+                        <tr data-cluster=c.name.clone()>
+                            <th scope="row"><a href=format!("/clusters/{}", c.id)>{c.name.clone()}</a></th>
+                            <td>{c.tenant}</td>
+                            <td><span class=format!("badge state-{}", c.state)>{c.state_label}</span></td>
+                            <td>{c.provider}</td>
+                            <td>{c.api_version.unwrap_or_else(|| "unknown".into())}</td>
+                            <td>{format!("{} / {}", c.nodes_ready, c.nodes)}</td>
+                            <td>{format!("{} / {}", c.requested.cpu, c.allocatable.cpu)}</td>
+                            <td>{format!("{} / {}", c.requested.memory, c.allocatable.memory)}</td>
+                            <td>{c.synced.unwrap_or_else(|| "never".into())}
+                                {c.sync_error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}

@@ -1,0 +1,163 @@
+//! How a run ends: the operation succeeded (the cluster's new state, its kubeconfig stored,
+//! its secrets forgotten after a delete) or failed (the cluster in Error with the reason).
+
+use super::*;
+
+impl Engine {
+    pub(super) async fn succeed(
+        &self,
+        op: &Operation,
+        cluster: &crate::cluster::Cluster,
+        provisioned: Option<crate::provisioner::Provisioned>,
+        tracker: &mut Tracker,
+    ) -> Result<(), Stop> {
+        let mut change = ClusterChange {
+            state: Some(ClusterState::Ready),
+            error: Some(None),
+            ..Default::default()
+        };
+        let mut events = std::mem::take(&mut tracker.events);
+        let now = crate::clock::now();
+        match op.kind {
+            OperationKind::Create => {
+                let Some(p) = provisioned else {
+                    return self
+                        .fail(op, "the provisioner returned no kubeconfig")
+                        .await;
+                };
+                let endpoint = p
+                    .endpoint
+                    .clone()
+                    .or_else(|| server_of(p.kubeconfig.expose()));
+                let at = names::cluster_kubeconfig(cluster.tenant_id, cluster.id);
+                if let Err(e) = self.deps.vault.put(&at, &p.kubeconfig).await {
+                    tracing::warn!(error = %e, "storing a kubeconfig failed; will retry");
+                    let run_after = now + chrono_duration(Duration::from_secs(5));
+                    let checkpoint = json!({"engine": {"phase": PHASE_KUBECONFIG}, "provisioner": tracker.checkpoint.get("provisioner").cloned().unwrap_or_default()});
+                    let _ = self
+                        .deps
+                        .store
+                        .reschedule(op.id, lease_token(op), run_after, &checkpoint, &events)
+                        .await;
+                    return Err(Stop::Rescheduled);
+                }
+                change.endpoint = endpoint;
+                change.provisioner_state = Some(p.state);
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    "Ready: the cluster is provisioned and its kubeconfig stored",
+                    now,
+                ));
+            }
+            OperationKind::Delete => {
+                change.state = None;
+                change.deleted = true;
+                context::forget_cluster_secrets(&self.deps, cluster).await;
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    "Deleted",
+                    now,
+                ));
+            }
+            OperationKind::Scale => {
+                let nodes = op.target.as_deref().and_then(|t| t.parse().ok());
+                change.node_count = nodes;
+                let mut params = cluster.parameters.clone();
+                if let Some(n) = nodes {
+                    params.insert("node_count".into(), n.to_string());
+                }
+                change.parameters = Some(params);
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    format!("Ready: scaled to {} nodes", nodes.unwrap_or_default()),
+                    now,
+                ));
+            }
+            OperationKind::Upgrade => {
+                let mut params = cluster.parameters.clone();
+                if let Some(v) = &op.target {
+                    params.insert("kubernetes_version".into(), v.clone());
+                }
+                change.parameters = Some(params);
+                events.push(ClusterEvent::new(
+                    cluster.id,
+                    Some(op.id),
+                    EventKind::State,
+                    format!(
+                        "Ready: upgraded to {}",
+                        op.target.clone().unwrap_or_default()
+                    ),
+                    now,
+                ));
+            }
+        }
+        match self
+            .deps
+            .store
+            .finish_operation(
+                op.id,
+                lease_token(op),
+                OperationState::Succeeded,
+                None,
+                &change,
+                &events,
+                now,
+            )
+            .await
+        {
+            Ok(true) => {
+                tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, "operation succeeded");
+                Ok(())
+            }
+            _ => Err(Stop::LostLease),
+        }
+    }
+
+    /// Ends the operation as failed and puts the cluster in Error with the reason.
+    pub(super) async fn fail(&self, op: &Operation, reason: &str) -> Result<(), Stop> {
+        let now = crate::clock::now();
+        let change = ClusterChange {
+            state: Some(ClusterState::Error),
+            error: Some(Some(reason.to_owned())),
+            ..Default::default()
+        };
+        let event = ClusterEvent::new(
+            op.cluster_id,
+            Some(op.id),
+            EventKind::Error,
+            format!("Error: {reason}"),
+            now,
+        );
+        tracing::warn!(operation = %op.id, kind = %op.kind, reason, "operation failed");
+        match self
+            .deps
+            .store
+            .finish_operation(
+                op.id,
+                lease_token(op),
+                OperationState::Failed,
+                Some(reason),
+                &change,
+                &[event],
+                now,
+            )
+            .await
+        {
+            Ok(true) => Ok(()),
+            _ => Err(Stop::LostLease),
+        }
+    }
+}
+
+/// The API server URL of a kubeconfig's current context.
+fn server_of(yaml: &[u8]) -> Option<String> {
+    let text = std::str::from_utf8(yaml).ok()?;
+    let kc = kube::config::Kubeconfig::from_yaml(text).ok()?;
+    crate::kubernetes::current_server(&kc)
+}
