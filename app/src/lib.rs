@@ -5,15 +5,20 @@
 //! Every page works without JavaScript: lists filter through GET forms, and routes render
 //! with `SsrMode::Async`, so the HTML arrives complete.
 
-pub mod api;
-pub mod api_clusters;
-pub mod api_fleet;
+pub mod account;
+pub mod audit;
+pub mod clusters;
 mod components;
-pub mod dto;
-pub mod dto_fleet;
 mod error;
-mod pages;
+pub mod fleet;
+mod not_found;
+pub mod overview;
+pub mod providers;
 mod query;
+mod shell;
+#[cfg(feature = "ssr")]
+mod ssr;
+pub mod tenants;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -52,25 +57,25 @@ pub fn App() -> impl IntoView {
         <Stylesheet id="kqueen" href=format!("/pkg/{OUTPUT_NAME}.css") />
         <Title formatter=|page: String| format!("{page} · KQueen") />
         <Router>
-            <components::AppShell>
-                <Routes fallback=pages::NotFound>
-                    <Route path=path!("/") view=pages::Overview ssr=SsrMode::Async />
-                    <Route path=path!("/login") view=pages::Login ssr=SsrMode::Async />
-                    <Route path=path!("/tenants/:slug") view=pages::TenantPage ssr=SsrMode::Async />
-                    <Route path=path!("/tokens") view=pages::Tokens ssr=SsrMode::Async />
-                    <Route path=path!("/admin") view=pages::Admin ssr=SsrMode::Async />
-                    <Route path=path!("/audit") view=pages::Audit ssr=SsrMode::Async />
-                    <Route path=path!("/clusters") view=pages::Clusters ssr=SsrMode::Async />
-                    <Route path=path!("/clusters/new") view=pages::NewCluster ssr=SsrMode::Async />
-                    <Route path=path!("/clusters/:id") view=pages::ClusterView ssr=SsrMode::Async />
-                    <Route path=path!("/providers") view=pages::Providers ssr=SsrMode::Async />
-                    <Route path=path!("/fleet") view=pages::Fleet ssr=SsrMode::Async />
-                    <Route path=path!("/fleet/images") view=pages::FleetImages ssr=SsrMode::Async />
-                    <Route path=path!("/fleet/images/history") view=pages::FleetImageHistory ssr=SsrMode::Async />
-                    <Route path=path!("/fleet/versions") view=pages::FleetVersions ssr=SsrMode::Async />
-                    <Route path=path!("/fleet/findings") view=pages::FleetFindings ssr=SsrMode::Async />
+            <shell::AppShell>
+                <Routes fallback=not_found::NotFound>
+                    <Route path=path!("/") view=overview::Overview ssr=SsrMode::Async />
+                    <Route path=path!("/login") view=account::Login ssr=SsrMode::Async />
+                    <Route path=path!("/tenants/:slug") view=tenants::TenantPage ssr=SsrMode::Async />
+                    <Route path=path!("/tokens") view=account::Tokens ssr=SsrMode::Async />
+                    <Route path=path!("/admin") view=tenants::Admin ssr=SsrMode::Async />
+                    <Route path=path!("/audit") view=audit::Audit ssr=SsrMode::Async />
+                    <Route path=path!("/clusters") view=clusters::Clusters ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/new") view=clusters::NewCluster ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/:id") view=clusters::ClusterView ssr=SsrMode::Async />
+                    <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
+                    <Route path=path!("/fleet") view=fleet::Fleet ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/images") view=fleet::FleetImages ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/images/history") view=fleet::FleetImageHistory ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/versions") view=fleet::FleetVersions ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/findings") view=fleet::FleetFindings ssr=SsrMode::Async />
                 </Routes>
-            </components::AppShell>
+            </shell::AppShell>
         </Router>
     }
 }

@@ -3,7 +3,7 @@
 use axum::middleware::from_fn_with_state;
 use axum::routing::{get, post};
 use axum::Router;
-use kqueen_app::dto::LoginOptions;
+use kqueen_app::account::dto::LoginOptions;
 use kqueen_app::{shell, App};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};

@@ -4,7 +4,7 @@ use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::post;
 use axum::{Extension, Form, Router};
-use kqueen_app::api::FLASH_SECRET;
+use kqueen_app::account::sfn::FLASH_SECRET;
 use kqueen_core::identity::Role;
 use kqueen_core::tenant::NewTenant;
 use kqueen_core::{Actor, Error};

@@ -4,12 +4,11 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use crate::api;
 use crate::components::{ErrorNote, FormError};
 
 #[component]
 pub fn Admin() -> impl IntoView {
-    let tenants = Resource::new(|| (), |_| api::list_tenants(None));
+    let tenants = Resource::new(|| (), |_| crate::tenants::sfn::list_tenants(None));
     view! {
         <Title text="Admin" />
         <h1>"Admin"</h1>

@@ -7,7 +7,7 @@ use super::*;
 pub fn Fleet() -> impl IntoView {
     let (filter, _) = use_fleet_query();
     let tenant = move || Some(filter().tenant).filter(|t| !t.is_empty());
-    let page = Resource::new(tenant, api::fleet_page);
+    let page = Resource::new(tenant, sfn::fleet_page);
     view! {
         <Title text="Fleet" />
         <h1>"Fleet"</h1>

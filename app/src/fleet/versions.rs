@@ -8,7 +8,7 @@ pub fn FleetVersions() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
     let page = Resource::new(
         move || (filter(), offset()),
-        |(f, o)| api::fleet_versions_page(f, Some(o)),
+        |(f, o)| sfn::fleet_versions_page(f, Some(o)),
     );
     view! {
         <Title text="Versions · Fleet" />

@@ -4,7 +4,6 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api;
 use crate::components::{encode_query_value, ErrorNote};
 
 #[component]
@@ -23,7 +22,7 @@ pub fn Login() -> impl IntoView {
             None => None,
         }
     };
-    let options = Resource::new(|| (), |_| api::get_login_options());
+    let options = Resource::new(|| (), |_| crate::account::sfn::get_login_options());
     view! {
         <Title text="Sign in" />
         <section class="card login">

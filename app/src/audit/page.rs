@@ -6,9 +6,8 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
-use crate::api;
+use crate::audit::dto::{AuditFilter, AuditPageDto};
 use crate::components::{encode_query_value, ErrorNote};
-use crate::dto::{AuditFilter, AuditPageDto};
 
 fn filter_query(f: &AuditFilter) -> String {
     [
@@ -48,7 +47,7 @@ pub fn Audit() -> impl IntoView {
     };
     let page = Resource::new(
         move || (filter(), offset()),
-        |(f, o)| api::list_audit(f, Some(o)),
+        |(f, o)| crate::audit::sfn::list_audit(f, Some(o)),
     );
     let csv = move || {
         let q = filter_query(&filter());

@@ -1,7 +1,12 @@
-//! `/fleet` (dashboard: clusters by state, provider and version, capacity, clusters needing
+//! The fleet: its server functions (`sfn`), DTOs, the cluster page's inventory section
+//! (`inventory`), and the pages `/fleet` (dashboard: clusters by state, provider and version, capacity, clusters needing
 //! attention) and the fleet audit queries `/fleet/images`, `/fleet/images/history`,
 //! `/fleet/versions` and `/fleet/findings`: filtered by GET forms, paged, exportable as CSV and JSON through the
 //! same query on /api/v1.
+
+pub mod dto;
+pub(crate) mod inventory;
+pub mod sfn;
 
 pub use dashboard::Fleet;
 pub use findings::FleetFindings;
@@ -12,13 +17,13 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
-use crate::api_fleet as api;
-use crate::components::{ErrorNote, Me, Stat};
-use crate::dto_fleet::{
+use crate::components::{ErrorNote, Stat};
+use crate::fleet::dto::{
     FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto,
     ImageHistoryDto, VersionDto,
 };
-use crate::pages::inventory::Chart;
+use crate::fleet::inventory::Chart;
+use crate::shell::Me;
 
 fn use_fleet_query() -> (
     impl Fn() -> FleetQuery + Copy + Send + Sync + 'static,

@@ -8,7 +8,7 @@ pub fn FleetImages() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
     let page = Resource::new(
         move || (filter(), offset()),
-        |(f, o)| api::fleet_images_page(f, Some(o)),
+        |(f, o)| sfn::fleet_images_page(f, Some(o)),
     );
     view! {
         <Title text="Images · Fleet" />
@@ -71,7 +71,7 @@ pub fn FleetImageHistory() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
     let page = Resource::new(
         move || (filter(), offset()),
-        |(f, o)| api::fleet_image_history_page(f, Some(o)),
+        |(f, o)| sfn::fleet_image_history_page(f, Some(o)),
     );
     view! {
         <Title text="Image history · Fleet" />

@@ -8,7 +8,7 @@ pub fn FleetFindings() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
     let page = Resource::new(
         move || (filter(), offset()),
-        |(f, o)| api::fleet_findings_page(f, Some(o)),
+        |(f, o)| sfn::fleet_findings_page(f, Some(o)),
     );
     view! {
         <Title text="Findings · Fleet" />

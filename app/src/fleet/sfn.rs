@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::dto_fleet::{
+use crate::fleet::dto::{
     FindingsPageDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto, ImageHistoryDto, VersionDto,
 };
 use crate::AppError;
@@ -12,17 +12,17 @@ use crate::AppError;
 pub const FLEET_PAGE_SIZE: u32 = 50;
 
 #[cfg(feature = "ssr")]
-pub(crate) mod ssr {
+pub(crate) mod map {
     use kqueen_charts::figures::{self, Measure};
     use kqueen_core::inventory::checks::Finding;
     use kqueen_core::inventory::fleet::{ClusterInventory, FleetCluster, FleetFilter};
     use kqueen_core::inventory::{Resources, WorkloadState};
 
-    use crate::api::ssr::time;
-    use crate::dto_fleet::{
+    use crate::fleet::dto::{
         FindingDto, FleetClusterDto, FleetQuery, InventoryDto, NamespaceDto, NodeRowDto,
         ResourcesDto, WorkloadDto,
     };
+    use crate::ssr::time;
     use crate::AppError;
 
     pub fn resources(r: Resources) -> ResourcesDto {
@@ -141,13 +141,14 @@ pub(crate) mod ssr {
 pub(crate) async fn cluster_inventory(
     k: &kqueen_core::Kqueen,
     actor: &kqueen_core::Actor,
-    page: &crate::dto::ClusterPageDto,
-) -> Result<Option<crate::dto_fleet::InventoryDto>, AppError> {
-    let inv = k.cluster_inventory(actor, &page.cluster.id).await?;
-    if inv.status.is_none() && page.cluster.state != "ready" {
+    cluster_id: &str,
+    ready: bool,
+) -> Result<Option<crate::fleet::dto::InventoryDto>, AppError> {
+    let inv = k.cluster_inventory(actor, cluster_id).await?;
+    if inv.status.is_none() && !ready {
         return Ok(None);
     }
-    Ok(Some(ssr::inventory(
+    Ok(Some(map::inventory(
         inv,
         k.inventory_settings().stale_after,
     )))
@@ -158,10 +159,10 @@ pub(crate) async fn cluster_inventory(
 pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError> {
     use kqueen_charts::figures::{count_chart, totals_chart, Measure};
 
-    use crate::dto_fleet::AttentionDto;
+    use crate::fleet::dto::AttentionDto;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
-    let filter = ssr::filter(&FleetQuery {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let filter = map::filter(&FleetQuery {
         tenant: tenant.unwrap_or_default(),
         ..FleetQuery::default()
     })?;
@@ -171,9 +172,9 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
         clusters: t.clusters,
         nodes: t.nodes,
         nodes_ready: t.nodes_ready,
-        capacity: ssr::resources(t.capacity),
-        allocatable: ssr::resources(t.allocatable),
-        requested: ssr::resources(t.requested),
+        capacity: map::resources(t.capacity),
+        allocatable: map::resources(t.allocatable),
+        requested: map::resources(t.requested),
         newest_version: o.newest_version.clone(),
         state_chart: count_chart("Clusters by state", "Clusters", &o.by_state),
         provider_chart: count_chart("Clusters by provider", "Clusters", &o.by_provider),
@@ -190,12 +191,12 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
             .attention
             .into_iter()
             .map(|a| AttentionDto {
-                cluster: ssr::fleet_cluster(a.cluster),
+                cluster: map::fleet_cluster(a.cluster),
                 reasons: a.reasons,
             })
             .collect(),
-        rows: o.clusters.into_iter().map(ssr::fleet_cluster).collect(),
-        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
+        rows: o.clusters.into_iter().map(map::fleet_cluster).collect(),
+        tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -207,15 +208,15 @@ pub async fn fleet_images_page(
 ) -> Result<FleetListDto<ImageDto>, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::api::ssr::time;
-    use crate::dto_fleet::UsageDto;
+    use crate::fleet::dto::UsageDto;
+    use crate::ssr::time;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let offset = offset.unwrap_or(0);
     let (images, total) = k
         .fleet_images(
             &actor,
-            &ssr::filter(&query)?,
+            &map::filter(&query)?,
             Page::new(FLEET_PAGE_SIZE, offset),
         )
         .await?;
@@ -251,7 +252,7 @@ pub async fn fleet_images_page(
         total,
         offset,
         limit: FLEET_PAGE_SIZE,
-        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -263,14 +264,14 @@ pub async fn fleet_image_history_page(
 ) -> Result<FleetListDto<ImageHistoryDto>, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::api::ssr::time;
+    use crate::ssr::time;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let offset = offset.unwrap_or(0);
     let (history, total) = k
         .fleet_image_history(
             &actor,
-            &ssr::filter(&query)?,
+            &map::filter(&query)?,
             Page::new(FLEET_PAGE_SIZE, offset),
         )
         .await?;
@@ -291,7 +292,7 @@ pub async fn fleet_image_history_page(
         total,
         offset,
         limit: FLEET_PAGE_SIZE,
-        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -303,14 +304,14 @@ pub async fn fleet_versions_page(
 ) -> Result<FleetListDto<VersionDto>, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::api::ssr::time;
+    use crate::ssr::time;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let offset = offset.unwrap_or(0);
     let (versions, total) = k
         .fleet_versions(
             &actor,
-            &ssr::filter(&query)?,
+            &map::filter(&query)?,
             Page::new(FLEET_PAGE_SIZE, offset),
         )
         .await?;
@@ -333,7 +334,7 @@ pub async fn fleet_versions_page(
         total,
         offset,
         limit: FLEET_PAGE_SIZE,
-        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
 
@@ -346,10 +347,10 @@ pub async fn fleet_findings_page(
     use kqueen_charts::figures::findings_chart;
     use kqueen_core::page::Page;
 
-    use crate::dto_fleet::FindingRowDto;
+    use crate::fleet::dto::FindingRowDto;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
-    let filter = ssr::filter(&query)?;
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let filter = map::filter(&query)?;
     let offset = offset.unwrap_or(0);
     let (findings, total) = k
         .fleet_findings(&actor, &filter, Page::new(FLEET_PAGE_SIZE, offset))
@@ -368,13 +369,13 @@ pub async fn fleet_findings_page(
                     cluster_id: f.cluster_id.to_string(),
                     cluster: f.cluster,
                     tenant: f.tenant,
-                    finding: ssr::finding(f.finding),
+                    finding: map::finding(f.finding),
                 })
                 .collect(),
             total,
             offset,
             limit: FLEET_PAGE_SIZE,
-            tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
+            tenants: crate::ssr::request_tenants(&k, &actor).await?,
         },
     })
 }

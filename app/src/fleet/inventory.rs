@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::dto_fleet::{InventoryDto, NodeRowDto};
+use crate::fleet::dto::{InventoryDto, NodeRowDto};
 
 /// A chart drawn on the server: the SVG goes into the page as is.
 #[component]

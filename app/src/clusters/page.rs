@@ -5,10 +5,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
-use crate::api_clusters as api;
+use crate::clusters::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ParamDto};
 use crate::components::{encode_query_value, ErrorNote, FormError};
-use crate::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ParamDto};
-use crate::pages::inventory::Inventory;
+use crate::fleet::inventory::Inventory;
 
 fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
     let q = use_query_map();
@@ -32,7 +31,7 @@ pub fn Clusters() -> impl IntoView {
                 offset().and_then(|o| o.parse().ok()),
             )
         },
-        |(t, s, n, o)| api::clusters_page(t, s, n, o),
+        |(t, s, n, o)| crate::clusters::sfn::clusters_page(t, s, n, o),
     );
     view! {
         <Title text="Clusters" />
@@ -146,7 +145,7 @@ pub fn NewCluster() -> impl IntoView {
     let (tenant, template) = (query("tenant"), query("template"));
     let page = Resource::new(
         move || (tenant(), template()),
-        |(t, tpl)| api::new_cluster_page(t, tpl),
+        |(t, tpl)| crate::clusters::sfn::new_cluster_page(t, tpl),
     );
     view! {
         <Title text="Request a cluster" />
@@ -294,7 +293,10 @@ pub fn ClusterView() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     // Bumped every 2 s while an operation runs (in the browser, once hydrated).
     let tick = RwSignal::new(0u32);
-    let page = Resource::new(move || (id(), tick.get()), |(id, _)| api::cluster_page(id));
+    let page = Resource::new(
+        move || (id(), tick.get()),
+        |(id, _)| crate::clusters::sfn::cluster_page(id),
+    );
     let busy = RwSignal::new(false);
     Effect::new(move |_| {
         if let Ok(handle) = set_interval_with_handle(

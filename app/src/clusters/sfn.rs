@@ -2,19 +2,20 @@
 
 use leptos::prelude::*;
 
-use crate::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ProvidersPageDto, QuotaDto};
+use crate::clusters::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto};
+
 use crate::AppError;
 
 /// Rows of one cluster list page.
 pub const CLUSTER_PAGE_SIZE: u32 = 50;
 
 #[cfg(feature = "ssr")]
-pub(crate) mod ssr {
+pub(crate) mod map {
     use kqueen_core::cluster::{Cluster, ClusterState};
     use kqueen_core::provisioner::{ParamKind, ParamSchema};
 
-    use crate::api::ssr::time;
-    use crate::dto::{CapabilitiesDto, ClusterRowDto, ParamDto};
+    use crate::clusters::dto::{CapabilitiesDto, ClusterRowDto, ParamDto};
+    use crate::ssr::time;
 
     pub fn params(schema: &ParamSchema) -> Vec<ParamDto> {
         schema
@@ -90,7 +91,7 @@ pub async fn clusters_page(
     use kqueen_core::cluster::{ClusterFilter, ClusterState};
     use kqueen_core::page::Page;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let state = match state.as_deref().filter(|s| !s.is_empty()) {
         Some(s) => Some(
             ClusterState::parse(s)
@@ -108,12 +109,12 @@ pub async fn clusters_page(
         .list_clusters(&actor, &filter, Page::new(CLUSTER_PAGE_SIZE, offset))
         .await?;
     Ok(ClustersPageDto {
-        clusters: clusters.into_iter().map(ssr::row).collect(),
+        clusters: clusters.into_iter().map(map::row).collect(),
         total,
         offset,
         limit: CLUSTER_PAGE_SIZE,
-        tenants: crate::api::ssr::request_tenants(&k, &actor).await?,
-        states: ssr::states(),
+        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        states: map::states(),
     })
 }
 
@@ -126,10 +127,10 @@ pub async fn new_cluster_page(
 ) -> Result<NewClusterPageDto, AppError> {
     use kqueen_core::page::Page;
 
-    use crate::dto::TemplateChoiceDto;
+    use crate::clusters::dto::TemplateChoiceDto;
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
-    let tenants = crate::api::ssr::request_tenants(&k, &actor).await?;
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let tenants = crate::ssr::request_tenants(&k, &actor).await?;
     let tenant = tenant
         .filter(|t| !t.is_empty())
         .or_else(|| (tenants.len() == 1).then(|| tenants[0].clone()));
@@ -174,7 +175,7 @@ pub async fn new_cluster_page(
         chosen.and_then(|name| offered.into_iter().find(|v| v.template.name == name))
     {
         page.template = Some(choice(&view));
-        page.params = ssr::params(&view.schema);
+        page.params = map::params(&view.schema);
         page.fixed = view.fixed.into_iter().collect();
     }
     Ok(page)
@@ -186,9 +187,9 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
     use kqueen_core::cluster::OperationState;
     use kqueen_core::policy::{check, Permission};
 
-    use crate::dto::{EventDto, OperationDto};
+    use crate::clusters::dto::{EventDto, OperationDto};
 
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let d = k.cluster_detail(&actor, &id).await?;
     let busy = d
         .operations
@@ -205,8 +206,8 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         parameters: d.cluster.parameters.clone().into_iter().collect(),
         error: d.cluster.error.clone(),
         created_by: d.cluster.created_by.clone(),
-        cluster: ssr::row(d.cluster),
-        capabilities: ssr::caps(d.capabilities),
+        cluster: map::row(d.cluster),
+        capabilities: map::caps(d.capabilities),
         operations: d
             .operations
             .into_iter()
@@ -218,8 +219,8 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
                 attempts: o.attempts,
                 error: o.error,
                 requested_by: o.requested_by,
-                created: crate::api::ssr::time(o.created_at),
-                finished: o.finished_at.map(crate::api::ssr::time),
+                created: crate::ssr::time(o.created_at),
+                finished: o.finished_at.map(crate::ssr::time),
             })
             .collect(),
         events: d
@@ -237,83 +238,12 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         can_manage,
         inventory: None,
     };
-    page.inventory = crate::api_fleet::cluster_inventory(&k, &actor, &page).await?;
+    page.inventory = crate::fleet::sfn::cluster_inventory(
+        &k,
+        &actor,
+        &page.cluster.id,
+        page.cluster.state == "ready",
+    )
+    .await?;
     Ok(page)
-}
-
-/// Providers, templates and the provisioner kinds (operators).
-#[server(prefix = "/sfn", endpoint = "providers")]
-pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
-    use kqueen_core::page::Page;
-
-    use crate::dto::{KindDto, ProviderDto, TemplateDto};
-
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
-    let kinds = k.provider_kinds(&actor).await?;
-    let providers = k
-        .list_providers(&actor, Page::new(Page::MAX_LIMIT, 0))
-        .await?;
-    let templates = k
-        .list_templates(&actor, None, Page::new(Page::MAX_LIMIT, 0))
-        .await?;
-    Ok(ProvidersPageDto {
-        providers: providers
-            .into_iter()
-            .map(|p| ProviderDto {
-                name: p.name,
-                kind: p.kind.to_string(),
-                description: p.description,
-                settings: p.config.into_iter().collect(),
-                secret_fields: p.secret_fields,
-                disabled: p.disabled,
-                updated: crate::api::ssr::time(p.updated_at),
-            })
-            .collect(),
-        templates: templates
-            .into_iter()
-            .map(|v| TemplateDto {
-                name: v.template.name.clone(),
-                description: v.template.description.clone(),
-                provider: v.provider_name.clone(),
-                kind: v.provider_kind.to_string(),
-                overrides: if v.template.overrides.is_empty() {
-                    String::new()
-                } else {
-                    serde_json::to_string_pretty(&v.template.overrides).unwrap_or_default()
-                },
-                tenants: v.tenant_slugs.clone(),
-                timeout_minutes: v.template.timeout_minutes,
-                admin_access: v.template.admin_access.as_str().to_owned(),
-                disabled: v.template.disabled,
-                params: ssr::params(&v.schema),
-                fixed: v.fixed.clone().into_iter().collect(),
-            })
-            .collect(),
-        kinds: kinds
-            .into_iter()
-            .map(|i| KindDto {
-                kind: i.kind.to_string(),
-                capabilities: ssr::caps(i.capabilities),
-                provider_params: ssr::params(&i.provider_schema),
-                cluster_params: ssr::params(&i.cluster_schema),
-            })
-            .collect(),
-    })
-}
-
-/// A tenant's quota and usage.
-#[server(prefix = "/sfn", endpoint = "quota")]
-pub async fn quota(tenant: String) -> Result<QuotaDto, AppError> {
-    use kqueen_core::policy::{check, Permission};
-
-    let (k, actor) = (crate::api::ssr::kqueen()?, crate::api::ssr::actor());
-    let (q, u) = k.quota(&actor, &tenant).await?;
-    Ok(QuotaDto {
-        max_clusters: q.max_clusters,
-        max_nodes: q.max_nodes,
-        cluster_ttl_hours: q.cluster_ttl_hours,
-        used_clusters: u.clusters,
-        used_nodes: u.nodes,
-        can_set: check(&actor, Permission::SetQuota).is_ok(),
-    })
 }

@@ -6,14 +6,14 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
-use crate::api_clusters as api;
+use crate::clusters::dto::ParamDto;
+use crate::clusters::page::ParamField;
 use crate::components::{ErrorNote, FormError};
-use crate::dto::{KindDto, ParamDto, ProviderDto, ProvidersPageDto, TemplateDto};
-use crate::pages::clusters::ParamField;
+use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto};
 
 #[component]
 pub fn Providers() -> impl IntoView {
-    let page = Resource::new(|| (), |_| api::providers_page());
+    let page = Resource::new(|| (), |_| crate::providers::sfn::providers_page());
     view! {
         <Title text="Providers" />
         <h1>"Providers and templates"</h1>

@@ -3,13 +3,12 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::api;
+use crate::account::dto::TokensPageDto;
 use crate::components::{ErrorNote, FormError};
-use crate::dto::TokensPageDto;
 
 #[component]
 pub fn Tokens() -> impl IntoView {
-    let page = Resource::new(|| (), |_| api::tokens_page());
+    let page = Resource::new(|| (), |_| crate::account::sfn::tokens_page());
     view! {
         <Title text="API tokens" />
         <h1>"API tokens"</h1>

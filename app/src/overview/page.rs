@@ -9,16 +9,15 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
-use crate::api;
 use crate::components::{encode_query_value, ErrorNote, Stat};
-use crate::dto::TenantDto;
+use crate::tenants::dto::TenantDto;
 
 #[component]
 pub fn Overview() -> impl IntoView {
     let query = use_query_map();
     let q = move || query.read().get("q").unwrap_or_default();
-    let stats = Resource::new(|| (), |_| api::overview());
-    let tenants = Resource::new(q, |q| api::list_tenants(Some(q)));
+    let stats = Resource::new(|| (), |_| crate::overview::sfn::overview());
+    let tenants = Resource::new(q, |q| crate::tenants::sfn::list_tenants(Some(q)));
 
     let navigate = use_navigate();
     let on_input = move |ev| {

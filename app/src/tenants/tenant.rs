@@ -4,15 +4,14 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::api;
 use crate::components::{ErrorNote, FormError};
-use crate::dto::TenantPageDto;
+use crate::tenants::dto::TenantPageDto;
 
 #[component]
 pub fn TenantPage() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
-    let page = Resource::new(slug, api::tenant_page);
+    let page = Resource::new(slug, crate::tenants::sfn::tenant_page);
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
@@ -92,7 +91,7 @@ fn Tenant(page: TenantPageDto) -> impl IntoView {
 #[component]
 fn QuotaCard(slug: String) -> impl IntoView {
     let tenant = slug.clone();
-    let quota = Resource::new(move || tenant.clone(), crate::api_clusters::quota);
+    let quota = Resource::new(move || tenant.clone(), crate::tenants::sfn::quota);
     let action = format!("/tenants/{slug}/quota");
     let show = |v: Option<u32>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
     let value = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();

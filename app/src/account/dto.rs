@@ -1,0 +1,39 @@
+//! What the account server functions send to the browser: Who is logged in, how people log in, their API tokens.
+
+use serde::{Deserialize, Serialize};
+
+/// How people can log in here (provided by the server for every request).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LoginOptions {
+    pub sso: bool,
+    pub local_accounts: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct MeDto {
+    pub username: String,
+    pub display_name: Option<String>,
+    pub operator: bool,
+    /// (tenant slug, role)
+    pub tenants: Vec<(String, String)>,
+    /// Admin of at least one tenant, or operator: may read (part of) the audit log.
+    pub can_audit: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenDto {
+    pub id: String,
+    pub name: String,
+    pub prefix: String,
+    pub created: String,
+    pub expires: String,
+    pub last_used: Option<String>,
+    pub active: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokensPageDto {
+    pub tokens: Vec<TokenDto>,
+    /// A token created just before this page was shown: its secret, shown this once.
+    pub new_secret: Option<String>,
+}

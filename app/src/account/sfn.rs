@@ -1,0 +1,70 @@
+//! Server functions: The logged-in user, the login options and the API tokens page. Each one takes the request's actor, calls one use
+//! case, and maps the result to a DTO.
+
+use leptos::prelude::*;
+
+use crate::account::dto::LoginOptions;
+use crate::account::dto::MeDto;
+use crate::account::dto::TokensPageDto;
+use crate::AppError;
+
+/// The logged-in user, or `None`.
+#[server(prefix = "/sfn", endpoint = "me")]
+pub async fn me() -> Result<Option<MeDto>, AppError> {
+    let actor = crate::ssr::actor();
+    Ok(actor.identity().map(|i| MeDto {
+        username: i.username.clone(),
+        display_name: i.display_name.clone(),
+        operator: i.is_operator,
+        tenants: i
+            .memberships
+            .iter()
+            .map(|m| (m.tenant_slug.to_string(), m.role.to_string()))
+            .collect(),
+        can_audit: i.is_operator || i.admin_tenants().next().is_some(),
+    }))
+}
+
+/// How one can log in here.
+#[server(prefix = "/sfn", endpoint = "login_options")]
+pub async fn get_login_options() -> Result<LoginOptions, AppError> {
+    Ok(
+        leptos::prelude::use_context::<LoginOptions>().unwrap_or(LoginOptions {
+            sso: false,
+            local_accounts: false,
+        }),
+    )
+}
+
+/// The caller's API tokens, and the secret of one just created (shown once).
+#[server(prefix = "/sfn", endpoint = "tokens")]
+pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let tokens = k.tokens(&actor).await?;
+    let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
+    let new_secret = match session {
+        Some(s) => s.remove::<String>(FLASH_SECRET).await.ok().flatten(),
+        None => None,
+    };
+    let now = kqueen_core::clock::now();
+    Ok(TokensPageDto {
+        tokens: tokens
+            .into_iter()
+            .map(|t| crate::account::dto::TokenDto {
+                id: t.id.to_string(),
+                active: t.is_active(now),
+                name: t.name,
+                prefix: t.prefix,
+                created: t.created_at.format("%Y-%m-%d %H:%M").to_string(),
+                expires: t.expires_at.format("%Y-%m-%d").to_string(),
+                last_used: t
+                    .last_used_at
+                    .map(|d| d.format("%Y-%m-%d %H:%M").to_string()),
+            })
+            .collect(),
+        new_secret,
+    })
+}
+
+/// Session key of a one-time message for the next page (set by the server's form routes).
+pub const FLASH_SECRET: &str = "kq.flash_secret";

@@ -1,0 +1,7 @@
+//! The audit trail page. Its page, its server functions (`sfn`) and their DTOs.
+
+pub mod dto;
+mod page;
+pub mod sfn;
+
+pub use page::Audit;

@@ -1,0 +1,56 @@
+//! Server functions: The audit trail. Each one takes the request's actor, calls one use
+//! case, and maps the result to a DTO.
+
+use leptos::prelude::*;
+
+use crate::audit::dto::AuditFilter;
+use crate::audit::dto::AuditPageDto;
+use crate::AppError;
+
+/// One page of the audit trail, newest first, filtered.
+#[server(prefix = "/sfn", endpoint = "audit")]
+pub async fn list_audit(
+    filter: AuditFilter,
+    offset: Option<u32>,
+) -> Result<AuditPageDto, AppError> {
+    use kqueen_core::page::Page;
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let typed = kqueen_core::audit::AuditFilter {
+        tenant: Some(filter.tenant),
+        actor: Some(filter.actor),
+        action: Some(filter.action),
+        since: Some(filter.since),
+        until: Some(filter.until),
+    };
+    let query = k.audit_query(&actor, &typed).await?;
+    let offset = offset.unwrap_or(0);
+    // One row more than shown tells whether an older page exists.
+    let mut events = k
+        .audit_events(&actor, &query, Page::new(AUDIT_PAGE_SIZE + 1, offset))
+        .await?;
+    let has_more = events.len() > AUDIT_PAGE_SIZE as usize;
+    events.truncate(AUDIT_PAGE_SIZE as usize);
+    Ok(AuditPageDto {
+        events: events
+            .into_iter()
+            .map(|e| crate::audit::dto::AuditEventDto {
+                id: e.id.to_string(),
+                time: e.occurred_at.format("%Y-%m-%d %H:%M:%S").to_string(),
+                actor: e.actor,
+                tenant: e.tenant_slug,
+                action: e.action,
+                target: e.target,
+                outcome: e.outcome.as_str().to_owned(),
+                source_ip: e.source_ip,
+                detail: e.detail,
+            })
+            .collect(),
+        offset,
+        limit: AUDIT_PAGE_SIZE,
+        has_more,
+    })
+}
+
+/// Rows of one audit page.
+pub const AUDIT_PAGE_SIZE: u32 = 50;

@@ -1,0 +1,7 @@
+//! The overview page. Its page, its server functions (`sfn`) and their DTOs.
+
+pub mod dto;
+mod page;
+pub mod sfn;
+
+pub use page::Overview;

@@ -1,0 +1,47 @@
+//! What the providers server functions send to the browser: Providers, templates and provisioner kinds.
+
+use crate::clusters::dto::CapabilitiesDto;
+use crate::clusters::dto::ParamDto;
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderDto {
+    pub name: String,
+    pub kind: String,
+    pub description: String,
+    pub settings: Vec<(String, String)>,
+    pub secret_fields: Vec<String>,
+    pub disabled: bool,
+    pub updated: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TemplateDto {
+    pub name: String,
+    pub description: String,
+    pub provider: String,
+    pub kind: String,
+    pub overrides: String,
+    pub tenants: Vec<String>,
+    pub timeout_minutes: u32,
+    /// `namespaced` or `cluster-admin`.
+    pub admin_access: String,
+    pub disabled: bool,
+    pub params: Vec<ParamDto>,
+    pub fixed: Vec<(String, String)>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindDto {
+    pub kind: String,
+    pub capabilities: CapabilitiesDto,
+    pub provider_params: Vec<ParamDto>,
+    pub cluster_params: Vec<ParamDto>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProvidersPageDto {
+    pub providers: Vec<ProviderDto>,
+    pub templates: Vec<TemplateDto>,
+    pub kinds: Vec<KindDto>,
+}

@@ -1,0 +1,7 @@
+//! Providers and templates (operators). Its page, its server functions (`sfn`) and their DTOs.
+
+pub mod dto;
+mod page;
+pub mod sfn;
+
+pub use page::Providers;
