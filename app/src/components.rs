@@ -27,7 +27,7 @@ pub fn ErrorNote(error: AppError) -> impl IntoView {
     }
 }
 
-/// The `?error=` message a form route sent back, shown above the form.
+/// The `?error=` message a write sent back (`crate::ssr::back`), shown above the form.
 #[component]
 pub fn FormError() -> impl IntoView {
     let query = use_query_map();

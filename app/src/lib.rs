@@ -2,7 +2,8 @@
 //! the server functions they call. Server functions are adapters: they take the request's
 //! identity, call one use case of `kqueen_core::Kqueen`, and map the result to a DTO.
 //!
-//! Every page works without JavaScript: lists filter through GET forms, and routes render
+//! Every page works without JavaScript: lists filter through GET forms, writes are server
+//! functions behind `ActionForm` (a plain form post answered by a redirect), and routes render
 //! with `SsrMode::Async`, so the HTML arrives complete.
 
 pub mod account;

@@ -84,3 +84,77 @@ mod tests {
         }
     }
 }
+
+/// Ends a write made through a form: to `page` on success, back to `page` with the error's
+/// message as `?error=` (the page shows it above the form), or to the login page when the
+/// caller is not logged in. Without JavaScript the browser follows the redirect; hydrated,
+/// the router does, without reloading the page.
+pub fn back(page: &str, result: Result<(), kqueen_core::Error>) {
+    leptos_axum::redirect(&back_to(page, result));
+}
+
+/// Where [`back`] sends the browser.
+pub fn back_to(page: &str, result: Result<(), kqueen_core::Error>) -> String {
+    match result {
+        Ok(()) => page.to_owned(),
+        Err(kqueen_core::Error::Unauthenticated) => format!("/login?next={}", form_escape(page)),
+        Err(e) => {
+            let sep = if page.contains('?') { '&' } else { '?' };
+            format!("{page}{sep}error={}", form_escape(&e.public().message))
+        }
+    }
+}
+
+/// Percent-encodes a query-string value as HTML forms do (`application/x-www-form-urlencoded`:
+/// a space becomes `+`).
+pub fn form_escape(value: &str) -> String {
+    let mut out = String::with_capacity(value.len());
+    for b in value.bytes() {
+        match b {
+            b' ' => out.push('+'),
+            b'*' | b'-' | b'.' | b'_' => out.push(char::from(b)),
+            b if b.is_ascii_alphanumeric() => out.push(char::from(b)),
+            b => out.push_str(&format!("%{b:02X}")),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod back_tests {
+    use kqueen_core::{Error, ValidationError};
+
+    use super::{back_to, form_escape};
+
+    #[test]
+    fn success_goes_to_the_page_and_errors_come_back_with_their_message() {
+        assert_eq!(back_to("/tokens", Ok(())), "/tokens");
+        assert_eq!(
+            back_to("/tenants/a", Err(Error::Forbidden)),
+            "/tenants/a?error=permission+denied"
+        );
+        assert_eq!(
+            back_to(
+                "/p?kind=x",
+                Err(ValidationError::new("name", "is empty").into())
+            ),
+            format!(
+                "/p?kind=x&error={}",
+                form_escape(
+                    &Error::from(ValidationError::new("name", "is empty"))
+                        .public()
+                        .message
+                )
+            )
+        );
+        assert_eq!(
+            back_to("/clusters/1?a=b", Err(Error::Unauthenticated)),
+            "/login?next=%2Fclusters%2F1%3Fa%3Db"
+        );
+    }
+
+    #[test]
+    fn form_escape_writes_what_forms_write() {
+        assert_eq!(form_escape("a b&c=d/é*-._~"), "a+b%26c%3Dd%2F%C3%A9*-._%7E");
+    }
+}

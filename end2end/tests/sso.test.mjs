@@ -70,6 +70,8 @@ for (const javaScriptEnabled of [false, true]) {
     assert.equal(await page.locator('#new-token').count(), 0, 'shown only once');
     assert.equal(await page.locator('#token-table button').count(), 1, 'one active token to revoke');
     await Promise.all([page.waitForURL(/\/tokens$/), page.click('#token-table button')]);
+    // Hydrated, the form posts in place: the list shows the token revoked once it is.
+    await page.locator('#token-table button').waitFor({ state: 'detached' });
     const revoked = await fetch(server.url + '/api/v1/whoami', { headers: { Authorization: `Bearer ${secret}` } });
     assert.equal(revoked.status, 401);
 

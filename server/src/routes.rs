@@ -13,7 +13,7 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::auth::session_store::DbSessionStore;
 use crate::state::AppState;
-use crate::{api, auth, csrf, forms, health};
+use crate::{api, auth, csrf, download, health};
 
 /// The whole HTTP surface: health endpoints, login and logout, the REST API, portal pages,
 /// server functions, static files. Every request passes (outermost first): tracing, session,
@@ -41,7 +41,7 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/local", post(auth::routes::local))
         .route("/auth/logout", post(auth::routes::logout))
         .merge(api::router())
-        .merge(forms::router())
+        .route("/clusters/{id}/kubeconfig", get(download::kubeconfig))
         .leptos_routes_with_context(
             &state,
             routes,

@@ -1,5 +1,6 @@
 //! Accounts: login, the logged-in user, API tokens. Its page, its server functions (`sfn`) and their DTOs.
 
+pub mod actions;
 pub mod dto;
 mod login;
 pub mod sfn;

@@ -66,5 +66,5 @@ pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
     })
 }
 
-/// Session key of a one-time message for the next page (set by the server's form routes).
+/// Session key of a one-time message for the next page (set by `actions::create_token`).
 pub const FLASH_SECRET: &str = "kq.flash_secret";

@@ -3,12 +3,19 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
+use crate::account::actions::{CreateToken, RevokeToken};
 use crate::account::dto::TokensPageDto;
 use crate::components::{ErrorNote, FormError};
 
 #[component]
 pub fn Tokens() -> impl IntoView {
-    let page = Resource::new(|| (), |_| crate::account::sfn::tokens_page());
+    let create = ServerAction::<CreateToken>::new();
+    let revoke = ServerAction::<RevokeToken>::new();
+    // Read again after every write (hydrated, a write does not reload the page).
+    let page = Resource::new(
+        move || (create.version().get(), revoke.version().get()),
+        |_| crate::account::sfn::tokens_page(),
+    );
     view! {
         <Title text="API tokens" />
         <h1>"API tokens"</h1>
@@ -20,7 +27,7 @@ pub fn Tokens() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => view! { <TokenList page=p /> }.into_any(),
+                    Ok(p) => view! { <TokenList page=p create revoke /> }.into_any(),
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                 }
             })}
@@ -29,7 +36,11 @@ pub fn Tokens() -> impl IntoView {
 }
 
 #[component]
-fn TokenList(page: TokensPageDto) -> impl IntoView {
+fn TokenList(
+    page: TokensPageDto,
+    create: ServerAction<CreateToken>,
+    revoke: ServerAction<RevokeToken>,
+) -> impl IntoView {
     view! {
         {page.new_secret.map(|secret| view! {
             <section class="card notice" aria-live="polite">
@@ -39,13 +50,13 @@ fn TokenList(page: TokensPageDto) -> impl IntoView {
             </section>
         })}
         <section class="card">
-            <form method="post" action="/account/tokens" class="filter" id="create-token">
+            <ActionForm action=create attr:class="filter" attr:id="create-token">
                 <label for="token-name">"Name"</label>
                 <input id="token-name" name="name" required maxlength="100" placeholder="e.g. laptop" />
                 <label for="token-days">"Valid for (days)"</label>
                 <input id="token-days" name="days" type="number" min="1" max="365" value="90" />
                 <button type="submit">"Create token"</button>
-            </form>
+            </ActionForm>
         </section>
         <section class="card">
             {if page.tokens.is_empty() {
@@ -75,10 +86,10 @@ fn TokenList(page: TokensPageDto) -> impl IntoView {
                                     <td>{if t.active { "active" } else { "revoked or expired" }}</td>
                                     <td>
                                         {t.active.then(|| view! {
-                                            <form method="post" action="/account/tokens/revoke">
+                                            <ActionForm action=revoke>
                                                 <input type="hidden" name="id" value=t.id />
                                                 <button type="submit" class="link-button">"Revoke"</button>
-                                            </form>
+                                            </ActionForm>
                                         })}
                                     </td>
                                 </tr>

@@ -5,8 +5,12 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
+use crate::clusters::actions::{
+    DeleteCluster, RequestCluster, RevokeAccess, ScaleCluster, UpgradeCluster,
+};
 use crate::clusters::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ParamDto};
 use crate::components::{encode_query_value, ErrorNote, FormError};
+use crate::fleet::actions::SyncInventory;
 use crate::fleet::inventory::Inventory;
 
 fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
@@ -164,6 +168,7 @@ pub fn NewCluster() -> impl IntoView {
 #[component]
 fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
     let q = use_query_map();
+    let request = ServerAction::<RequestCluster>::new();
     let tenant = page.tenant.clone().unwrap_or_default();
     let chosen = page
         .template
@@ -204,7 +209,7 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
                     <div class="card-head"><h2 id="params-heading">{format!("2. Parameters of {}", t.name)}</h2></div>
                     <p class="muted">{format!("Provisioner: {} ({})", t.provider, t.kind)}</p>
                     <FormError />
-                    <form method="post" action="/clusters/request" class="stack" id="request-form">
+                    <ActionForm action=request attr:class="stack" attr:id="request-form">
                         <input type="hidden" name="tenant" value=tenant.clone() />
                         <input type="hidden" name="template" value=t.name.clone() />
                         <div class="field">
@@ -216,7 +221,7 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
                         </div>
                         {params.into_iter().map(|p| {
                             let prefill = if p.secret { None } else { q.read_untracked().get(&format!("p.{}", p.name)) };
-                            view! { <ParamField param=p prefix="p." value=prefill /> }
+                            view! { <ParamField param=p prefix="p" value=prefill /> }
                         }).collect_view()}
                         {(!fixed.is_empty()).then(|| view! {
                             <p class="muted">"Set by the template: "
@@ -224,18 +229,21 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
                             </p>
                         })}
                         <button type="submit" id="request-submit">"Request cluster"</button>
-                    </form>
+                    </ActionForm>
                 </section>
             }
         })}
     }
 }
 
-/// One input rendered from a schema parameter. Field names are `<prefix><param name>`.
+/// One input rendered from a schema parameter. Field names are `<prefix>[<param name>]`; a
+/// checkbox also sends `<prefix>_shown[<param name>]`, so that an unchecked one counts as
+/// `false` ([`crate::clusters::actions::form_params`]).
 #[component]
 pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) -> impl IntoView {
     let id = format!("f-{}", param.name);
-    let name = format!("{prefix}{}", param.name);
+    let name = format!("{prefix}[{}]", param.name);
+    let shown = format!("{prefix}_shown[{}]", param.name);
     let help_id = format!("{id}-help");
     let value = value.or(param.default.clone()).unwrap_or_default();
     let mut help = param.help.clone().unwrap_or_default();
@@ -256,7 +264,7 @@ pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) 
         "boolean" => {
             let checked = value == "true";
             view! {
-                <input type="hidden" name=name.clone() value="false" />
+                <input type="hidden" name=shown value="1" />
                 <input type="checkbox" id=id.clone() name=name.clone() value="true" checked=checked aria-describedby=help_id.clone() />
             }.into_any()
         }
@@ -293,9 +301,10 @@ pub fn ClusterView() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     // Bumped every 2 s while an operation runs (in the browser, once hydrated).
     let tick = RwSignal::new(0u32);
+    let writes = ClusterWrites::new();
     let page = Resource::new(
-        move || (id(), tick.get()),
-        |(id, _)| crate::clusters::sfn::cluster_page(id),
+        move || (id(), tick.get(), writes.version()),
+        |(id, _, _)| crate::clusters::sfn::cluster_page(id),
     );
     let busy = RwSignal::new(false);
     Effect::new(move |_| {
@@ -316,7 +325,7 @@ pub fn ClusterView() -> impl IntoView {
                 match page.await {
                     Ok(p) => {
                         busy.set(p.busy);
-                        view! { <Cluster page=p /> }.into_any()
+                        view! { <Cluster page=p writes /> }.into_any()
                     }
                     Err(e) => view! { <Title text="Cluster" /> <h1>"Cluster"</h1> <ErrorNote error=e /> }.into_any(),
                 }
@@ -326,7 +335,9 @@ pub fn ClusterView() -> impl IntoView {
 }
 
 #[component]
-fn Cluster(page: ClusterPageDto) -> impl IntoView {
+fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
+    let id = page.cluster.id.clone();
+    let [id_revoke, id_scale, id_upgrade, id_delete] = [(); 4].map(|()| id.clone());
     let c = page.cluster.clone();
     let base = format!("/clusters/{}", c.id);
     let op = page.operations.first().cloned();
@@ -383,20 +394,22 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
                         <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download">{kubeconfig_label}</a></p>
                         <p class="muted">{kubeconfig_help}</p>
                         {(!page.admin_kubeconfig).then(|| view! {
-                            <form method="post" action=format!("{base}/revoke")>
+                            <ActionForm action=writes.revoke>
+                                <input type="hidden" name="id" value=id_revoke />
                                 <button type="submit" class="link-button" id="revoke-access">"Revoke my access"</button>
-                            </form>
+                            </ActionForm>
                         })}
                     }.into_any()
                 } else {
                     view! { <p class="muted">"Kubeconfigs are available once the cluster is Ready."</p> }.into_any()
                 }}
                 {page.node_range.filter(|_| page.can_manage && page.capabilities.scale && ready).map(|(min, max)| view! {
-                    <form method="post" action=format!("{base}/scale") class="filter" id="scale-form">
+                    <ActionForm action=writes.scale attr:class="filter" attr:id="scale-form">
+                        <input type="hidden" name="id" value=id_scale />
                         <label for="scale-nodes">{format!("Nodes ({min}–{max})")}</label>
                         <input type="number" id="scale-nodes" name="node_count" min=min.to_string() max=max.to_string() value=c.node_count.to_string() required />
                         <button type="submit">"Scale"</button>
-                    </form>
+                    </ActionForm>
                 })}
                 {(page.can_manage && page.capabilities.upgrade && ready).then(|| {
                     let current = page.parameters.iter().find(|(k, _)| k == "kubernetes_version").map(|(_, v)| v.clone()).unwrap_or_default();
@@ -413,27 +426,29 @@ fn Cluster(page: ClusterPageDto) -> impl IntoView {
                         }.into_any()
                     };
                     view! {
-                        <form method="post" action=format!("{base}/upgrade") class="filter" id="upgrade-form">
+                        <ActionForm action=writes.upgrade attr:class="filter" attr:id="upgrade-form">
+                            <input type="hidden" name="id" value=id_upgrade />
                             <label for="upgrade-version">"Kubernetes version"</label>
                             {field}
                             <button type="submit">"Upgrade"</button>
-                        </form>
+                        </ActionForm>
                     }
                 })}
                 {(page.can_manage && c.state != "deleting").then(|| view! {
-                    <form method="post" action=format!("{base}/delete") id="delete-form">
+                    <ActionForm action=writes.delete attr:id="delete-form">
+                        <input type="hidden" name="id" value=id_delete />
                         <p class="muted">{if page.capabilities.deletes_infrastructure {
                             "Deleting runs the provisioner's delete: the cluster's machines are removed."
                         } else {
                             "Deleting makes KQueen forget this cluster; nothing is removed from it."
                         }}</p>
                         <button type="submit" class="danger" id="delete-cluster">"Delete cluster"</button>
-                    </form>
+                    </ActionForm>
                 })}
             </section>
         </div>
         {page.inventory.clone().map(|inv| view! {
-            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" />
+            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" sync=writes.sync />
         })}
         <section class="card" aria-labelledby="steps-heading">
             <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
@@ -476,4 +491,36 @@ fn capitalize(s: &str) -> String {
     c.next()
         .map(|f| f.to_uppercase().chain(c).collect())
         .unwrap_or_default()
+}
+
+/// The cluster page's writes. Every one ends by reading the page again (hydrated, a write
+/// does not reload the page).
+#[derive(Clone, Copy)]
+struct ClusterWrites {
+    delete: ServerAction<DeleteCluster>,
+    scale: ServerAction<ScaleCluster>,
+    upgrade: ServerAction<UpgradeCluster>,
+    revoke: ServerAction<RevokeAccess>,
+    sync: ServerAction<SyncInventory>,
+}
+
+impl ClusterWrites {
+    fn new() -> Self {
+        Self {
+            delete: ServerAction::new(),
+            scale: ServerAction::new(),
+            upgrade: ServerAction::new(),
+            revoke: ServerAction::new(),
+            sync: ServerAction::new(),
+        }
+    }
+
+    /// Changes whenever one of them finishes.
+    fn version(&self) -> usize {
+        self.delete.version().get()
+            + self.scale.version().get()
+            + self.upgrade.version().get()
+            + self.revoke.version().get()
+            + self.sync.version().get()
+    }
 }

@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 
+use crate::fleet::actions::SyncInventory;
 use crate::fleet::dto::{InventoryDto, NodeRowDto};
 
 /// A chart drawn on the server: the SVG goes into the page as is.
@@ -12,7 +13,12 @@ pub fn Chart(svg: String, id: &'static str) -> impl IntoView {
 }
 
 #[component]
-pub fn Inventory(inventory: InventoryDto, cluster_id: String, can_sync: bool) -> impl IntoView {
+pub fn Inventory(
+    inventory: InventoryDto,
+    cluster_id: String,
+    can_sync: bool,
+    sync: ServerAction<SyncInventory>,
+) -> impl IntoView {
     let inv = inventory;
     let usage_note = if inv.metrics {
         "Used CPU and memory come from the cluster's metrics API (metrics.k8s.io)."
@@ -24,9 +30,10 @@ pub fn Inventory(inventory: InventoryDto, cluster_id: String, can_sync: bool) ->
             <div class="card-head">
                 <h2 id="inventory-heading">"Inventory"</h2>
                 {can_sync.then(|| view! {
-                    <form method="post" action=format!("/clusters/{cluster_id}/inventory/sync")>
+                    <ActionForm action=sync>
+                        <input type="hidden" name="id" value=cluster_id />
                         <button type="submit" id="sync-now">"Sync now"</button>
-                    </form>
+                    </ActionForm>
                 })}
             </div>
             <dl class="facts">

@@ -4,6 +4,7 @@
 //! `/fleet/versions` and `/fleet/findings`: filtered by GET forms, paged, exportable as CSV and JSON through the
 //! same query on /api/v1.
 
+pub mod actions;
 pub mod dto;
 pub(crate) mod inventory;
 pub mod sfn;

@@ -1,5 +1,6 @@
 //! Providers and templates (operators). Its page, its server functions (`sfn`) and their DTOs.
 
+pub mod actions;
 pub mod dto;
 mod page;
 pub mod sfn;

@@ -9,18 +9,23 @@ use leptos_router::hooks::use_query_map;
 use crate::clusters::dto::ParamDto;
 use crate::clusters::page::ParamField;
 use crate::components::{ErrorNote, FormError};
+use crate::providers::actions::{DeleteProvider, DeleteTemplate, SaveProvider, SaveTemplate};
 use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto};
 
 #[component]
 pub fn Providers() -> impl IntoView {
-    let page = Resource::new(|| (), |_| crate::providers::sfn::providers_page());
+    let writes = CatalogWrites::new();
+    let page = Resource::new(
+        move || writes.version(),
+        |_| crate::providers::sfn::providers_page(),
+    );
     view! {
         <Title text="Providers" />
         <h1>"Providers and templates"</h1>
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => view! { <Catalog page=p /> }.into_any(),
+                    Ok(p) => view! { <Catalog page=p writes /> }.into_any(),
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                 }
             })}
@@ -29,7 +34,7 @@ pub fn Providers() -> impl IntoView {
 }
 
 #[component]
-fn Catalog(page: ProvidersPageDto) -> impl IntoView {
+fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
     let q = use_query_map();
     let kind = q.read_untracked().get("kind").filter(|k| !k.is_empty());
     let edit = q.read_untracked().get("edit").filter(|k| !k.is_empty());
@@ -58,7 +63,7 @@ fn Catalog(page: ProvidersPageDto) -> impl IntoView {
                         <thead><tr><th scope="col">"Name"</th><th scope="col">"Kind"</th><th scope="col">"Settings"</th>
                             <th scope="col">"Secrets"</th><th scope="col">"Status"</th><th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
                         <tbody>
-                            {page.providers.iter().cloned().map(|p| view! { <ProviderRow p /> }).collect_view()}
+                            {page.providers.iter().cloned().map(|p| view! { <ProviderRow p delete=writes.delete_provider /> }).collect_view()}
                         </tbody>
                     </table>
                 }.into_any()
@@ -78,7 +83,7 @@ fn Catalog(page: ProvidersPageDto) -> impl IntoView {
                     <button type="submit">"Choose"</button>
                 </form>
             })}
-            {kind_dto.map(|k| view! { <ProviderForm kind=k existing=editing.clone() /> })}
+            {kind_dto.map(|k| view! { <ProviderForm kind=k existing=editing.clone() save=writes.save_provider /> })}
         </section>
         <section class="card" aria-labelledby="templates-heading">
             <div class="card-head"><h2 id="templates-heading">"Templates"</h2></div>
@@ -91,7 +96,7 @@ fn Catalog(page: ProvidersPageDto) -> impl IntoView {
                             <th scope="col">"Offered to"</th><th scope="col">"Timeout"</th><th scope="col">"Tenant admins"</th><th scope="col">"Status"</th>
                             <th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
                         <tbody>
-                            {page.templates.iter().cloned().map(|t| view! { <TemplateRow t /> }).collect_view()}
+                            {page.templates.iter().cloned().map(|t| view! { <TemplateRow t delete=writes.delete_template /> }).collect_view()}
                         </tbody>
                     </table>
                 }.into_any()
@@ -102,7 +107,7 @@ fn Catalog(page: ProvidersPageDto) -> impl IntoView {
             {if provider_names.is_empty() {
                 view! { <p class="muted">"Add a provider first."</p> }.into_any()
             } else {
-                view! { <TemplateForm providers=provider_names kinds=page.kinds.clone() existing=editing_template /> }.into_any()
+                view! { <TemplateForm providers=provider_names kinds=page.kinds.clone() existing=editing_template save=writes.save_template /> }.into_any()
             }}
         </section>
     }
@@ -118,8 +123,8 @@ fn kind_label(kind: &str) -> String {
 }
 
 #[component]
-fn ProviderRow(p: ProviderDto) -> impl IntoView {
-    let delete = format!("/providers/{}/delete", p.name);
+fn ProviderRow(p: ProviderDto, delete: ServerAction<DeleteProvider>) -> impl IntoView {
+    let name = p.name.clone();
     let edit = format!("/providers?edit={}", p.name);
     view! {
         <tr data-provider=p.name.clone()>
@@ -130,18 +135,25 @@ fn ProviderRow(p: ProviderDto) -> impl IntoView {
             <td>{if p.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">
                 <a href=edit>"Edit"</a>
-                <form method="post" action=delete><button type="submit" class="link-button">"Delete"</button></form>
+                <ActionForm action=delete>
+                    <input type="hidden" name="name" value=name />
+                    <button type="submit" class="link-button">"Delete"</button>
+                </ActionForm>
             </td>
         </tr>
     }
 }
 
 #[component]
-fn ProviderForm(kind: KindDto, existing: Option<ProviderDto>) -> impl IntoView {
-    let action = match &existing {
-        Some(p) => format!("/providers/{}/update", p.name),
-        None => "/providers/create".to_owned(),
-    };
+fn ProviderForm(
+    kind: KindDto,
+    existing: Option<ProviderDto>,
+    save: ServerAction<SaveProvider>,
+) -> impl IntoView {
+    let original = existing
+        .as_ref()
+        .map(|p| p.name.clone())
+        .unwrap_or_default();
     let value_of = {
         let existing = existing.clone();
         move |param: &ParamDto| -> Option<String> {
@@ -166,7 +178,8 @@ fn ProviderForm(kind: KindDto, existing: Option<ProviderDto>) -> impl IntoView {
     .join(", ");
     let is_edit = existing.is_some();
     view! {
-        <form method="post" action=action class="stack" id="provider-form">
+        <ActionForm action=save attr:class="stack" attr:id="provider-form">
+            <input type="hidden" name="original" value=original />
             <input type="hidden" name="kind" value=kind.kind.clone() />
             <p class="muted">{format!("Kind {}: create, delete{}{}", kind.kind, if can.is_empty() { "" } else { ", " }, can)}</p>
             <div class="field">
@@ -183,19 +196,19 @@ fn ProviderForm(kind: KindDto, existing: Option<ProviderDto>) -> impl IntoView {
                     p.required = false;
                     p.help = Some(format!("{} Leave empty to keep the stored value.", p.help.unwrap_or_default()));
                 }
-                view! { <ParamField param=p prefix="s." value=value /> }
+                view! { <ParamField param=p prefix="s" value=value /> }
             }).collect_view()}
             <div class="field">
                 <label><input type="checkbox" name="disabled" value="true" checked=existing.as_ref().is_some_and(|p| p.disabled) />" Disabled (no new clusters)"</label>
             </div>
             <button type="submit" id="provider-submit">{if is_edit { "Save provider" } else { "Add provider" }}</button>
-        </form>
+        </ActionForm>
     }
 }
 
 #[component]
-fn TemplateRow(t: TemplateDto) -> impl IntoView {
-    let delete = format!("/templates/{}/delete", t.name);
+fn TemplateRow(t: TemplateDto, delete: ServerAction<DeleteTemplate>) -> impl IntoView {
+    let name = t.name.clone();
     let edit = format!("/providers?template={}", t.name);
     let form = t
         .params
@@ -224,7 +237,10 @@ fn TemplateRow(t: TemplateDto) -> impl IntoView {
             <td>{if t.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">
                 <a href=edit>"Edit"</a>
-                <form method="post" action=delete><button type="submit" class="link-button">"Delete"</button></form>
+                <ActionForm action=delete>
+                    <input type="hidden" name="name" value=name />
+                    <button type="submit" class="link-button">"Delete"</button>
+                </ActionForm>
             </td>
         </tr>
     }
@@ -235,11 +251,12 @@ fn TemplateForm(
     providers: Vec<(String, String)>,
     kinds: Vec<KindDto>,
     existing: Option<TemplateDto>,
+    save: ServerAction<SaveTemplate>,
 ) -> impl IntoView {
-    let action = match &existing {
-        Some(t) => format!("/templates/{}/update", t.name),
-        None => "/templates/create".to_owned(),
-    };
+    let original = existing
+        .as_ref()
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
     let chosen = existing.as_ref().map(|t| t.provider.clone());
     let wide = existing
         .as_ref()
@@ -258,7 +275,8 @@ fn TemplateForm(
         .collect::<Vec<_>>()
         .join("; ");
     view! {
-        <form method="post" action=action class="stack" id="template-form">
+        <ActionForm action=save attr:class="stack" attr:id="template-form">
+            <input type="hidden" name="original" value=original />
             <div class="field">
                 <label for="template-name">"Name"</label>
                 <input id="template-name" name="name" required maxlength="63" value=existing.as_ref().map(|t| t.name.clone()).unwrap_or_default() />
@@ -309,6 +327,35 @@ fn TemplateForm(
                 <label><input type="checkbox" name="disabled" value="true" checked=existing.as_ref().is_some_and(|t| t.disabled) />" Disabled (not offered)"</label>
             </div>
             <button type="submit" id="template-submit">{if existing.is_some() { "Save template" } else { "Add template" }}</button>
-        </form>
+        </ActionForm>
+    }
+}
+
+/// The page's writes. Every one ends by reading the page again (hydrated, a write does not
+/// reload the page).
+#[derive(Clone, Copy)]
+struct CatalogWrites {
+    save_provider: ServerAction<SaveProvider>,
+    delete_provider: ServerAction<DeleteProvider>,
+    save_template: ServerAction<SaveTemplate>,
+    delete_template: ServerAction<DeleteTemplate>,
+}
+
+impl CatalogWrites {
+    fn new() -> Self {
+        Self {
+            save_provider: ServerAction::new(),
+            delete_provider: ServerAction::new(),
+            save_template: ServerAction::new(),
+            delete_template: ServerAction::new(),
+        }
+    }
+
+    /// Changes whenever one of them finishes.
+    fn version(&self) -> usize {
+        self.save_provider.version().get()
+            + self.delete_provider.version().get()
+            + self.save_template.version().get()
+            + self.delete_template.version().get()
     }
 }

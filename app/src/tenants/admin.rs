@@ -5,24 +5,29 @@ use leptos_meta::Title;
 use leptos_router::components::A;
 
 use crate::components::{ErrorNote, FormError};
+use crate::tenants::actions::CreateTenant;
 
 #[component]
 pub fn Admin() -> impl IntoView {
-    let tenants = Resource::new(|| (), |_| crate::tenants::sfn::list_tenants(None));
+    let create = ServerAction::<CreateTenant>::new();
+    let tenants = Resource::new(
+        move || create.version().get(),
+        |_| crate::tenants::sfn::list_tenants(None),
+    );
     view! {
         <Title text="Admin" />
         <h1>"Admin"</h1>
         <section class="card" aria-labelledby="new-tenant-heading">
             <h2 id="new-tenant-heading">"New tenant"</h2>
             <FormError />
-            <form method="post" action="/admin/tenants" class="filter" id="create-tenant">
+            <ActionForm action=create attr:class="filter" attr:id="create-tenant">
                 <label for="tenant-slug">"Slug"</label>
                 <input id="tenant-slug" name="slug" required maxlength="63" placeholder="team-a"
                     pattern="[a-z0-9]([-a-z0-9]*[a-z0-9])?" title="lowercase letters, digits and '-'" />
                 <label for="tenant-name">"Name"</label>
                 <input id="tenant-name" name="display_name" maxlength="100" placeholder="Team A" />
                 <button type="submit">"Create tenant"</button>
-            </form>
+            </ActionForm>
         </section>
         <section class="card" aria-labelledby="all-tenants-heading">
             <h2 id="all-tenants-heading">"All tenants"</h2>

@@ -5,18 +5,25 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::components::{ErrorNote, FormError};
+use crate::tenants::actions::{PutMember, RemoveMember, SetQuota};
 use crate::tenants::dto::TenantPageDto;
 
 #[component]
 pub fn TenantPage() -> impl IntoView {
     let params = use_params_map();
     let slug = move || params.read().get("slug").unwrap_or_default();
-    let page = Resource::new(slug, crate::tenants::sfn::tenant_page);
+    let put = ServerAction::<PutMember>::new();
+    let remove = ServerAction::<RemoveMember>::new();
+    // Read again after every write (hydrated, a write does not reload the page).
+    let page = Resource::new(
+        move || (slug(), put.version().get(), remove.version().get()),
+        |(slug, _, _)| crate::tenants::sfn::tenant_page(slug),
+    );
     view! {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => view! { <Tenant page=p /> }.into_any(),
+                    Ok(p) => view! { <Tenant page=p put remove /> }.into_any(),
                     Err(e) => view! { <Title text="Tenant" /> <h1>"Tenant"</h1> <ErrorNote error=e /> }.into_any(),
                 }
             })}
@@ -25,11 +32,13 @@ pub fn TenantPage() -> impl IntoView {
 }
 
 #[component]
-fn Tenant(page: TenantPageDto) -> impl IntoView {
+fn Tenant(
+    page: TenantPageDto,
+    put: ServerAction<PutMember>,
+    remove: ServerAction<RemoveMember>,
+) -> impl IntoView {
     let slug = page.tenant.slug.clone();
     let manage = page.can_manage;
-    let add_action = format!("/tenants/{slug}/members");
-    let remove_action = format!("/tenants/{slug}/members/remove");
     view! {
         <Title text=page.tenant.display_name.clone() />
         <h1>{page.tenant.display_name.clone()} " " <code class="muted">{slug.clone()}</code></h1>
@@ -48,7 +57,7 @@ fn Tenant(page: TenantPageDto) -> impl IntoView {
                 </thead>
                 <tbody>
                     {page.members.into_iter().map(|m| {
-                        let remove_action = remove_action.clone();
+                        let tenant = slug.clone();
                         let user = m.username.clone();
                         let key = m.username.clone();
                         view! {
@@ -59,10 +68,11 @@ fn Tenant(page: TenantPageDto) -> impl IntoView {
                                 <td title="oidc: from identity-provider groups, recomputed at each login">{m.source}</td>
                                 {manage.then(|| view! {
                                     <td>
-                                        <form method="post" action=remove_action>
+                                        <ActionForm action=remove>
+                                            <input type="hidden" name="tenant" value=tenant />
                                             <input type="hidden" name="username" value=user />
                                             <button type="submit" class="link-button">"Remove"</button>
-                                        </form>
+                                        </ActionForm>
                                     </td>
                                 })}
                             </tr>
@@ -70,8 +80,11 @@ fn Tenant(page: TenantPageDto) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
-            {manage.then(|| view! {
-                <form method="post" action=add_action class="filter" id="add-member">
+            {manage.then({
+                let tenant = slug.clone();
+                move || view! {
+                <ActionForm action=put attr:class="filter" attr:id="add-member">
+                    <input type="hidden" name="tenant" value=tenant />
                     <label for="member-username">"User"</label>
                     <input id="member-username" name="username" required maxlength="64" placeholder="username" />
                     <label for="member-role">"Role"</label>
@@ -80,8 +93,8 @@ fn Tenant(page: TenantPageDto) -> impl IntoView {
                         <option value="admin">"admin"</option>
                     </select>
                     <button type="submit">"Add or change"</button>
-                </form>
-            })}
+                </ActionForm>
+            }})}
         </section>
         <QuotaCard slug=slug.clone() />
     }
@@ -91,8 +104,11 @@ fn Tenant(page: TenantPageDto) -> impl IntoView {
 #[component]
 fn QuotaCard(slug: String) -> impl IntoView {
     let tenant = slug.clone();
-    let quota = Resource::new(move || tenant.clone(), crate::tenants::sfn::quota);
-    let action = format!("/tenants/{slug}/quota");
+    let set = ServerAction::<SetQuota>::new();
+    let quota = Resource::new(
+        move || (tenant.clone(), set.version().get()),
+        |(tenant, _)| crate::tenants::sfn::quota(tenant),
+    );
     let show = |v: Option<u32>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
     let value = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     view! {
@@ -100,7 +116,7 @@ fn QuotaCard(slug: String) -> impl IntoView {
             <div class="card-head"><h2 id="quota-heading">"Cluster quota"</h2></div>
             <Suspense fallback=|| ()>
                 {move || {
-                    let action = action.clone();
+                    let slug = slug.clone();
                     Suspend::new(async move {
                         match quota.await {
                             Ok(q) => view! {
@@ -110,7 +126,8 @@ fn QuotaCard(slug: String) -> impl IntoView {
                                     <dt>"Time-to-live"</dt><dd>{q.cluster_ttl_hours.map_or_else(|| "none".to_owned(), |h| format!("clusters are deleted {h} h after creation"))}</dd>
                                 </dl>
                                 {q.can_set.then(|| view! {
-                                    <form method="post" action=action class="filter wrap" id="quota-form">
+                                    <ActionForm action=set attr:class="filter wrap" attr:id="quota-form">
+                                        <input type="hidden" name="tenant" value=slug />
                                         <label for="q-clusters">"Max clusters"</label>
                                         <input type="number" min="1" id="q-clusters" name="max_clusters" value=value(q.max_clusters) placeholder="unlimited" />
                                         <label for="q-nodes">"Max nodes"</label>
@@ -118,7 +135,7 @@ fn QuotaCard(slug: String) -> impl IntoView {
                                         <label for="q-ttl">"Time-to-live (hours)"</label>
                                         <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=value(q.cluster_ttl_hours) placeholder="none" />
                                         <button type="submit">"Set quota"</button>
-                                    </form>
+                                    </ActionForm>
                                 })}
                             }.into_any(),
                             Err(e) => view! { <ErrorNote error=e /> }.into_any(),

@@ -144,29 +144,33 @@ async fn wrong_tenant_wrong_role_and_anonymous_are_refused_everywhere() {
         .await
         .unwrap();
     assert_eq!(seen.as_array().unwrap().len(), 1);
-    // Form routes (what the pages post).
+    // The pages' writes (server functions their forms post to).
     for (who, path, form, error) in [
         (
             &a_admin,
-            "/tenants/team-b/members",
-            vec![("username", "amy"), ("role", "admin")],
+            "/sfn/put_member",
+            vec![("tenant", "team-b"), ("username", "amy"), ("role", "admin")],
             "tenant+not+found",
         ),
         (
             &a_admin,
-            "/tenants/team-b/members/remove",
-            vec![("username", "bea")],
+            "/sfn/remove_member",
+            vec![("tenant", "team-b"), ("username", "bea")],
             "tenant+not+found",
         ),
         (
             &a_member,
-            "/tenants/team-a/members",
-            vec![("username", "bea"), ("role", "member")],
+            "/sfn/put_member",
+            vec![
+                ("tenant", "team-a"),
+                ("username", "bea"),
+                ("role", "member"),
+            ],
             "permission+denied",
         ),
         (
             &a_member,
-            "/admin/tenants",
+            "/sfn/create_tenant",
             vec![("slug", "evil")],
             "permission+denied",
         ),
@@ -589,8 +593,13 @@ async fn fleet_routes_refuse_the_wrong_tenant_role_and_nobody() {
             "{endpoint}"
         );
     }
-    let form = format!("{}/clusters/{id}/inventory/sync", app.url);
-    let res = a_member.post(&form).send().await.unwrap();
+    let form = format!("{}/sfn/sync_inventory", app.url);
+    let res = a_member
+        .post(&form)
+        .form(&[("id", id.as_str())])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(
         res.headers()["location"].to_str().unwrap(),
         format!("/clusters/{id}?error=cluster+not+found")
@@ -629,7 +638,12 @@ async fn fleet_routes_refuse_the_wrong_tenant_role_and_nobody() {
         let body = sfn(&anonymous, endpoint, vec![("query[q]", String::new())]).await;
         assert!(body.contains("Unauthenticated"), "{endpoint}: {body}");
     }
-    let res = anonymous.post(&form).send().await.unwrap();
+    let res = anonymous
+        .post(&form)
+        .form(&[("id", id.as_str())])
+        .send()
+        .await
+        .unwrap();
     assert_eq!(
         res.headers()["location"].to_str().unwrap(),
         format!("/login?next=%2Fclusters%2F{id}")

@@ -557,24 +557,24 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         .await
         .unwrap();
     assert!(
-        page.contains("name=\"s.create_command\""),
+        page.contains("name=\"s[create_command]\""),
         "schema-rendered field"
     );
     let res = olga
-        .post(format!("{}/providers/create", app.url))
+        .post(format!("{}/sfn/save_provider", app.url))
         .form(&[
             ("kind", "command"),
             ("name", "lab"),
             ("description", ""),
-            ("s.create_command", script.as_str()),
-            ("s.shell", "false"),
+            ("s[create_command]", script.as_str()),
+            ("s[shell]", "false"),
         ])
         .send()
         .await
         .unwrap();
     assert_eq!(res.headers()["location"], "/providers");
     let res = olga
-        .post(format!("{}/templates/create", app.url))
+        .post(format!("{}/sfn/save_template", app.url))
         .form(&[
             ("name", "small"),
             ("provider", "lab"),
@@ -587,7 +587,7 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         .unwrap();
     assert_eq!(res.headers()["location"], "/providers");
     let bad = olga
-        .post(format!("{}/templates/create", app.url))
+        .post(format!("{}/sfn/save_template", app.url))
         .form(&[
             ("name", "bad"),
             ("provider", "lab"),
@@ -605,11 +605,11 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     );
     // Members cannot reach the operators' forms.
     let res = amy
-        .post(format!("{}/providers/create", app.url))
+        .post(format!("{}/sfn/save_provider", app.url))
         .form(&[
             ("kind", "command"),
             ("name", "mine"),
-            ("s.create_command", "/bin/true"),
+            ("s[create_command]", "/bin/true"),
         ])
         .send()
         .await
@@ -627,17 +627,17 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         .await
         .unwrap();
     assert!(
-        page.contains("name=\"p.node_count\"") && page.contains("max=\"3\""),
+        page.contains("name=\"p[node_count]\"") && page.contains("max=\"3\""),
         "{page}"
     );
     // An invalid request comes back with the typed values and the message.
     let res = amy
-        .post(format!("{}/clusters/request", app.url))
+        .post(format!("{}/sfn/request_cluster", app.url))
         .form(&[
             ("tenant", "team-a"),
             ("template", "small"),
             ("name", "web"),
-            ("p.node_count", "7"),
+            ("p[node_count]", "7"),
         ])
         .send()
         .await
@@ -651,12 +651,12 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         "{to}"
     );
     let res = amy
-        .post(format!("{}/clusters/request", app.url))
+        .post(format!("{}/sfn/request_cluster", app.url))
         .form(&[
             ("tenant", "team-a"),
             ("template", "small"),
             ("name", "web"),
-            ("p.node_count", "2"),
+            ("p[node_count]", "2"),
         ])
         .send()
         .await
@@ -684,7 +684,8 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     assert!(list.contains("data-cluster=\"web\""));
     // Delete through the form.
     let res = amy
-        .post(format!("{}/clusters/{id}/delete", app.url))
+        .post(format!("{}/sfn/delete_cluster", app.url))
+        .form(&[("id", id.as_str())])
         .send()
         .await
         .unwrap();

@@ -284,13 +284,18 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         .as_str()
         .unwrap()
         .contains("CPU per node"));
-    let form = format!("{}/clusters/{id}/inventory/sync", app.url);
+    let form = format!("{}/sfn/sync_inventory", app.url);
     for (who, to) in [
         (&bea, format!("/clusters/{id}?error=cluster+not+found")),
         (&anonymous, format!("/login?next=%2Fclusters%2F{id}")),
         (&amy, format!("/clusters/{id}")),
     ] {
-        let res = who.post(&form).send().await.unwrap();
+        let res = who
+            .post(&form)
+            .form(&[("id", id.as_str())])
+            .send()
+            .await
+            .unwrap();
         assert_eq!(res.headers()["location"].to_str().unwrap(), to);
     }
 

@@ -1,0 +1,144 @@
+//! The cluster pages' writes (request, delete, scale, upgrade, revoke access), as server
+//! functions behind `ActionForm`: they post and redirect without JavaScript, and run in place
+//! with it.
+
+use std::collections::BTreeMap;
+
+use leptos::prelude::*;
+
+use crate::AppError;
+
+/// The values of a form's schema-rendered fields (`<prefix>[name]`) as parameters. A
+/// checkbox sends nothing when unchecked: `shown` names the checkboxes the form had, and
+/// each missing one counts as `false`.
+pub fn form_params(
+    values: Option<BTreeMap<String, String>>,
+    shown: Option<BTreeMap<String, String>>,
+) -> BTreeMap<String, String> {
+    let mut out = values.unwrap_or_default();
+    for name in shown.unwrap_or_default().into_keys() {
+        out.entry(name).or_insert_with(|| "false".to_owned());
+    }
+    out
+}
+
+#[cfg(feature = "ssr")]
+fn cluster_page(id: &str) -> String {
+    format!("/clusters/{}", crate::ssr::form_escape(id))
+}
+
+/// Requests a cluster from a template; opens its page, or comes back to the form with what
+/// was typed (secret fields excepted: they never travel in URLs) and the message.
+#[server(prefix = "/sfn", endpoint = "request_cluster")]
+pub async fn request_cluster(
+    tenant: Option<String>,
+    name: String,
+    template: String,
+    p: Option<BTreeMap<String, String>>,
+    p_shown: Option<BTreeMap<String, String>>,
+) -> Result<(), AppError> {
+    use kqueen_core::cluster::ClusterRequest;
+
+    use crate::ssr::form_escape;
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let params = form_params(p, p_shown);
+    let tenant = tenant.unwrap_or_default();
+    let req = ClusterRequest {
+        tenant: Some(tenant.clone()),
+        name: name.clone(),
+        template: template.clone(),
+        parameters: params.clone(),
+    };
+    match k.request_cluster(&actor, req).await {
+        Ok((cluster, _)) => leptos_axum::redirect(&cluster_page(&cluster.id.to_string())),
+        Err(e) => {
+            let secret: Vec<String> = match k.template(&actor, &template).await {
+                Ok(v) => v
+                    .schema
+                    .specs()
+                    .iter()
+                    .filter(|s| s.secret)
+                    .map(|s| s.name.clone())
+                    .collect(),
+                Err(_) => params.keys().cloned().collect(),
+            };
+            let mut page = format!(
+                "/clusters/new?tenant={}&template={}&name={}",
+                form_escape(&tenant),
+                form_escape(&template),
+                form_escape(&name)
+            );
+            for (k, v) in params.iter().filter(|(k, _)| !secret.contains(k)) {
+                page.push_str(&format!("&p.{}={}", form_escape(k), form_escape(v)));
+            }
+            crate::ssr::back(&page, Err(e));
+        }
+    }
+    Ok(())
+}
+
+/// Deletes a cluster (its provisioner decides what that removes).
+#[server(prefix = "/sfn", endpoint = "delete_cluster")]
+pub async fn delete_cluster(id: String) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = k.delete_cluster(&actor, &id).await.map(|_| ());
+    crate::ssr::back(&cluster_page(&id), result);
+    Ok(())
+}
+
+/// Scales a cluster to `node_count` nodes.
+#[server(prefix = "/sfn", endpoint = "scale_cluster")]
+pub async fn scale_cluster(id: String, node_count: String) -> Result<(), AppError> {
+    use kqueen_core::ValidationError;
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = match node_count.trim().parse::<u32>() {
+        Ok(n) => k.scale_cluster(&actor, &id, n).await.map(|_| ()),
+        Err(_) => Err(ValidationError::new("node_count", "must be a whole number").into()),
+    };
+    crate::ssr::back(&cluster_page(&id), result);
+    Ok(())
+}
+
+/// Upgrades a cluster to `kubernetes_version`.
+#[server(prefix = "/sfn", endpoint = "upgrade_cluster")]
+pub async fn upgrade_cluster(id: String, kubernetes_version: String) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = k
+        .upgrade_cluster(&actor, &id, &kubernetes_version)
+        .await
+        .map(|_| ());
+    crate::ssr::back(&cluster_page(&id), result);
+    Ok(())
+}
+
+/// Revokes the caller's own access to a cluster, or `user`'s (tenant admins, operators).
+#[server(prefix = "/sfn", endpoint = "revoke_access")]
+pub async fn revoke_access(id: String, user: Option<String>) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let user = user.as_deref().filter(|u| !u.is_empty());
+    let result = k.revoke_access(&actor, &id, user).await;
+    crate::ssr::back(&cluster_page(&id), result);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::form_params;
+
+    #[test]
+    fn an_unchecked_checkbox_counts_as_false_and_a_checked_one_as_sent() {
+        let values = BTreeMap::from([("shell".to_owned(), "true".to_owned())]);
+        let shown = BTreeMap::from([
+            ("shell".to_owned(), "1".to_owned()),
+            ("verbose".to_owned(), "1".to_owned()),
+        ]);
+        let p = form_params(Some(values), Some(shown));
+        assert_eq!(p["shell"], "true");
+        assert_eq!(p["verbose"], "false");
+        assert!(form_params(None, None).is_empty());
+    }
+}

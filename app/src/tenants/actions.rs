@@ -1,0 +1,89 @@
+//! The admin and tenant pages' writes (tenants, members, quotas), as server functions behind
+//! `ActionForm`: they post and redirect without JavaScript, and run in place with it.
+
+use leptos::prelude::*;
+
+use crate::AppError;
+
+/// The tenant page of `slug`, for redirects.
+#[cfg(feature = "ssr")]
+fn tenant_page(slug: &str) -> String {
+    format!("/tenants/{}", crate::ssr::form_escape(slug))
+}
+
+/// Creates a tenant (operators) and opens its page.
+#[server(prefix = "/sfn", endpoint = "create_tenant")]
+pub async fn create_tenant(slug: String, display_name: Option<String>) -> Result<(), AppError> {
+    use kqueen_core::tenant::NewTenant;
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let input = NewTenant { slug, display_name };
+    match k.create_tenant(&actor, input).await {
+        Ok(t) => leptos_axum::redirect(&tenant_page(t.slug.as_str())),
+        Err(e) => crate::ssr::back("/admin", Err(e)),
+    }
+    Ok(())
+}
+
+/// Adds a member to `tenant`, or changes their role.
+#[server(prefix = "/sfn", endpoint = "put_member")]
+pub async fn put_member(
+    tenant: String,
+    username: String,
+    role: Option<String>,
+) -> Result<(), AppError> {
+    use kqueen_core::identity::Role;
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = match Role::parse(role.as_deref().unwrap_or("member")) {
+        Ok(role) => k.put_member(&actor, &tenant, username.trim(), role).await,
+        Err(e) => Err(e.into()),
+    };
+    crate::ssr::back(&tenant_page(&tenant), result);
+    Ok(())
+}
+
+/// Removes a member from `tenant`.
+#[server(prefix = "/sfn", endpoint = "remove_member")]
+pub async fn remove_member(tenant: String, username: String) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = k.remove_member(&actor, &tenant, username.trim()).await;
+    crate::ssr::back(&tenant_page(&tenant), result);
+    Ok(())
+}
+
+/// Sets `tenant`'s cluster quota (operators); an empty field means unlimited.
+#[server(prefix = "/sfn", endpoint = "set_quota")]
+pub async fn set_quota(
+    tenant: String,
+    max_clusters: Option<String>,
+    max_nodes: Option<String>,
+    cluster_ttl_hours: Option<String>,
+) -> Result<(), AppError> {
+    use kqueen_core::cluster::Quota;
+    use kqueen_core::{Error, ValidationError};
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let number = |name: &'static str, v: &Option<String>| -> Result<Option<u32>, Error> {
+        let v = v.as_deref().unwrap_or_default().trim();
+        if v.is_empty() {
+            return Ok(None);
+        }
+        v.parse()
+            .map(Some)
+            .map_err(|_| ValidationError::new(name, "must be a whole number or empty").into())
+    };
+    let quota = (|| {
+        Ok::<_, Error>(Quota {
+            max_clusters: number("max_clusters", &max_clusters)?,
+            max_nodes: number("max_nodes", &max_nodes)?,
+            cluster_ttl_hours: number("cluster_ttl_hours", &cluster_ttl_hours)?,
+        })
+    })();
+    let result = match quota {
+        Ok(q) => k.set_quota(&actor, &tenant, q).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
+    crate::ssr::back(&tenant_page(&tenant), result);
+    Ok(())
+}

@@ -1,0 +1,34 @@
+//! The portal's one route besides the pages and server functions: the personal kubeconfig
+//! download. It stays a plain GET route because it answers with a file (an attachment the
+//! browser saves), which a server function behind a form cannot do; every write of the
+//! portal is a server function (`kqueen_app::<feature>::actions`).
+
+use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::Extension;
+use kqueen_core::{Actor, Error};
+
+use crate::api::kubeconfig_response;
+use crate::escape::query_escape;
+use crate::state::AppState;
+
+/// `GET /clusters/{id}/kubeconfig`: the caller's personal kubeconfig for the cluster, or back
+/// to the cluster page with the reason (or to the login page).
+pub async fn kubeconfig(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> Response {
+    let page = format!("/clusters/{}", query_escape(&id));
+    match state.kqueen.kubeconfig(&actor, &id).await {
+        Ok(d) => kubeconfig_response(d),
+        Err(Error::Unauthenticated) => {
+            Redirect::to(&format!("/login?next={}", query_escape(&page))).into_response()
+        }
+        Err(e) => Redirect::to(&format!(
+            "{page}?error={}",
+            query_escape(&e.public().message)
+        ))
+        .into_response(),
+    }
+}
