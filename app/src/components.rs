@@ -45,3 +45,20 @@ pub fn FormError() -> impl IntoView {
             })
     }
 }
+
+/// A table's header row, one column per label; an empty label is a column of actions,
+/// named for screen readers only.
+#[component]
+pub fn TableHead(cols: Vec<&'static str>) -> impl IntoView {
+    view! {
+        <thead>
+            <tr>
+                {cols.into_iter().map(|c| if c.is_empty() {
+                    view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> }.into_any()
+                } else {
+                    view! { <th scope="col">{c}</th> }.into_any()
+                }).collect_view()}
+            </tr>
+        </thead>
+    }
+}

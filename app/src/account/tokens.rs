@@ -5,7 +5,7 @@ use leptos_meta::Title;
 
 use crate::account::actions::{CreateToken, RevokeToken};
 use crate::account::dto::TokensPageDto;
-use crate::components::{ErrorNote, FormError};
+use crate::components::{ErrorNote, FormError, TableHead};
 
 #[component]
 pub fn Tokens() -> impl IntoView {
@@ -64,17 +64,7 @@ fn TokenList(
             } else {
                 view! {
                     <table class="table" id="token-table">
-                        <thead>
-                            <tr>
-                                <th scope="col">"Name"</th>
-                                <th scope="col">"Token"</th>
-                                <th scope="col">"Created"</th>
-                                <th scope="col">"Expires"</th>
-                                <th scope="col">"Last used"</th>
-                                <th scope="col">"State"</th>
-                                <th scope="col"><span class="visually-hidden">"Actions"</span></th>
-                            </tr>
-                        </thead>
+                        <TableHead cols=vec!["Name", "Token", "Created", "Expires", "Last used", "State", ""] />
                         <tbody>
                             {page.tokens.into_iter().map(|t| { let key = t.prefix.clone(); view! {
                                 <tr data-token=key>

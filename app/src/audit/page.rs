@@ -7,7 +7,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::use_query_map;
 
 use crate::audit::dto::{AuditFilter, AuditPageDto};
-use crate::components::{encode_query_value, ErrorNote};
+use crate::components::{encode_query_value, ErrorNote, TableHead};
 
 fn filter_query(f: &AuditFilter) -> String {
     [
@@ -110,18 +110,7 @@ fn AuditTable(page: AuditPageDto, filter: AuditFilter) -> impl IntoView {
     view! {
         <table class="table" id="audit-table">
             <caption class="visually-hidden">"Audit events"</caption>
-            <thead>
-                <tr>
-                    <th scope="col">"Time (UTC)"</th>
-                    <th scope="col">"Actor"</th>
-                    <th scope="col">"Tenant"</th>
-                    <th scope="col">"Action"</th>
-                    <th scope="col">"Target"</th>
-                    <th scope="col">"Result"</th>
-                    <th scope="col">"Source"</th>
-                    <th scope="col">"Detail"</th>
-                </tr>
-            </thead>
+            <TableHead cols=vec!["Time (UTC)", "Actor", "Tenant", "Action", "Target", "Result", "Source", "Detail"] />
             <tbody>
                 {page.events.into_iter().map(|e| {
                     let outcome_class = format!("badge badge-{}", e.outcome);

@@ -9,7 +9,7 @@ use crate::clusters::actions::{
     DeleteCluster, RequestCluster, RevokeAccess, ScaleCluster, UpgradeCluster,
 };
 use crate::clusters::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto, ParamDto};
-use crate::components::{encode_query_value, ErrorNote, FormError};
+use crate::components::{encode_query_value, ErrorNote, FormError, TableHead};
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::inventory::Inventory;
 
@@ -110,11 +110,7 @@ fn ClusterList(
                 view! {
                     <table class="table" id="cluster-table">
                         <caption class="visually-hidden">"Clusters"</caption>
-                        <thead><tr>
-                            <th scope="col">"Name"</th><th scope="col">"Tenant"</th><th scope="col">"State"</th>
-                            <th scope="col">"Template"</th><th scope="col">"Nodes"</th><th scope="col">"Created"</th>
-                            <th scope="col">"Expires"</th>
-                        </tr></thead>
+                        <TableHead cols=vec!["Name", "Tenant", "State", "Template", "Nodes", "Created", "Expires"] />
                         <tbody>
                             {page.clusters.into_iter().map(|c| view! {
                                 <tr data-cluster=c.name.clone()>
@@ -467,8 +463,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         <section class="card" aria-labelledby="ops-heading">
             <div class="card-head"><h2 id="ops-heading">"Operations"</h2></div>
             <table class="table" id="operations">
-                <thead><tr><th scope="col">"Operation"</th><th scope="col">"State"</th><th scope="col">"Progress"</th>
-                    <th scope="col">"Attempts"</th><th scope="col">"Requested"</th><th scope="col">"Finished"</th></tr></thead>
+                <TableHead cols=vec!["Operation", "State", "Progress", "Attempts", "Requested", "Finished"] />
                 <tbody>
                     {page.operations.into_iter().map(|o| view! {
                         <tr>

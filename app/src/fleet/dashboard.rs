@@ -52,7 +52,7 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
             } else {
                 view! {
                     <table class="table" id="attention">
-                        <thead><tr><th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"State"</th><th scope="col">"Why"</th></tr></thead>
+                        <TableHead cols=vec!["Cluster", "Tenant", "State", "Why"] />
                         <tbody>
                             {p.attention.into_iter().map(|a| view! {
                                 <tr data-cluster=a.cluster.name.clone()>
@@ -82,11 +82,7 @@ fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
     view! {
         <div class="table-scroll">
             <table class="table" id="fleet-clusters">
-                <thead><tr>
-                    <th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"State"</th>
-                    <th scope="col">"Provider"</th><th scope="col">"Kubernetes"</th><th scope="col">"Nodes Ready"</th>
-                    <th scope="col">"CPU req. / alloc."</th><th scope="col">"Memory req. / alloc."</th><th scope="col">"Last sync"</th>
-                </tr></thead>
+                <TableHead cols=vec!["Cluster", "Tenant", "State", "Provider", "Kubernetes", "Nodes Ready", "CPU req. / alloc.", "Memory req. / alloc.", "Last sync"] />
                 <tbody>
                     {rows.into_iter().map(|c| view! {
                         <tr data-cluster=c.name.clone()>

@@ -77,8 +77,7 @@ fn FindingList(page: FindingsPageDto, filter: FleetQuery) -> impl IntoView {
             } else {
                 view! {
                     <table class="table" id="findings">
-                        <thead><tr><th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"Check"</th>
-                            <th scope="col">"Subject"</th><th scope="col">"Finding"</th></tr></thead>
+                        <TableHead cols=vec!["Cluster", "Tenant", "Check", "Subject", "Finding"] />
                         {groups.into_iter().map(|(severity, rows)| view! {
                             <tbody data-severity=severity.clone()>
                                 <tr class="group"><th scope="colgroup" colspan="5">

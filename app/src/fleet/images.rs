@@ -20,49 +20,35 @@ pub fn FleetImages() -> impl IntoView {
 
 #[component]
 fn ImageList(page: FleetListDto<ImageDto>, filter: FleetQuery) -> impl IntoView {
+    let rows = page.rows.clone();
     view! {
-        <section class="card" aria-labelledby="images-heading">
-            <div class="card-head">
-                <h2 id="images-heading">{format!("{} image(s)", page.total)}</h2>
-                <Exports what="images" filter=filter.clone() />
-            </div>
-            <form method="get" action="/fleet/images" class="filter wrap" id="images-filter">
-                <FilterFields filter=filter.clone() tenants=page.tenants.clone() q_label="Image contains" />
-                <button type="submit">"Search"</button>
-            </form>
-            {if page.rows.is_empty() {
-                view! { <p class="empty">"No image matches."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="table" id="images">
-                        <thead><tr><th scope="col">"Image"</th><th scope="col">"Clusters"</th><th scope="col">"First seen"</th><th scope="col">"Where it runs"</th></tr></thead>
-                        <tbody>
-                            {page.rows.into_iter().map(|i| view! {
-                                <tr data-image=i.image.clone()>
-                                    <th scope="row"><code>{image_name(&i)}</code>
-                                        {i.digest.clone().map(|d| { let short = short_digest(&d); view! { <br /><small class="muted digest" title=d>{short}</small> }})}
-                                    </th>
-                                    <td>{i.clusters}</td>
-                                    <td>{i.first_seen}</td>
-                                    <td class="usages-cell">
-                                        <ul class="plain usages">
-                                            {i.usages.into_iter().map(|u| view! {
-                                                <li>
-                                                    <a href=format!("/clusters/{}", u.cluster_id)>{u.cluster}</a>
-                                                    {format!(" ({}) · {} · {} · container {} · {} pod(s)", u.tenant, u.namespace, u.workload, u.container, u.pods)}
-                                                    {u.first_seen.map(|f| view! { <small class="muted">{format!(" · since {f}")}</small> })}
-                                                </li>
-                                            }).collect_view()}
-                                        </ul>
-                                    </td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
-            <Pager path="/fleet/images" filter offset=page.offset limit=page.limit total=page.total />
-        </section>
+        <QueryCard names=QueryNames { name: "images", path: "/fleet/images", what: "images", q_label: "Image contains", button: "Search", empty: "No image matches." } heading=format!("{} image(s)", page.total) page filter=filter.clone()>
+            <table class="table" id="images">
+                <TableHead cols=vec!["Image", "Clusters", "First seen", "Where it runs"] />
+                <tbody>
+                    {rows.into_iter().map(|i| view! {
+                        <tr data-image=i.image.clone()>
+                            <th scope="row"><code>{image_name(&i)}</code>
+                                {i.digest.clone().map(|d| { let short = short_digest(&d); view! { <br /><small class="muted digest" title=d>{short}</small> }})}
+                            </th>
+                            <td>{i.clusters}</td>
+                            <td>{i.first_seen}</td>
+                            <td class="usages-cell">
+                                <ul class="plain usages">
+                                    {i.usages.into_iter().map(|u| view! {
+                                        <li>
+                                            <a href=format!("/clusters/{}", u.cluster_id)>{u.cluster}</a>
+                                            {format!(" ({}) · {} · {} · container {} · {} pod(s)", u.tenant, u.namespace, u.workload, u.container, u.pods)}
+                                            {u.first_seen.map(|f| view! { <small class="muted">{format!(" · since {f}")}</small> })}
+                                        </li>
+                                    }).collect_view()}
+                                </ul>
+                            </td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </QueryCard>
     }
 }
 
@@ -83,42 +69,27 @@ pub fn FleetImageHistory() -> impl IntoView {
 
 #[component]
 fn HistoryList(page: FleetListDto<ImageHistoryDto>, filter: FleetQuery) -> impl IntoView {
+    let rows = page.rows.clone();
     view! {
-        <section class="card" aria-labelledby="history-heading">
-            <div class="card-head">
-                <h2 id="history-heading">{format!("{} image(s) per cluster, gone ones included", page.total)}</h2>
-                <Exports what="images/history" filter=filter.clone() />
-            </div>
-            <form method="get" action="/fleet/images/history" class="filter wrap" id="history-filter">
-                <FilterFields filter=filter.clone() tenants=page.tenants.clone() q_label="Image contains" />
-                <button type="submit">"Search"</button>
-            </form>
-            {if page.rows.is_empty() {
-                view! { <p class="empty">"No image matches."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="table" id="image-history">
-                        <thead><tr><th scope="col">"Cluster"</th><th scope="col">"Tenant"</th><th scope="col">"Image"</th>
-                            <th scope="col">"First seen"</th><th scope="col">"Last seen"</th><th scope="col">"Now"</th></tr></thead>
-                        <tbody>
-                            {page.rows.into_iter().map(|h| view! {
-                                <tr data-cluster=h.cluster.clone() data-image=h.image.clone()>
-                                    <th scope="row"><a href=format!("/clusters/{}", h.cluster_id)>{h.cluster.clone()}</a></th>
-                                    <td>{h.tenant}</td>
-                                    <td><code>{h.image.split('@').next().unwrap_or_default().to_owned()}</code>
-                                        {h.digest.clone().map(|d| { let short = short_digest(&d); view! { <br /><small class="muted digest" title=d>{short}</small> }})}
-                                    </td>
-                                    <td>{h.first_seen}</td>
-                                    <td>{h.last_seen}</td>
-                                    <td>{if h.present { "running" } else { "gone" }}</td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
-            <Pager path="/fleet/images/history" filter offset=page.offset limit=page.limit total=page.total />
-        </section>
+        <QueryCard names=QueryNames { name: "history", path: "/fleet/images/history", what: "images/history", q_label: "Image contains", button: "Search", empty: "No image matches." } heading=format!("{} image(s) per cluster, gone ones included", page.total) page filter=filter.clone()>
+            <table class="table" id="image-history">
+                <TableHead cols=vec!["Cluster", "Tenant", "Image", "First seen", "Last seen", "Now"] />
+                <tbody>
+                    {rows.into_iter().map(|h| view! {
+                        <tr data-cluster=h.cluster.clone() data-image=h.image.clone()>
+                            <th scope="row"><a href=format!("/clusters/{}", h.cluster_id)>{h.cluster.clone()}</a></th>
+                            <td>{h.tenant}</td>
+                            <td><code>{h.image.split('@').next().unwrap_or_default().to_owned()}</code>
+                                {h.digest.clone().map(|d| { let short = short_digest(&d); view! { <br /><small class="muted digest" title=d>{short}</small> }})}
+                            </td>
+                            <td>{h.first_seen}</td>
+                            <td>{h.last_seen}</td>
+                            <td>{if h.present { "running" } else { "gone" }}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </QueryCard>
     }
 }
 

@@ -3,6 +3,8 @@
 
 use leptos::prelude::*;
 
+use crate::components::TableHead;
+
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::dto::{InventoryDto, NodeRowDto};
 
@@ -81,8 +83,7 @@ pub fn Inventory(
                                 <details open=open data-namespace=ns.namespace.clone()>
                                     <summary>{summary}</summary>
                                     <table class="table">
-                                        <thead><tr><th scope="col">"Kind"</th><th scope="col">"Name"</th>
-                                            <th scope="col">"Ready"</th><th scope="col">"State"</th></tr></thead>
+                                        <TableHead cols=vec!["Kind", "Name", "Ready", "State"] />
                                         <tbody>
                                             {ns.workloads.into_iter().map(|w| { let class = format!("badge badge-{}", w.state.to_lowercase()); view! {
                                                 <tr>
@@ -108,8 +109,7 @@ pub fn Inventory(
             } else {
                 view! {
                     <table class="table" id="cluster-findings">
-                        <thead><tr><th scope="col">"Severity"</th><th scope="col">"Check"</th>
-                            <th scope="col">"Subject"</th><th scope="col">"Finding"</th></tr></thead>
+                        <TableHead cols=vec!["Severity", "Check", "Subject", "Finding"] />
                         <tbody>
                             {inv.findings.into_iter().map(|f| { let class = format!("badge badge-sev-{}", f.severity); view! {
                                 <tr>
@@ -132,22 +132,21 @@ fn NodesTable(nodes: Vec<NodeRowDto>, metrics: bool) -> impl IntoView {
     if nodes.is_empty() {
         return view! { <p class="empty">"No nodes reported."</p> }.into_any();
     }
+    let used = metrics.then_some("Used (CPU, memory)");
+    let cols = [
+        "Node",
+        "Status",
+        "CPU requested / allocatable",
+        "Memory requested / allocatable",
+    ]
+    .into_iter()
+    .chain(used)
+    .chain(["Pods", "Kubelet", "Runtime", "OS"])
+    .collect();
     view! {
         <div class="table-scroll">
             <table class="table" id="nodes">
-                <thead>
-                    <tr>
-                        <th scope="col">"Node"</th>
-                        <th scope="col">"Status"</th>
-                        <th scope="col">"CPU requested / allocatable"</th>
-                        <th scope="col">"Memory requested / allocatable"</th>
-                        {metrics.then(|| view! { <th scope="col">"Used (CPU, memory)"</th> })}
-                        <th scope="col">"Pods"</th>
-                        <th scope="col">"Kubelet"</th>
-                        <th scope="col">"Runtime"</th>
-                        <th scope="col">"OS"</th>
-                    </tr>
-                </thead>
+                <TableHead cols=cols />
                 <tbody>
                     {nodes.into_iter().map(|n| {
                         let status = if n.ready { "Ready".to_owned() } else { "NotReady".to_owned() };

@@ -18,7 +18,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
-use crate::components::{ErrorNote, Stat};
+use crate::components::{ErrorNote, Stat, TableHead};
 use crate::fleet::dto::{
     FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto,
     ImageHistoryDto, VersionDto,
@@ -86,6 +86,56 @@ fn FleetTabs() -> impl IntoView {
                 {tab("/fleet/findings", "Findings")}
             </ul>
         </nav>
+    }
+}
+
+/// Where a fleet query's card takes its names: `name` prefixes the heading's and the filter
+/// form's ids, `path` is the page, `what` the API query (`/api/v1/fleet/<what>`).
+#[derive(Clone, Copy)]
+struct QueryNames {
+    name: &'static str,
+    path: &'static str,
+    what: &'static str,
+    q_label: &'static str,
+    button: &'static str,
+    empty: &'static str,
+}
+
+/// The card around one page of a fleet query: the heading with the exports, the filter form,
+/// the rows (`children`, or the `empty` note when there are none) and the pager.
+#[component]
+fn QueryCard<T: 'static>(
+    names: QueryNames,
+    heading: String,
+    page: FleetListDto<T>,
+    filter: FleetQuery,
+    children: Children,
+) -> impl IntoView {
+    let QueryNames {
+        name,
+        path,
+        what,
+        q_label,
+        button,
+        empty,
+    } = names;
+    view! {
+        <section class="card" aria-labelledby=format!("{name}-heading")>
+            <div class="card-head">
+                <h2 id=format!("{name}-heading")>{heading}</h2>
+                <Exports what filter=filter.clone() />
+            </div>
+            <form method="get" action=path class="filter wrap" id=format!("{name}-filter")>
+                <FilterFields filter=filter.clone() tenants=page.tenants.clone() q_label />
+                <button type="submit">{button}</button>
+            </form>
+            {if page.rows.is_empty() {
+                view! { <p class="empty">{empty}</p> }.into_any()
+            } else {
+                children().into_any()
+            }}
+            <Pager path filter offset=page.offset limit=page.limit total=page.total />
+        </section>
     }
 }
 

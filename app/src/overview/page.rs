@@ -9,7 +9,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
-use crate::components::{encode_query_value, ErrorNote, Stat};
+use crate::components::{encode_query_value, ErrorNote, Stat, TableHead};
 use crate::tenants::dto::TenantDto;
 
 #[component]
@@ -110,13 +110,7 @@ fn TenantTable(tenants: Vec<TenantDto>, filtered: bool) -> impl IntoView {
     view! {
         <table class="table" id="tenant-table">
             <caption class="visually-hidden">"Tenants"</caption>
-            <thead>
-                <tr>
-                    <th scope="col">"Slug"</th>
-                    <th scope="col">"Name"</th>
-                    <th scope="col">"Created (UTC)"</th>
-                </tr>
-            </thead>
+            <TableHead cols=vec!["Slug", "Name", "Created (UTC)"] />
             <tbody>
                 {tenants
                     .into_iter()

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ParamDto;
 use crate::clusters::page::ParamField;
-use crate::components::{ErrorNote, FormError};
+use crate::components::{ErrorNote, FormError, TableHead};
 use crate::providers::actions::{DeleteProvider, DeleteTemplate, SaveProvider, SaveTemplate};
 use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto};
 
@@ -60,8 +60,7 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
             } else {
                 view! {
                     <table class="table" id="provider-table">
-                        <thead><tr><th scope="col">"Name"</th><th scope="col">"Kind"</th><th scope="col">"Settings"</th>
-                            <th scope="col">"Secrets"</th><th scope="col">"Status"</th><th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
+                        <TableHead cols=vec!["Name", "Kind", "Settings", "Secrets", "Status", ""] />
                         <tbody>
                             {page.providers.iter().cloned().map(|p| view! { <ProviderRow p delete=writes.delete_provider /> }).collect_view()}
                         </tbody>
@@ -92,9 +91,7 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
             } else {
                 view! {
                     <table class="table" id="template-table">
-                        <thead><tr><th scope="col">"Name"</th><th scope="col">"Provider"</th><th scope="col">"Request form"</th>
-                            <th scope="col">"Offered to"</th><th scope="col">"Timeout"</th><th scope="col">"Tenant admins"</th><th scope="col">"Status"</th>
-                            <th scope="col"><span class="visually-hidden">"Actions"</span></th></tr></thead>
+                        <TableHead cols=vec!["Name", "Provider", "Request form", "Offered to", "Timeout", "Tenant admins", "Status", ""] />
                         <tbody>
                             {page.templates.iter().cloned().map(|t| view! { <TemplateRow t delete=writes.delete_template /> }).collect_view()}
                         </tbody>

@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::components::{ErrorNote, FormError};
+use crate::components::{ErrorNote, FormError, TableHead};
 use crate::tenants::actions::{PutMember, RemoveMember, SetQuota};
 use crate::tenants::dto::TenantPageDto;
 
@@ -46,15 +46,7 @@ fn Tenant(
             <div class="card-head"><h2 id="members-heading">"Members"</h2></div>
             <FormError />
             <table class="table" id="member-table">
-                <thead>
-                    <tr>
-                        <th scope="col">"User"</th>
-                        <th scope="col">"E-mail"</th>
-                        <th scope="col">"Role"</th>
-                        <th scope="col">"Source"</th>
-                        {manage.then(|| view! { <th scope="col"><span class="visually-hidden">"Actions"</span></th> })}
-                    </tr>
-                </thead>
+                <TableHead cols=["User", "E-mail", "Role", "Source"].into_iter().chain(manage.then_some("")).collect() />
                 <tbody>
                     {page.members.into_iter().map(|m| {
                         let tenant = slug.clone();

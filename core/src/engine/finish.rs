@@ -43,10 +43,9 @@ impl Engine {
                 }
                 change.endpoint = endpoint;
                 change.provisioner_state = Some(p.state);
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
+                events.push(state_event(
+                    cluster,
+                    op,
                     "Ready: the cluster is provisioned and its kubeconfig stored",
                     now,
                 ));
@@ -55,40 +54,29 @@ impl Engine {
                 change.state = None;
                 change.deleted = true;
                 context::forget_cluster_secrets(&self.deps, cluster).await;
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
-                    "Deleted",
-                    now,
-                ));
+                events.push(state_event(cluster, op, "Deleted", now));
             }
             OperationKind::Scale => {
                 let nodes = op.target.as_deref().and_then(|t| t.parse().ok());
                 change.node_count = nodes;
-                let mut params = cluster.parameters.clone();
-                if let Some(n) = nodes {
-                    params.insert("node_count".into(), n.to_string());
-                }
-                change.parameters = Some(params);
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
+                change.parameters = Some(with_param(
+                    cluster,
+                    "node_count",
+                    nodes.map(|n: u32| n.to_string()),
+                ));
+                events.push(state_event(
+                    cluster,
+                    op,
                     format!("Ready: scaled to {} nodes", nodes.unwrap_or_default()),
                     now,
                 ));
             }
             OperationKind::Upgrade => {
-                let mut params = cluster.parameters.clone();
-                if let Some(v) = &op.target {
-                    params.insert("kubernetes_version".into(), v.clone());
-                }
-                change.parameters = Some(params);
-                events.push(ClusterEvent::new(
-                    cluster.id,
-                    Some(op.id),
-                    EventKind::State,
+                change.parameters =
+                    Some(with_param(cluster, "kubernetes_version", op.target.clone()));
+                events.push(state_event(
+                    cluster,
+                    op,
                     format!(
                         "Ready: upgraded to {}",
                         op.target.clone().unwrap_or_default()
@@ -160,4 +148,23 @@ fn server_of(yaml: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(yaml).ok()?;
     let kc = kube::config::Kubeconfig::from_yaml(text).ok()?;
     crate::kubernetes::current_server(&kc)
+}
+
+/// A timeline entry of the cluster's new state, for the operation that brought it.
+fn state_event(
+    cluster: &Cluster,
+    op: &Operation,
+    message: impl Into<String>,
+    now: chrono::DateTime<Utc>,
+) -> ClusterEvent {
+    ClusterEvent::new(cluster.id, Some(op.id), EventKind::State, message, now)
+}
+
+/// The cluster's parameters with `key` set to `value` (unchanged without one).
+fn with_param(cluster: &Cluster, key: &str, value: Option<String>) -> crate::cluster::Params {
+    let mut params = cluster.parameters.clone();
+    if let Some(v) = value {
+        params.insert(key.to_owned(), v);
+    }
+    params
 }

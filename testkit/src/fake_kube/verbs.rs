@@ -127,13 +127,7 @@ pub(super) fn replace(s: &mut FakeState, t: &Target, name: &str, body: &[u8]) ->
     }
     object["apiVersion"] = current["apiVersion"].clone();
     object["kind"] = current["kind"].clone();
-    let rv = s.rv();
-    object["metadata"]["resourceVersion"] = json!(rv);
-    s.store
-        .entry(t.key())
-        .or_default()
-        .insert(name.to_owned(), object.clone());
-    ok(200, object)
+    store_new_version(s, t, name, object)
 }
 
 pub(super) fn patch(
@@ -165,13 +159,7 @@ pub(super) fn patch(
         return not_found(t, name);
     };
     merge(&mut object, &patch);
-    let rv = s.rv();
-    object["metadata"]["resourceVersion"] = json!(rv);
-    s.store
-        .entry(t.key())
-        .or_default()
-        .insert(name.to_owned(), object.clone());
-    ok(200, object)
+    store_new_version(s, t, name, object)
 }
 
 pub(super) fn delete(s: &mut FakeState, t: &Target, name: &str) -> Response {
@@ -240,4 +228,15 @@ pub(super) fn merge(target: &mut Value, patch: &Value) {
             merge(&mut target[k], v);
         }
     }
+}
+
+/// Stores `object` as the new version of `name` (a fresh resourceVersion) and answers it.
+fn store_new_version(s: &mut FakeState, t: &Target, name: &str, mut object: Value) -> Response {
+    let rv = s.rv();
+    object["metadata"]["resourceVersion"] = json!(rv);
+    s.store
+        .entry(t.key())
+        .or_default()
+        .insert(name.to_owned(), object.clone());
+    ok(200, object)
 }

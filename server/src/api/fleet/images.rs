@@ -8,7 +8,7 @@ use kqueen_core::{Actor, ImageRow};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{json_answer, rows_or_csv, time, FleetParams};
+use super::{list_answer, time, FleetParams};
 use crate::api::{ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 use kqueen_core::inventory::export::{history_csv, images_csv};
@@ -90,17 +90,11 @@ pub async fn images(
     ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let k = &state.kqueen;
-    let fetch = |page| k.fleet_images(&actor, &filter, page);
-    let (items, total) = match rows_or_csv(&p, fetch, images_csv, "kqueen-images").await? {
-        Ok(rows) => rows,
-        Err(csv) => return Ok(csv),
-    };
-    let body = ImagesOut {
-        total,
-        items: items.into_iter().map(Into::into).collect(),
-    };
-    json_answer(&p, body, "kqueen-images.json")
+    let fetch = |page| state.kqueen.fleet_images(&actor, &filter, page);
+    list_answer(&p, fetch, images_csv, "kqueen-images", |total, items| {
+        ImagesOut { total, items }
+    })
+    .await
 }
 
 /// One image in one cluster: since when it runs there and when a sync last saw it.
@@ -151,15 +145,13 @@ pub async fn image_history(
     ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let k = &state.kqueen;
-    let fetch = |page| k.fleet_image_history(&actor, &filter, page);
-    let (items, total) = match rows_or_csv(&p, fetch, history_csv, "kqueen-image-history").await? {
-        Ok(rows) => rows,
-        Err(csv) => return Ok(csv),
-    };
-    let body = ImageHistoryPageOut {
-        total,
-        items: items.into_iter().map(Into::into).collect(),
-    };
-    json_answer(&p, body, "kqueen-image-history.json")
+    let fetch = |page| state.kqueen.fleet_image_history(&actor, &filter, page);
+    list_answer(
+        &p,
+        fetch,
+        history_csv,
+        "kqueen-image-history",
+        |total, items| ImageHistoryPageOut { total, items },
+    )
+    .await
 }

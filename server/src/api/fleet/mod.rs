@@ -127,6 +127,30 @@ pub(super) fn time(t: Option<chrono::DateTime<chrono::Utc>>) -> Option<String> {
     t.map(|t| t.to_rfc3339())
 }
 
+/// Answers a fleet query as `p` asks: a page of rows as JSON (`wrap` makes the body from the
+/// total and the rows mapped to `O`), every row as a JSON download, or every row as a CSV
+/// download made by `csv` (file `<file>.csv` / `<file>.json`).
+pub(super) async fn list_answer<R, O, B, F, Fut>(
+    p: &FleetParams,
+    fetch: F,
+    csv: impl FnOnce(&[R]) -> Result<String, Error>,
+    file: &str,
+    wrap: impl FnOnce(u64, Vec<O>) -> B,
+) -> ApiResult<Response>
+where
+    O: From<R>,
+    B: Serialize,
+    F: FnMut(Page) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<R>, u64), Error>>,
+{
+    let (rows, total) = match rows_or_csv(p, fetch, csv, file).await? {
+        Ok(rows) => rows,
+        Err(csv) => return Ok(csv),
+    };
+    let body = wrap(total, rows.into_iter().map(O::from).collect());
+    json_answer(p, body, &format!("{file}.json"))
+}
+
 pub(super) fn json_answer<T: Serialize>(
     p: &FleetParams,
     body: T,

@@ -8,7 +8,7 @@ use kqueen_core::Actor;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use super::{json_answer, rows_or_csv, time, FleetParams};
+use super::{list_answer, time, FleetParams};
 use crate::api::{ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 use kqueen_core::inventory::export::versions_csv;
@@ -63,15 +63,13 @@ pub async fn versions(
     ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let k = &state.kqueen;
-    let fetch = |page| k.fleet_versions(&actor, &filter, page);
-    let (items, total) = match rows_or_csv(&p, fetch, versions_csv, "kqueen-versions").await? {
-        Ok(rows) => rows,
-        Err(csv) => return Ok(csv),
-    };
-    let body = VersionsOut {
-        total,
-        items: items.into_iter().map(Into::into).collect(),
-    };
-    json_answer(&p, body, "kqueen-versions.json")
+    let fetch = |page| state.kqueen.fleet_versions(&actor, &filter, page);
+    list_answer(
+        &p,
+        fetch,
+        versions_csv,
+        "kqueen-versions",
+        |total, items| VersionsOut { total, items },
+    )
+    .await
 }
