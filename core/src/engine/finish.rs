@@ -85,26 +85,10 @@ impl Engine {
                 ));
             }
         }
-        match self
-            .deps
-            .store
-            .finish_operation(
-                op.id,
-                lease_token(op),
-                OperationState::Succeeded,
-                None,
-                &change,
-                &events,
-                now,
-            )
-            .await
-        {
-            Ok(true) => {
-                tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, "operation succeeded");
-                Ok(())
-            }
-            _ => Err(Stop::LostLease),
-        }
+        self.finish(op, OperationState::Succeeded, None, &change, &events, now)
+            .await?;
+        tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, "operation succeeded");
+        Ok(())
     }
 
     /// Ends the operation as failed and puts the cluster in Error with the reason.
@@ -123,18 +107,31 @@ impl Engine {
             now,
         );
         tracing::warn!(operation = %op.id, kind = %op.kind, reason, "operation failed");
-        match self
-            .deps
-            .store
-            .finish_operation(
-                op.id,
-                lease_token(op),
-                OperationState::Failed,
-                Some(reason),
-                &change,
-                &[event],
-                now,
-            )
+        self.finish(
+            op,
+            OperationState::Failed,
+            Some(reason),
+            &change,
+            &[event],
+            now,
+        )
+        .await
+    }
+
+    /// Ends the operation in `state` with the cluster `change` and the timeline `events`,
+    /// fenced by the operation's lease.
+    async fn finish(
+        &self,
+        op: &Operation,
+        state: OperationState,
+        reason: Option<&str>,
+        change: &ClusterChange,
+        events: &[ClusterEvent],
+        now: chrono::DateTime<Utc>,
+    ) -> Result<(), Stop> {
+        let store = &self.deps.store;
+        match store
+            .finish_operation(op.id, lease_token(op), state, reason, change, events, now)
             .await
         {
             Ok(true) => Ok(()),

@@ -423,16 +423,7 @@ impl Engine {
             None => tracker.checkpoint.clone(),
         };
         let ok = self
-            .deps
-            .store
-            .save_progress(
-                op.id,
-                lease_token(op),
-                &tracker.step,
-                tracker.progress,
-                &saved,
-                &events,
-            )
+            .save_progress(op, &tracker.step, tracker.progress, &saved, &events)
             .await;
         match ok {
             Ok(true) => {
@@ -459,21 +450,28 @@ impl Engine {
             crate::clock::now(),
         );
         let ok = self
-            .deps
-            .store
-            .save_progress(
-                op.id,
-                lease_token(op),
-                &op.step,
-                op.progress,
-                &op.checkpoint,
-                &[event],
-            )
+            .save_progress(op, &op.step, op.progress, &op.checkpoint, &[event])
             .await;
         match ok {
             Ok(false) => Err(Stop::LostLease),
             _ => Ok(()),
         }
+    }
+
+    /// Saves a running operation's progress and new timeline entries, fenced by its lease;
+    /// false when the lease is lost.
+    async fn save_progress(
+        &self,
+        op: &Operation,
+        step: &str,
+        progress: u8,
+        checkpoint: &serde_json::Value,
+        events: &[ClusterEvent],
+    ) -> Result<bool> {
+        let store = &self.deps.store;
+        store
+            .save_progress(op.id, lease_token(op), step, progress, checkpoint, events)
+            .await
     }
 }
 

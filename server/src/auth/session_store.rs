@@ -178,35 +178,19 @@ mod tests {
         let sessions = DbSessionStore::new(Arc::new(db.connect().await));
         let id = Id::default();
         let t = Utc::now().timestamp() + 3600;
-        sessions.save(&record(id, "amy", t)).await.expect("save");
-        sessions
-            .save(&record(id, "amy", t + 30))
-            .await
-            .expect("save");
-        assert_eq!(stored_expiry(&sessions, id).await, t, "skipped: 30 s later");
-        sessions
-            .save(&record(id, "amy", t + 61))
-            .await
-            .expect("save");
-        assert_eq!(stored_expiry(&sessions, id).await, t + 61, "written");
-        sessions
-            .save(&record(id, "bob", t + 62))
-            .await
-            .expect("save");
-        assert_eq!(
-            stored_expiry(&sessions, id).await,
-            t + 62,
-            "changed data: written"
-        );
+        // Saves `user`'s session expiring at `at`, then checks what the database holds.
+        let save = |user: &'static str, at: i64, expect: i64, why: &'static str| {
+            let sessions = &sessions;
+            async move {
+                sessions.save(&record(id, user, at)).await.expect("save");
+                assert_eq!(stored_expiry(sessions, id).await, expect, "{why}");
+            }
+        };
+        save("amy", t, t, "first save").await;
+        save("amy", t + 30, t, "skipped: 30 s later").await;
+        save("amy", t + 61, t + 61, "written").await;
+        save("bob", t + 62, t + 62, "changed data: written").await;
         sessions.delete(&id).await.expect("delete");
-        sessions
-            .save(&record(id, "bob", t + 62))
-            .await
-            .expect("save");
-        assert_eq!(
-            stored_expiry(&sessions, id).await,
-            t + 62,
-            "written after a delete"
-        );
+        save("bob", t + 62, t + 62, "written after a delete").await;
     }
 }
