@@ -62,3 +62,25 @@ pub fn TableHead(cols: Vec<&'static str>) -> impl IntoView {
         </thead>
     }
 }
+
+/// A card with a heading (`<name>-heading`) over a list: the `empty` note when `is_empty`,
+/// else the list (`children`).
+#[component]
+pub fn ListCard(
+    name: &'static str,
+    #[prop(into)] heading: String,
+    empty: &'static str,
+    is_empty: bool,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby=format!("{name}-heading")>
+            <div class="card-head"><h2 id=format!("{name}-heading")>{heading}</h2></div>
+            {if is_empty {
+                view! { <p class="empty">{empty}</p> }.into_any()
+            } else {
+                children().into_any()
+            }}
+        </section>
+    }
+}

@@ -330,7 +330,7 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
             .await
             .unwrap();
     }
-    legacy_cluster_binding(&admin, &leo_sa).await;
+    kqueen_testkit::legacy::cluster_binding(&admin, &leo_sa).await;
     expect(
         "legacy",
         &leo_c,
@@ -393,29 +393,6 @@ async fn cluster_binding_of(
         }]),
     };
     crbs.create(&PostParams::default(), &binding).await.unwrap();
-}
-
-async fn legacy_cluster_binding(admin: &kube::Client, sa: &str) {
-    let crbs: Api<ClusterRoleBinding> = Api::all(admin.clone());
-    let old = ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some(binding_name(sa)),
-            labels: Some([(MANAGED_BY_LABEL.to_owned(), MANAGED_BY.to_owned())].into()),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".into(),
-            kind: "ClusterRole".into(),
-            name: "edit".into(),
-        },
-        subjects: Some(vec![Subject {
-            api_group: None,
-            kind: "ServiceAccount".into(),
-            name: sa.into(),
-            namespace: Some(USERS_NAMESPACE.into()),
-        }]),
-    };
-    crbs.create(&PostParams::default(), &old).await.unwrap();
 }
 
 /// The token Secrets the controller manager made for the users' ServiceAccounts.
@@ -573,7 +550,7 @@ async fn the_sweep_binds_open_namespaces_and_migrates_against_the_fake() {
     assert_eq!(bound(&mia), ["default", "team-a", "opened"]);
 
     // An old cluster-wide binding, a new namespace, a long-lived token Secret.
-    legacy_cluster_binding(&admin, &mia).await;
+    kqueen_testkit::legacy::cluster_binding(&admin, &mia).await;
     fake.insert(
         "api/v1/namespaces",
         serde_json::json!({"metadata": {"name": "team-b"}}),

@@ -11,6 +11,7 @@
 pub mod fake_cluster;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
+pub mod legacy;
 
 use sqlx::{Connection, PgConnection};
 

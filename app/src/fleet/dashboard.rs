@@ -45,28 +45,21 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
             <Chart svg=p.cpu_chart.clone() id="chart-fleet-cpu" />
             <Chart svg=p.memory_chart.clone() id="chart-fleet-memory" />
         </div>
-        <section class="card" aria-labelledby="attention-heading">
-            <div class="card-head"><h2 id="attention-heading">{format!("Needs attention ({})", p.attention.len())}</h2></div>
-            {if p.attention.is_empty() {
-                view! { <p class="empty">"Every cluster is well."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="table" id="attention">
-                        <TableHead cols=vec!["Cluster", "Tenant", "State", "Why"] />
-                        <tbody>
-                            {p.attention.into_iter().map(|a| view! {
-                                <tr data-cluster=a.cluster.name.clone()>
-                                    <th scope="row"><a href=format!("/clusters/{}", a.cluster.id)>{a.cluster.name.clone()}</a></th>
-                                    <td>{a.cluster.tenant.clone()}</td>
-                                    <td><span class=format!("badge state-{}", a.cluster.state)>{a.cluster.state_label.clone()}</span></td>
-                                    <td><ul class="plain">{a.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul></td>
-                                </tr>
-                            }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
-        </section>
+        <ListCard name="attention" heading=format!("Needs attention ({})", p.attention.len()) empty="Every cluster is well." is_empty=p.attention.is_empty()>
+            <table class="table" id="attention">
+                <TableHead cols=vec!["Cluster", "Tenant", "State", "Why"] />
+                <tbody>
+                    {p.attention.into_iter().map(|a| view! {
+                        <tr data-cluster=a.cluster.name.clone()>
+                            <th scope="row"><a href=format!("/clusters/{}", a.cluster.id)>{a.cluster.name.clone()}</a></th>
+                            <td>{a.cluster.tenant.clone()}</td>
+                            <td><span class=format!("badge state-{}", a.cluster.state)>{a.cluster.state_label.clone()}</span></td>
+                            <td><ul class="plain">{a.reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul></td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </ListCard>
         <section class="card" aria-labelledby="fleet-clusters-heading">
             <div class="card-head"><h2 id="fleet-clusters-heading">{format!("Clusters ({})", p.rows.len())}</h2></div>
             <ClusterTable rows=p.rows />

@@ -3,7 +3,7 @@
 
 use leptos::prelude::*;
 
-use crate::components::TableHead;
+use crate::components::{ListCard, TableHead};
 
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::dto::{InventoryDto, NodeRowDto};
@@ -102,28 +102,21 @@ pub fn Inventory(
                 }.into_any()
             }}
         </section>
-        <section class="card" aria-labelledby="cluster-findings-heading">
-            <div class="card-head"><h2 id="cluster-findings-heading">{format!("Audit findings ({})", inv.findings.len())}</h2></div>
-            {if inv.findings.is_empty() {
-                view! { <p class="empty">"No findings."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="table" id="cluster-findings">
-                        <TableHead cols=vec!["Severity", "Check", "Subject", "Finding"] />
-                        <tbody>
-                            {inv.findings.into_iter().map(|f| { let class = format!("badge badge-sev-{}", f.severity); view! {
-                                <tr>
-                                    <td><span class=class>{f.severity}</span></td>
-                                    <td><code>{f.check}</code></td>
-                                    <td>{f.subject}</td>
-                                    <td>{f.message}</td>
-                                </tr>
-                            }}).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
-        </section>
+        <ListCard name="cluster-findings" heading=format!("Audit findings ({})", inv.findings.len()) empty="No findings." is_empty=inv.findings.is_empty()>
+            <table class="table" id="cluster-findings">
+                <TableHead cols=vec!["Severity", "Check", "Subject", "Finding"] />
+                <tbody>
+                    {inv.findings.into_iter().map(|f| { let class = format!("badge badge-sev-{}", f.severity); view! {
+                        <tr>
+                            <td><span class=class>{f.severity}</span></td>
+                            <td><code>{f.check}</code></td>
+                            <td>{f.subject}</td>
+                            <td>{f.message}</td>
+                        </tr>
+                    }}).collect_view()}
+                </tbody>
+            </table>
+        </ListCard>
     }
 }
 

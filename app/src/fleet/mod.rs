@@ -18,7 +18,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
-use crate::components::{ErrorNote, Stat, TableHead};
+use crate::components::{ErrorNote, ListCard, Stat, TableHead};
 use crate::fleet::dto::{
     FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto,
     ImageHistoryDto, VersionDto,

@@ -8,7 +8,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ParamDto;
 use crate::clusters::page::ParamField;
-use crate::components::{ErrorNote, FormError, TableHead};
+use crate::components::{ErrorNote, FormError, ListCard, TableHead};
 use crate::providers::actions::{DeleteProvider, DeleteTemplate, SaveProvider, SaveTemplate};
 use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto};
 
@@ -53,21 +53,14 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
         .collect();
     view! {
         <FormError />
-        <section class="card" aria-labelledby="providers-heading">
-            <div class="card-head"><h2 id="providers-heading">"Providers"</h2></div>
-            {if page.providers.is_empty() {
-                view! { <p class="empty">"No provider yet. Add one below."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="table" id="provider-table">
-                        <TableHead cols=vec!["Name", "Kind", "Settings", "Secrets", "Status", ""] />
-                        <tbody>
-                            {page.providers.iter().cloned().map(|p| view! { <ProviderRow p delete=writes.delete_provider /> }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
-        </section>
+        <ListCard name="providers" heading="Providers" empty="No provider yet. Add one below." is_empty=page.providers.is_empty()>
+            <table class="table" id="provider-table">
+                <TableHead cols=vec!["Name", "Kind", "Settings", "Secrets", "Status", ""] />
+                <tbody>
+                    {page.providers.iter().cloned().map(|p| view! { <ProviderRow p delete=writes.delete_provider /> }).collect_view()}
+                </tbody>
+            </table>
+        </ListCard>
         <section class="card" aria-labelledby="provider-form-heading">
             <div class="card-head"><h2 id="provider-form-heading">{if editing.is_some() { "Edit provider" } else { "Add a provider" }}</h2></div>
             {editing.is_none().then(|| view! {
@@ -84,21 +77,14 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
             })}
             {kind_dto.map(|k| view! { <ProviderForm kind=k existing=editing.clone() save=writes.save_provider /> })}
         </section>
-        <section class="card" aria-labelledby="templates-heading">
-            <div class="card-head"><h2 id="templates-heading">"Templates"</h2></div>
-            {if page.templates.is_empty() {
-                view! { <p class="empty">"No template yet: tenants cannot request clusters until one exists."</p> }.into_any()
-            } else {
-                view! {
-                    <table class="table" id="template-table">
-                        <TableHead cols=vec!["Name", "Provider", "Request form", "Offered to", "Timeout", "Tenant admins", "Status", ""] />
-                        <tbody>
-                            {page.templates.iter().cloned().map(|t| view! { <TemplateRow t delete=writes.delete_template /> }).collect_view()}
-                        </tbody>
-                    </table>
-                }.into_any()
-            }}
-        </section>
+        <ListCard name="templates" heading="Templates" empty="No template yet: tenants cannot request clusters until one exists." is_empty=page.templates.is_empty()>
+            <table class="table" id="template-table">
+                <TableHead cols=vec!["Name", "Provider", "Request form", "Offered to", "Timeout", "Tenant admins", "Status", ""] />
+                <tbody>
+                    {page.templates.iter().cloned().map(|t| view! { <TemplateRow t delete=writes.delete_template /> }).collect_view()}
+                </tbody>
+            </table>
+        </ListCard>
         <section class="card" aria-labelledby="template-form-heading">
             <div class="card-head"><h2 id="template-form-heading">{if editing_template.is_some() { "Edit template" } else { "Add a template" }}</h2></div>
             {if provider_names.is_empty() {

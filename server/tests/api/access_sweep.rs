@@ -5,13 +5,10 @@
 
 use std::time::Duration;
 
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, RoleBinding, RoleRef, Subject};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
-use kqueen_core::kubernetes::{
-    binding_name, probe_version, service_account_name as sa, USERS_NAMESPACE,
-};
+use k8s_openapi::api::rbac::v1::RoleBinding;
+use kqueen_core::kubernetes::{binding_name, probe_version, service_account_name as sa};
 use kqueen_testkit::fake_kube::FakeKube;
-use kube::api::{Api, PostParams};
+use kube::api::Api;
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
@@ -38,32 +35,7 @@ async fn make_legacy(fake: &FakeKube, user: &str) {
     rbs.delete(&binding_name(&sa(user)), &Default::default())
         .await
         .unwrap();
-    let crbs: Api<ClusterRoleBinding> = Api::all(admin);
-    let old = ClusterRoleBinding {
-        metadata: ObjectMeta {
-            name: Some(binding_name(&sa(user))),
-            labels: Some(
-                [(
-                    "app.kubernetes.io/managed-by".to_owned(),
-                    "kqueen".to_owned(),
-                )]
-                .into(),
-            ),
-            ..ObjectMeta::default()
-        },
-        role_ref: RoleRef {
-            api_group: "rbac.authorization.k8s.io".into(),
-            kind: "ClusterRole".into(),
-            name: "edit".into(),
-        },
-        subjects: Some(vec![Subject {
-            api_group: None,
-            kind: "ServiceAccount".into(),
-            name: sa(user),
-            namespace: Some(USERS_NAMESPACE.into()),
-        }]),
-    };
-    crbs.create(&PostParams::default(), &old).await.unwrap();
+    kqueen_testkit::legacy::cluster_binding(&admin, &sa(user)).await;
 }
 
 #[tokio::test]
