@@ -7,6 +7,7 @@ use kqueen_app::account::dto::LoginOptions;
 use kqueen_app::{shell, App};
 use leptos::prelude::provide_context;
 use leptos_axum::{generate_route_list, LeptosRoutes};
+use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::trace::TraceLayer;
 use tower_sessions::cookie::SameSite;
 use tower_sessions::{Expiry, SessionManagerLayer};
@@ -18,6 +19,9 @@ use crate::{api, auth, csrf, download, health};
 /// The whole HTTP surface: health endpoints, login and logout, the REST API, portal pages,
 /// server functions, static files. Every request passes (outermost first): tracing, session,
 /// identity resolution, same-origin check.
+/// The largest request body any route accepts (axum's default for its extractors).
+pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
+
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let kqueen = state.kqueen.clone();
@@ -55,6 +59,9 @@ pub fn router(state: AppState) -> Router {
             },
         )
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
+        // Server functions read their whole body themselves: bound it like axum's extractors
+        // bound the API's.
+        .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
         .layer(from_fn_with_state(state.clone(), csrf::same_origin))
         .layer(from_fn_with_state(state.clone(), auth::resolve_actor))
         .layer(sessions)

@@ -17,22 +17,19 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
         .map(str::trim)
         .filter(|d| !d.is_empty())
         .unwrap_or("90");
-    let result = match days.parse::<u32>() {
-        Err(_) => Err(ValidationError::new("days", "must be a number").into()),
-        Ok(days) => match k.create_token(&actor, &name, days).await {
-            Ok(issued) => {
-                let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
-                match session {
-                    Some(s) => s
-                        .insert(super::sfn::FLASH_SECRET, issued.secret)
-                        .await
-                        .map_err(|e| {
-                            tracing::error!(error = %e, "cannot keep the new token for display");
-                            Error::Corrupt("session".into())
-                        }),
-                    None => Err(Error::Corrupt("session".into())),
-                }
-            }
+    // The session first: a token whose secret cannot be shown must not be created.
+    let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
+    let result = match (days.parse::<u32>(), session) {
+        (Err(_), _) => Err(ValidationError::new("days", "must be a number").into()),
+        (Ok(_), None) => Err(Error::Corrupt("session".into())),
+        (Ok(days), Some(session)) => match k.create_token(&actor, &name, days).await {
+            Ok(issued) => session
+                .insert(super::sfn::FLASH_SECRET, issued.secret)
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = %e, "cannot keep the new token for display");
+                    Error::Corrupt("session".into())
+                }),
             Err(e) => Err(e),
         },
     };

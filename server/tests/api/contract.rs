@@ -1,7 +1,7 @@
 //! The API's contract as documented: `POST /api/v1/clusters {name, template, parameters}`
 //! works without a tenant for callers of one tenant; malformed requests answer the error
 //! shape, `{"error": "...", "status": N}`, never plain text; a template's tenant list reads
-//! back as written, however many tenants there are.
+//! back as written, however many tenants there are; no route reads a body over 2 MiB.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -229,5 +229,30 @@ async fn a_template_limited_to_a_tenant_past_the_first_500_stays_limited() {
             "{path}: {body}"
         );
     }
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn oversized_bodies_are_refused_before_any_write() {
+    let app = TestApp::sqlite().await;
+    let amy = app.user("amy", false, &[]).await;
+    let huge = "x".repeat(kqueen_server::routes::BODY_LIMIT + 1);
+    // A page's write (a server function reads its body itself) and an API route.
+    for path in ["/sfn/create_token", "/api/v1/tokens"] {
+        let res = amy
+            .post(format!("{}{path}", app.url))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(format!("name={huge}"))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), StatusCode::PAYLOAD_TOO_LARGE, "{path}");
+    }
+    // Nothing was written (a fresh connection: the server closes one whose body it refused).
+    let fresh = app.browser();
+    app.login(&fresh, "amy", crate::helpers::PASSWORD).await;
+    let (status, tokens) = call(&fresh, &app, Method::GET, "/api/v1/tokens", None).await;
+    assert_eq!(status, StatusCode::OK);
+    assert_eq!(tokens.as_array().map(Vec::len), Some(0), "{tokens}");
     app.stop().await;
 }
