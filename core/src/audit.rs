@@ -116,6 +116,11 @@ impl AuditEvent {
         }
     }
 
+    /// A successful `action` on `target` by `actor`, now.
+    pub fn success(actor: &Actor, action: &str, target: impl Into<String>) -> Self {
+        Self::now(actor, action, target, Outcome::Success)
+    }
+
     pub fn in_tenant(mut self, tenant_id: Uuid) -> Self {
         self.tenant_id = Some(tenant_id);
         self

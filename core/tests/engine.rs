@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kqueen_core::audit::AuditQuery;
 use kqueen_core::cluster::{
-    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationKind, OperationState,
-    ProviderInput, Quota, TemplateInput,
+    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationKind, OperationState, Quota,
+    TemplateInput,
 };
 use kqueen_core::engine::{Engine, EngineConfig};
 use kqueen_core::identity::GroupMap;
@@ -185,28 +185,13 @@ async fn setup(db: TestDatabase) -> Setup {
             .unwrap(),
     );
     let ops = Actor::cli(Some("ops".into()));
-    k.create_provider(
+    kqueen_testkit::catalog::offer(
+        &k,
         &ops,
-        ProviderInput {
-            name: "lab".into(),
-            kind: "command".into(),
-            settings: [("password".to_owned(), "s3cret".to_owned())].into(),
-            ..Default::default()
-        },
+        ("command", "lab", &[("password", "s3cret")]),
+        ("small", r#"{"node_count": {"max": 3}}"#),
     )
-    .await
-    .unwrap();
-    k.create_template(
-        &ops,
-        TemplateInput {
-            name: "small".into(),
-            provider: "lab".into(),
-            overrides: r#"{"node_count": {"max": 3}}"#.into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    .await;
     Setup {
         k,
         scripted,

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::{DaemonSet, Deployment, ReplicaSet};
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::{Namespace, Node, Pod};
-use kqueen_core::cluster::{ClusterRequest, ClusterState, ProviderInput, TemplateInput};
+use kqueen_core::cluster::{ClusterRequest, ClusterState};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
 use kqueen_core::inventory::checks::Severity;
@@ -259,27 +259,13 @@ async fn fleet(db: TestDatabase) -> Fleet {
     let alice = users.pop().unwrap();
     let adam = users.pop().unwrap();
     let ops = Actor::cli(Some("ops".into()));
-    k.create_provider(
+    kqueen_testkit::catalog::offer(
+        &k,
         &ops,
-        ProviderInput {
-            name: "existing".into(),
-            kind: "import".into(),
-            settings: [("probe_timeout_seconds".to_owned(), "5".to_owned())].into(),
-            ..Default::default()
-        },
+        ("import", "existing", &[("probe_timeout_seconds", "5")]),
+        ("import", ""),
     )
-    .await
-    .unwrap();
-    k.create_template(
-        &ops,
-        TemplateInput {
-            name: "import".into(),
-            provider: "existing".into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    .await;
     Fleet {
         k,
         ops,

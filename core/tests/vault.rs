@@ -47,29 +47,12 @@ async fn scenario(db: TestDatabase) {
     assert!(vault.delete(&at_b).await.unwrap());
 
     // A vault with an unrelated key fails closed.
-    let stranger = Vault::new(
-        Keyring::parse(&Keyring::generate_entry()).unwrap(),
-        store.clone(),
-    );
-    assert!(matches!(
-        stranger.get(&at_a).await,
-        Err(Error::Vault(VaultError::UnknownKey(_)))
-    ));
+    kqueen_testkit::vault::stranger_fails_closed(store.clone(), &at_a).await;
 
     // Rotation: the new key seals, the old one still opens until everything is re-sealed.
-    let rotating = Vault::new(
-        Keyring::parse(&format!("{new},{old}")).unwrap(),
-        store.clone(),
-    );
-    assert_eq!(rotating.get(&at_a).await.unwrap(), Some(kubeconfig.clone()));
-    assert_eq!(rotating.rotate().await.unwrap(), 2);
-    assert_eq!(
-        rotating.rotate().await.unwrap(),
-        0,
-        "nothing left under the old key"
-    );
-    let new_only = Vault::new(Keyring::parse(&new).unwrap(), store.clone());
-    assert_eq!(new_only.get(&at_a).await.unwrap(), Some(kubeconfig));
+    let new_only =
+        kqueen_testkit::vault::rotation_reseals(store.clone(), (&old, &new), &at_a, &kubeconfig)
+            .await;
     assert!(
         matches!(
             vault.get(&at_a).await,

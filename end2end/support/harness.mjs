@@ -112,6 +112,11 @@ export const OPERATOR = { username: 'admin', password: 'correct horse battery' }
 export const seedOperator = { args: ['user', 'create', OPERATOR.username, '--operator', '--password-stdin'], input: `${OPERATOR.password}\n` };
 
 /** Logs in through the local-account form (works with JavaScript on or off). */
+/** Clicks `selector` and waits for the page it loads (a form post and its redirect). */
+export async function submit(page, selector) {
+  await Promise.all([page.waitForNavigation(), page.click(selector)]);
+}
+
 export async function loginLocal(page, url, { username, password } = OPERATOR) {
   await page.goto(url + '/');
   await page.waitForURL(/\/login\?next=/);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
+import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator, submit } from '../support/harness.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const installer = join(repo, 'end2end', 'support', 'install.sh');
@@ -37,10 +37,6 @@ after(async () => {
   await server?.stop();
   fake?.stop();
 });
-
-async function submit(page, selector) {
-  await Promise.all([page.waitForNavigation(), page.click(selector)]);
-}
 
 test('an operator defines a provider, a template and the tenant membership (JavaScript off)', async () => {
   const { page, close } = await newPage(browser, { javaScriptEnabled: false });

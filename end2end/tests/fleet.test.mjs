@@ -5,7 +5,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
+import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator, submit } from '../support/harness.mjs';
 
 const BOB = { username: 'bob', password: 'another long password' };
 
@@ -32,10 +32,6 @@ after(async () => {
   await server?.stop();
   fake?.stop();
 });
-
-async function submit(page, selector) {
-  await Promise.all([page.waitForNavigation(), page.click(selector)]);
-}
 
 /** The SVG of a chart figure: its accessible title and how many bars it draws. */
 async function chart(page, id) {

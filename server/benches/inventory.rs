@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
-use kqueen_core::cluster::{ClusterRequest, ClusterState, ProviderInput, TemplateInput};
+use kqueen_core::cluster::{ClusterRequest, ClusterState};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
 use kqueen_core::inventory::checks::{builtin, run_all, CheckSettings};
@@ -350,26 +350,7 @@ async fn sync(backend: &str, db: TestDatabase, n: usize) {
     )
     .await
     .unwrap();
-    k.create_provider(
-        &cli,
-        ProviderInput {
-            name: "existing".into(),
-            kind: "import".into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    k.create_template(
-        &cli,
-        TemplateInput {
-            name: "import".into(),
-            provider: "existing".into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
+    kqueen_testkit::catalog::offer(&k, &cli, ("import", "existing", &[]), ("import", "")).await;
     for i in 0..n {
         k.request_cluster(
             &cli,

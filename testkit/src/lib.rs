@@ -7,11 +7,13 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+pub mod catalog;
 /// Synthetic clusters for the fake API server.
 pub mod fake_cluster;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
 pub mod legacy;
+pub mod vault;
 
 use sqlx::{Connection, PgConnection};
 

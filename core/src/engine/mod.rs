@@ -29,7 +29,7 @@ use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
 use crate::actor::Actor;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
 };

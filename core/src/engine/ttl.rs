@@ -42,14 +42,9 @@ impl Engine {
             "Time-to-live expired: deletion queued",
             now,
         );
-        let audit = AuditEvent::now(
-            &system,
-            action::CLUSTER_EXPIRE,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(cluster.tenant_id)
-        .with_detail("time-to-live expired");
+        let audit = AuditEvent::success(&system, action::CLUSTER_EXPIRE, cluster.name.as_str())
+            .in_tenant(cluster.tenant_id)
+            .with_detail("time-to-live expired");
         self.deps
             .store
             .enqueue_operation(&op, ClusterState::Deleting, &event, &audit)

@@ -5,7 +5,7 @@
 use uuid::Uuid;
 
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::cluster::{Cluster, ClusterState};
 use crate::policy::{self, Permission};
 use crate::vault::names::kubeconfig_name;
@@ -83,13 +83,8 @@ impl Kqueen {
         )
         .await?;
         let yaml = self.stored_kubeconfig(&cluster).await?;
-        let audit = AuditEvent::now(
-            actor,
-            action::KUBECONFIG_ADMIN,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(cluster.tenant_id);
+        let audit = AuditEvent::success(actor, action::KUBECONFIG_ADMIN, cluster.name.as_str())
+            .in_tenant(cluster.tenant_id);
         self.deps.store.record_audit(&audit).await?;
         Ok(KubeconfigDownload {
             file_name: format!("{}-{}-admin.kubeconfig", cluster.tenant_slug, cluster.name),
@@ -194,19 +189,14 @@ impl Kqueen {
         .await
         .map_err(|_| Error::Conflict("the cluster did not answer in time; try again".into()))?
         .map_err(access_error)?;
-        let audit = AuditEvent::now(
-            actor,
-            action::KUBECONFIG_ISSUE,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(cluster.tenant_id)
-        .with_detail(format!(
-            "service account {}, role {role} ({}), expires {}",
-            issued.service_account,
-            granted_scope(&req, &issued),
-            issued.expires_at.to_rfc3339()
-        ));
+        let audit = AuditEvent::success(actor, action::KUBECONFIG_ISSUE, cluster.name.as_str())
+            .in_tenant(cluster.tenant_id)
+            .with_detail(format!(
+                "service account {}, role {role} ({}), expires {}",
+                issued.service_account,
+                granted_scope(&req, &issued),
+                issued.expires_at.to_rfc3339()
+            ));
         self.deps
             .store
             .put_access(
@@ -266,17 +256,12 @@ impl Kqueen {
             let removed = crate::kubernetes::revoke_user_access(client, &target)
                 .await
                 .map_err(access_error)?;
-            let audit = AuditEvent::now(
-                actor,
-                action::ACCESS_REVOKE,
-                cluster.name.as_str(),
-                Outcome::Success,
-            )
-            .in_tenant(cluster.tenant_id)
-            .with_detail(format!(
-                "user {target}{}",
-                if removed { "" } else { " (had no access)" }
-            ));
+            let audit = AuditEvent::success(actor, action::ACCESS_REVOKE, cluster.name.as_str())
+                .in_tenant(cluster.tenant_id)
+                .with_detail(format!(
+                    "user {target}{}",
+                    if removed { "" } else { " (had no access)" }
+                ));
             if !self
                 .deps
                 .store

@@ -12,7 +12,7 @@ use uuid::Uuid;
 
 use super::access::access_error;
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::cluster::Cluster;
 use crate::identity::Role;
 use crate::kubernetes::{AccessChanges, Grant, RoleMap};
@@ -96,11 +96,10 @@ impl Kqueen {
                     Some(now) => format!("role changed from {} to {now}", access.granted_role),
                 }
             };
-            let audit = AuditEvent::now(
+            let audit = AuditEvent::success(
                 &Actor::system(),
                 action::ACCESS_REVOKE,
                 cluster.name.as_str(),
-                Outcome::Success,
             )
             .in_tenant(cluster.tenant_id)
             .with_detail(format!("user {}: {reason}", access.username));
@@ -182,18 +181,14 @@ impl Kqueen {
                 .await
                 .map_err(access_error)?;
         if !changes.is_empty() {
-            let audit = AuditEvent::now(
-                &Actor::system(),
-                action::ACCESS_SYNC,
-                cluster.name.as_str(),
-                Outcome::Success,
-            )
-            .in_tenant(cluster.tenant_id)
-            .with_detail(format!(
-                "{} (tenant admins: {})",
-                changes.summary(),
-                admin_access.as_str()
-            ));
+            let audit =
+                AuditEvent::success(&Actor::system(), action::ACCESS_SYNC, cluster.name.as_str())
+                    .in_tenant(cluster.tenant_id)
+                    .with_detail(format!(
+                        "{} (tenant admins: {})",
+                        changes.summary(),
+                        admin_access.as_str()
+                    ));
             self.deps.store.record_audit(&audit).await?;
         }
         Ok(changes)

@@ -82,8 +82,8 @@ impl Kqueen {
             "single sign-on; groups: {}",
             groups.chars().take(200).collect::<String>()
         );
-        let mut audit = AuditEvent::now(&actor, action::LOGIN, &user.username, Outcome::Success)
-            .with_detail(detail);
+        let mut audit =
+            AuditEvent::success(&actor, action::LOGIN, &user.username).with_detail(detail);
         audit.actor = user.username.clone();
         let upserted = self
             .deps
@@ -149,8 +149,8 @@ impl Kqueen {
                 .await);
         };
         let now = crate::clock::now();
-        let mut audit = AuditEvent::now(&actor, action::LOGIN, &user.username, Outcome::Success)
-            .with_detail("local account");
+        let mut audit =
+            AuditEvent::success(&actor, action::LOGIN, &user.username).with_detail("local account");
         audit.actor = user.username.clone();
         self.deps.store.record_login(user.id, now, &audit).await?;
         self.identity(user.id).await?.ok_or(Error::Unauthenticated)
@@ -170,7 +170,7 @@ impl Kqueen {
 
     /// Records a logout.
     pub async fn logout(&self, actor: &Actor) -> Result<()> {
-        let event = AuditEvent::now(actor, action::LOGOUT, actor.to_string(), Outcome::Success);
+        let event = AuditEvent::success(actor, action::LOGOUT, actor.to_string());
         self.deps.store.record_audit(&event).await
     }
 
@@ -240,7 +240,7 @@ impl Kqueen {
             last_login_at: None,
         };
         let role = if operator { "operator" } else { "user" };
-        let audit = AuditEvent::now(actor, action::USER_CREATE, &user.username, Outcome::Success)
+        let audit = AuditEvent::success(actor, action::USER_CREATE, &user.username)
             .with_detail(format!("local {role}"));
         if let Err(e) = self
             .deps

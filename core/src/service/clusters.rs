@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::templates::refined_schema;
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterRequest, ClusterState, EventKind,
     Operation, OperationKind, Quota, Usage,
@@ -198,14 +198,9 @@ impl Kqueen {
             format!("Requested by {who} from template {}", t.name),
             now,
         );
-        let audit = AuditEvent::now(
-            actor,
-            action::CLUSTER_CREATE,
-            cluster.name.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(tenant.id)
-        .with_detail(format!("template {}, provider {}", t.name, provider.name));
+        let audit = AuditEvent::success(actor, action::CLUSTER_CREATE, cluster.name.as_str())
+            .in_tenant(tenant.id)
+            .with_detail(format!("template {}, provider {}", t.name, provider.name));
         if let Err(e) = self
             .deps
             .store
@@ -459,8 +454,8 @@ impl Kqueen {
             _ => format!("Deletion requested by {who}"),
         };
         let event = ClusterEvent::new(cluster.id, Some(op.id), EventKind::State, what, now);
-        let mut audit = AuditEvent::now(actor, verb, cluster.name.as_str(), Outcome::Success)
-            .in_tenant(cluster.tenant_id);
+        let mut audit =
+            AuditEvent::success(actor, verb, cluster.name.as_str()).in_tenant(cluster.tenant_id);
         if let Some(t) = &target {
             audit = audit.with_detail(t.clone());
         }
@@ -618,7 +613,7 @@ impl Kqueen {
             "max_clusters={:?} max_nodes={:?} cluster_ttl_hours={:?}",
             quota.max_clusters, quota.max_nodes, quota.cluster_ttl_hours
         );
-        let audit = AuditEvent::now(actor, action::QUOTA_SET, t.slug.as_str(), Outcome::Success)
+        let audit = AuditEvent::success(actor, action::QUOTA_SET, t.slug.as_str())
             .in_tenant(t.id)
             .with_detail(detail);
         self.deps.store.set_quota(t.id, &quota, &audit).await?;

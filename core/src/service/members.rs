@@ -1,7 +1,7 @@
 //! Tenant memberships managed in the portal (operators and tenant admins).
 
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::identity::{Member, MembershipSource, Role};
 use crate::policy::Permission;
 use crate::{Actor, Error, Result};
@@ -42,7 +42,7 @@ impl Kqueen {
                 .await?;
             return Err(e);
         };
-        let audit = AuditEvent::now(actor, action::MEMBER_PUT, &target, Outcome::Success)
+        let audit = AuditEvent::success(actor, action::MEMBER_PUT, &target)
             .in_tenant(t.id)
             .with_detail(format!("role {role}"));
         let done = self
@@ -79,8 +79,7 @@ impl Kqueen {
                 .await?;
             return Err(e);
         };
-        let audit = AuditEvent::now(actor, action::MEMBER_REMOVE, &target, Outcome::Success)
-            .in_tenant(t.id);
+        let audit = AuditEvent::success(actor, action::MEMBER_REMOVE, &target).in_tenant(t.id);
         let done = self
             .deps
             .store

@@ -3,7 +3,7 @@
 use uuid::Uuid;
 
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::cluster::{parse_description, parse_object_name, Provider, ProviderInput};
 use crate::page::Page;
 use crate::policy::Permission;
@@ -167,8 +167,8 @@ impl Kqueen {
         } else {
             (action::PROVIDER_CREATE, "created")
         };
-        let audit = AuditEvent::now(actor, verb, &provider.name, Outcome::Success)
-            .with_detail(format!("kind {kind}"));
+        let audit =
+            AuditEvent::success(actor, verb, &provider.name).with_detail(format!("kind {kind}"));
         if existing.is_some() {
             self.deps.store.update_provider(&provider, &audit).await?;
         } else {
@@ -200,7 +200,7 @@ impl Kqueen {
         .await?;
         let result = async {
             let p = self.find_provider(name).await?;
-            let audit = AuditEvent::now(actor, action::PROVIDER_DELETE, &p.name, Outcome::Success);
+            let audit = AuditEvent::success(actor, action::PROVIDER_DELETE, &p.name);
             if !self.deps.store.delete_provider(p.id, &audit).await? {
                 return Err(Error::NotFound("provider"));
             }

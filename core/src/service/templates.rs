@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use uuid::Uuid;
 
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::cluster::{parse_description, parse_object_name, AdminAccess, Template, TemplateInput};
 use crate::page::Page;
 use crate::policy::{self, Permission};
@@ -159,9 +159,10 @@ impl Kqueen {
             Some(old) if old != admin_access => format!("{old} -> {admin_access}"),
             _ => admin_access.to_string(),
         };
-        let audit = AuditEvent::now(actor, verb, &template.name, Outcome::Success).with_detail(
-            format!("provider {}, tenant admins: {admin_detail}", provider.name),
-        );
+        let audit = AuditEvent::success(actor, verb, &template.name).with_detail(format!(
+            "provider {}, tenant admins: {admin_detail}",
+            provider.name
+        ));
         if existing.is_some() {
             self.deps.store.update_template(&template, &audit).await?;
         } else {
@@ -242,7 +243,7 @@ impl Kqueen {
         .await?;
         let result = async {
             let t = self.find_template(name).await?;
-            let audit = AuditEvent::now(actor, action::TEMPLATE_DELETE, &t.name, Outcome::Success);
+            let audit = AuditEvent::success(actor, action::TEMPLATE_DELETE, &t.name);
             if !self.deps.store.delete_template(t.id, &audit).await? {
                 return Err(Error::NotFound("template"));
             }

@@ -1,7 +1,7 @@
 //! Tenants: create, view, list.
 
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::tenant::{DisplayName, NewTenant, Tenant, TenantFilter, TenantSlug};
@@ -36,13 +36,8 @@ impl Kqueen {
             display_name,
             created_at: crate::clock::now(),
         };
-        let audit = AuditEvent::now(
-            actor,
-            action::TENANT_CREATE,
-            tenant.slug.as_str(),
-            Outcome::Success,
-        )
-        .in_tenant(tenant.id);
+        let audit = AuditEvent::success(actor, action::TENANT_CREATE, tenant.slug.as_str())
+            .in_tenant(tenant.id);
         self.deps.store.create_tenant(&tenant, &audit).await?;
         tracing::info!(tenant = %tenant.slug, "tenant created");
         Ok(tenant)

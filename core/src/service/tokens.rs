@@ -4,7 +4,7 @@ use chrono::Duration;
 use uuid::Uuid;
 
 use super::Kqueen;
-use crate::audit::{action, AuditEvent, Outcome};
+use crate::audit::{action, AuditEvent};
 use crate::identity::Identity;
 use crate::policy::Permission;
 use crate::secret::{self, TOKEN_PREFIX};
@@ -47,7 +47,7 @@ impl Kqueen {
             last_used_at: None,
             revoked_at: None,
         };
-        let audit = AuditEvent::now(actor, action::TOKEN_CREATE, &token.prefix, Outcome::Success)
+        let audit = AuditEvent::success(actor, action::TOKEN_CREATE, &token.prefix)
             .with_detail(format!("'{}', {days} days", token.name));
         self.deps
             .store
@@ -82,7 +82,7 @@ impl Kqueen {
         )
         .await?;
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
-        let audit = AuditEvent::now(actor, action::TOKEN_REVOKE, &target, Outcome::Success);
+        let audit = AuditEvent::success(actor, action::TOKEN_REVOKE, &target);
         if self
             .deps
             .store

@@ -135,14 +135,8 @@ async fn wrong_tenant_wrong_role_and_anonymous_are_refused_everywhere() {
         .await
         .unwrap();
     assert!(res.text().await.unwrap().contains("Forbidden"));
-    let seen: Value = a_member
-        .post(format!("{}/sfn/tenants", app.url))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let res = call(&a_member, &app, Method::POST, "/sfn/tenants", None).await;
+    let seen: Value = res.json().await.unwrap();
     assert_eq!(seen.as_array().unwrap().len(), 1);
     // The pages' writes (server functions their forms post to).
     for (who, path, form, error) in [
