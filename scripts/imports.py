@@ -14,7 +14,7 @@ import os
 import re
 import sys
 
-CRATES = ["core", "charts", "testkit", "app", "server", "frontend"]
+CRATES = ["core", "dto", "charts", "testkit", "app", "server", "frontend"]
 PATH = re.compile(r"\b(crate|super|self)((?:::\w+)+)")
 USE_GROUP = re.compile(r"\buse\s+(crate|super|self)::((?:\w+::)*)\{([^;]*)\};", re.S)
 

@@ -1,20 +1,7 @@
 //! What the audit server functions send to the browser: The audit trail.
 
+use kqueen_dto::audit::AuditEvent;
 use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AuditEventDto {
-    pub id: String,
-    /// `YYYY-MM-DD HH:MM:SS`.
-    pub time: String,
-    pub actor: String,
-    pub tenant: Option<String>,
-    pub action: String,
-    pub target: String,
-    pub outcome: String,
-    pub source_ip: Option<String>,
-    pub detail: Option<String>,
-}
 
 /// Filters of the audit page, as in its URL. Missing fields are empty (no filter).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -30,7 +17,8 @@ pub struct AuditFilter {
 /// One page of the audit list, and whether an older page exists.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditPageDto {
-    pub events: Vec<AuditEventDto>,
+    /// The same entries `/api/v1/audit` answers with.
+    pub events: Vec<AuditEvent>,
     pub offset: u32,
     pub limit: u32,
     pub has_more: bool,

@@ -32,20 +32,7 @@ pub async fn list_audit(
     let has_more = events.len() > AUDIT_PAGE_SIZE as usize;
     events.truncate(AUDIT_PAGE_SIZE as usize);
     Ok(AuditPageDto {
-        events: events
-            .into_iter()
-            .map(|e| crate::audit::dto::AuditEventDto {
-                id: e.id.to_string(),
-                time: e.occurred_at.format("%Y-%m-%d %H:%M:%S").to_string(),
-                actor: e.actor,
-                tenant: e.tenant_slug,
-                action: e.action,
-                target: e.target,
-                outcome: e.outcome.as_str().to_owned(),
-                source_ip: e.source_ip,
-                detail: e.detail,
-            })
-            .collect(),
+        events: events.into_iter().map(Into::into).collect(),
         offset,
         limit: AUDIT_PAGE_SIZE,
         has_more,

@@ -7,10 +7,11 @@ use axum::{Extension, Json};
 use kqueen_core::audit::{AuditEvent, AuditFilter};
 use kqueen_core::page::Page;
 use kqueen_core::{Actor, Error, ValidationError};
+use kqueen_dto::audit::AuditEvent as AuditEventDto;
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use super::{ApiQuery, ApiResult, AuditEventOut, ErrorOut};
+use super::{ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 
 /// Most rows one CSV export holds.
@@ -46,23 +47,9 @@ impl AuditParams {
     }
 }
 
-fn event_out(e: AuditEvent) -> AuditEventOut {
-    AuditEventOut {
-        id: e.id.to_string(),
-        time: e.occurred_at.to_rfc3339(),
-        actor: e.actor,
-        tenant: e.tenant_slug,
-        action: e.action,
-        target: e.target,
-        result: e.outcome.as_str().to_owned(),
-        source_ip: e.source_ip,
-        detail: e.detail,
-    }
-}
-
 /// Audit events, newest first: operators see all, tenant admins their tenants'.
 #[utoipa::path(get, path = "/api/v1/audit", tag = "audit", params(AuditParams),
-    responses((status = 200, body = Vec<AuditEventOut>, description = "JSON, or CSV with format=csv"),
+    responses((status = 200, body = Vec<AuditEventDto>, description = "JSON, or CSV with format=csv"),
         (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
 pub async fn list_audit(
     State(state): State<AppState>,
@@ -77,7 +64,13 @@ pub async fn list_audit(
                 params.offset.unwrap_or(0),
             );
             let events = state.kqueen.audit_events(&actor, &query, page).await?;
-            Ok(Json(events.into_iter().map(event_out).collect::<Vec<_>>()).into_response())
+            Ok(Json(
+                events
+                    .into_iter()
+                    .map(AuditEventDto::from)
+                    .collect::<Vec<_>>(),
+            )
+            .into_response())
         }
         "csv" => {
             let mut rows = Vec::new();

@@ -131,20 +131,6 @@ pub struct TokenCreated {
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct AuditEventOut {
-    pub id: String,
-    pub time: String,
-    pub actor: String,
-    pub tenant: Option<String>,
-    pub action: String,
-    pub target: String,
-    /// `success`, `denied` or `failure`.
-    pub result: String,
-    pub source_ip: Option<String>,
-    pub detail: Option<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ErrorOut {
     pub error: String,
     pub status: u16,

@@ -1,7 +1,8 @@
 //! The API's contract as documented: `POST /api/v1/clusters {name, template, parameters}`
 //! works without a tenant for callers of one tenant; malformed requests answer the error
 //! shape, `{"error": "...", "status": N}`, never plain text; a template's tenant list reads
-//! back as written, however many tenants there are; no route reads a body over 2 MiB.
+//! back as written, however many tenants there are; no route reads a body over 2 MiB; the
+//! portal and the API send the same audit entries (one type, `kqueen_dto`).
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -254,5 +255,31 @@ async fn oversized_bodies_are_refused_before_any_write() {
     let (status, tokens) = call(&fresh, &app, Method::GET, "/api/v1/tokens", None).await;
     assert_eq!(status, StatusCode::OK);
     assert_eq!(tokens.as_array().map(Vec::len), Some(0), "{tokens}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn the_audit_page_and_the_api_send_the_same_entries() {
+    let app = TestApp::sqlite().await;
+    let olga = app.user("olga", true, &[]).await;
+    app.user("amy", false, &[]).await;
+    let (status, api) = call(&olga, &app, Method::GET, "/api/v1/audit?limit=50", None).await;
+    assert_eq!(status, StatusCode::OK);
+    let page: Value = olga
+        .post(format!("{}/sfn/audit", app.url))
+        .form(&[("filter[tenant]", "")])
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let (api, portal) = (api.as_array().unwrap(), page["events"].as_array().unwrap());
+    assert!(api.len() >= 4, "{api:?}");
+    // Newest first in both; the portal's page may end earlier.
+    assert_eq!(&api[..portal.len().min(api.len())], &portal[..], "{page}");
+    for field in ["id", "time", "actor", "action", "target", "result"] {
+        assert!(portal[0].get(field).is_some(), "{field}: {}", portal[0]);
+    }
     app.stop().await;
 }

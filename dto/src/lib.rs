@@ -1,0 +1,7 @@
+//! One transfer type per domain type where the REST API and the portal send the same shape:
+//! the server's `/api/v1` answers with it and the portal's server functions hand it to the
+//! pages, so the two cannot drift apart. Plain data (times as RFC 3339 strings), no
+//! dependency on the domain crate, so that the wasm portal can use it; `kqueen-core` fills
+//! them (`From` its types).
+
+pub mod audit;
