@@ -265,15 +265,9 @@ async fn the_audit_page_and_the_api_send_the_same_entries() {
     app.user("amy", false, &[]).await;
     let (status, api) = call(&olga, &app, Method::GET, "/api/v1/audit?limit=50", None).await;
     assert_eq!(status, StatusCode::OK);
-    let page: Value = olga
-        .post(format!("{}/sfn/audit", app.url))
-        .form(&[("filter[tenant]", "")])
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let page = app
+        .server_fn(&olga, "audit", &[("filter[tenant]", "")])
+        .await;
     let (api, portal) = (api.as_array().unwrap(), page["events"].as_array().unwrap());
     assert!(api.len() >= 4, "{api:?}");
     // Newest first in both; the portal's page may end earlier.

@@ -198,6 +198,23 @@ impl TestApp {
         browser
     }
 
+    /// Calls the server function `/sfn/<endpoint>` as the portal's pages do (a form post) and
+    /// returns its JSON answer.
+    pub async fn server_fn(
+        &self,
+        browser: &reqwest::Client,
+        endpoint: &str,
+        form: &[(&str, &str)],
+    ) -> serde_json::Value {
+        let res = browser
+            .post(format!("{}/sfn/{endpoint}", self.url))
+            .form(form)
+            .send()
+            .await
+            .unwrap();
+        res.json().await.unwrap()
+    }
+
     /// Posts the local login form.
     pub async fn login(
         &self,
