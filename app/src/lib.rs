@@ -20,6 +20,7 @@ mod shell;
 #[cfg(feature = "ssr")]
 mod ssr;
 pub mod tenants;
+mod time;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};

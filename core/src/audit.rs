@@ -188,23 +188,6 @@ pub struct AuditQuery {
     pub until: Option<DateTime<Utc>>,
 }
 
-/// The audit entry as the API and the portal send it.
-impl From<AuditEvent> for kqueen_dto::audit::AuditEvent {
-    fn from(e: AuditEvent) -> Self {
-        Self {
-            id: e.id.to_string(),
-            time: e.occurred_at.to_rfc3339(),
-            actor: e.actor,
-            tenant: e.tenant_slug,
-            action: e.action,
-            target: e.target,
-            result: e.outcome.as_str().to_owned(),
-            source_ip: e.source_ip,
-            detail: e.detail,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod clock;
 pub mod cluster;
 pub mod deps;
+mod dto;
 pub mod engine;
 mod error;
 pub mod export;

@@ -5,3 +5,4 @@
 //! them (`From` its types).
 
 pub mod audit;
+pub mod tenants;

@@ -116,7 +116,7 @@ fn AuditTable(page: AuditPageDto, filter: AuditFilter) -> impl IntoView {
                     let outcome_class = format!("badge badge-{}", e.result);
                     view! {
                         <tr data-event=e.id>
-                            <td>{display_time(&e.time)}</td>
+                            <td>{crate::time::to_second(&e.time)}</td>
                             <td>{e.actor}</td>
                             <td>{e.tenant.unwrap_or_default()}</td>
                             <td><code>{e.action}</code></td>
@@ -135,30 +135,4 @@ fn AuditTable(page: AuditPageDto, filter: AuditFilter) -> impl IntoView {
         </nav>
     }
     .into_any()
-}
-
-/// `2026-11-25 10:47:24` from the RFC 3339 time an entry carries (UTC, to the second).
-fn display_time(rfc3339: &str) -> String {
-    match rfc3339.get(..19) {
-        Some(t) if rfc3339.as_bytes().get(10) == Some(&b'T') => t.replacen('T', " ", 1),
-        _ => rfc3339.to_owned(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::display_time;
-
-    #[test]
-    fn times_show_to_the_second_in_utc() {
-        assert_eq!(
-            display_time("2026-11-25T10:47:24.855222+00:00"),
-            "2026-11-25 10:47:24"
-        );
-        assert_eq!(
-            display_time("2026-11-25T10:47:24+00:00"),
-            "2026-11-25 10:47:24"
-        );
-        assert_eq!(display_time("not a time"), "not a time");
-    }
 }

@@ -10,7 +10,7 @@ use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
 use crate::components::{encode_query_value, ErrorNote, Stat, TableHead};
-use crate::tenants::dto::TenantDto;
+use crate::tenants::dto::Tenant;
 
 #[component]
 pub fn Overview() -> impl IntoView {
@@ -90,7 +90,7 @@ pub fn Overview() -> impl IntoView {
 }
 
 #[component]
-fn TenantTable(tenants: Vec<TenantDto>, filtered: bool) -> impl IntoView {
+fn TenantTable(tenants: Vec<Tenant>, filtered: bool) -> impl IntoView {
     if tenants.is_empty() {
         let text = if filtered {
             view! { <p class="empty" id="tenant-empty">"No tenant matches this filter."</p> }
@@ -120,7 +120,7 @@ fn TenantTable(tenants: Vec<TenantDto>, filtered: bool) -> impl IntoView {
                             <tr data-tenant=slug>
                                 <td><A href=format!("/tenants/{}", t.slug)><code>{t.slug.clone()}</code></A></td>
                                 <td>{t.display_name}</td>
-                                <td>{t.created}</td>
+                                <td>{crate::time::to_minute(&t.created_at)}</td>
                             </tr>
                         }
                     })

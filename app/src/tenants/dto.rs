@@ -1,27 +1,13 @@
 //! What the tenants server functions send to the browser: Tenants, members and quotas.
 
+// Tenants and members travel as `/api/v1/tenants` sends them.
+pub use kqueen_dto::tenants::{Member, Tenant};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TenantDto {
-    pub slug: String,
-    pub display_name: String,
-    /// `YYYY-MM-DD HH:MM`.
-    pub created: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct MemberDto {
-    pub username: String,
-    pub email: Option<String>,
-    pub role: String,
-    pub source: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TenantPageDto {
-    pub tenant: TenantDto,
-    pub members: Vec<MemberDto>,
+    pub tenant: Tenant,
+    pub members: Vec<Member>,
     /// The caller may add, change and remove members.
     pub can_manage: bool,
 }

@@ -4,13 +4,13 @@
 use leptos::prelude::*;
 
 use crate::tenants::dto::QuotaDto;
-use crate::tenants::dto::TenantDto;
+use crate::tenants::dto::Tenant;
 use crate::tenants::dto::TenantPageDto;
 use crate::AppError;
 
 /// Tenants the caller may see whose slug or name contains `q`, by slug.
 #[server(prefix = "/sfn", endpoint = "tenants")]
-pub async fn list_tenants(q: Option<String>) -> Result<Vec<TenantDto>, AppError> {
+pub async fn list_tenants(q: Option<String>) -> Result<Vec<Tenant>, AppError> {
     use kqueen_core::page::Page;
     use kqueen_core::tenant::TenantFilter;
 
@@ -18,7 +18,7 @@ pub async fn list_tenants(q: Option<String>) -> Result<Vec<TenantDto>, AppError>
     let tenants = crate::ssr::kqueen()?
         .list_tenants(&crate::ssr::actor(), &filter, Page::first(Page::MAX_LIMIT))
         .await?;
-    Ok(tenants.into_iter().map(tenant_dto).collect())
+    Ok(tenants.into_iter().map(Into::into).collect())
 }
 
 /// A tenant with its members.
@@ -31,16 +31,8 @@ pub async fn tenant_page(slug: String) -> Result<TenantPageDto, AppError> {
     let can_manage = check(&actor, Permission::ManageMembers(tenant.id)).is_ok();
     let members = k.members(&actor, &slug).await?;
     Ok(TenantPageDto {
-        tenant: tenant_dto(tenant),
-        members: members
-            .into_iter()
-            .map(|m| crate::tenants::dto::MemberDto {
-                username: m.username,
-                email: m.email,
-                role: m.role.to_string(),
-                source: m.source.as_str().to_owned(),
-            })
-            .collect(),
+        tenant: tenant.into(),
+        members: members.into_iter().map(Into::into).collect(),
         can_manage,
     })
 }
@@ -60,13 +52,4 @@ pub async fn quota(tenant: String) -> Result<QuotaDto, AppError> {
         used_nodes: u.nodes,
         can_set: check(&actor, Permission::SetQuota).is_ok(),
     })
-}
-
-#[cfg(feature = "ssr")]
-fn tenant_dto(t: kqueen_core::tenant::Tenant) -> TenantDto {
-    TenantDto {
-        slug: t.slug.to_string(),
-        display_name: t.display_name.as_str().to_owned(),
-        created: t.created_at.format("%Y-%m-%d %H:%M").to_string(),
-    }
 }

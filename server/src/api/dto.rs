@@ -1,7 +1,6 @@
 //! JSON bodies of the API.
 
-use kqueen_core::identity::{Identity, Member};
-use kqueen_core::tenant::Tenant;
+use kqueen_core::identity::Identity;
 use kqueen_core::token::ApiToken;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -42,47 +41,10 @@ impl From<&Identity> for WhoAmI {
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TenantOut {
-    pub slug: String,
-    pub display_name: String,
-    pub created_at: String,
-}
-
-impl From<Tenant> for TenantOut {
-    fn from(t: Tenant) -> Self {
-        TenantOut {
-            slug: t.slug.to_string(),
-            display_name: t.display_name.as_str().to_owned(),
-            created_at: t.created_at.to_rfc3339(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TenantIn {
     /// DNS-1123 label, e.g. `team-a`.
     pub slug: String,
     pub display_name: Option<String>,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct MemberOut {
-    pub username: String,
-    pub email: Option<String>,
-    pub role: String,
-    /// `oidc` (from identity-provider groups) or `manual`.
-    pub source: String,
-}
-
-impl From<Member> for MemberOut {
-    fn from(m: Member) -> Self {
-        MemberOut {
-            username: m.username,
-            email: m.email,
-            role: m.role.to_string(),
-            source: m.source.as_str().to_owned(),
-        }
-    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -135,3 +97,6 @@ pub struct ErrorOut {
     pub error: String,
     pub status: u16,
 }
+
+// Tenants and members are sent as the portal sends them (one type, `kqueen_dto`).
+pub use kqueen_dto::tenants::{Member as MemberOut, Tenant as TenantOut};

@@ -259,7 +259,7 @@ async fn oversized_bodies_are_refused_before_any_write() {
 }
 
 #[tokio::test]
-async fn the_audit_page_and_the_api_send_the_same_entries() {
+async fn the_portal_and_the_api_send_the_same_audit_entries_tenants_and_members() {
     let app = TestApp::sqlite().await;
     let olga = app.user("olga", true, &[]).await;
     app.user("amy", false, &[]).await;
@@ -275,5 +275,35 @@ async fn the_audit_page_and_the_api_send_the_same_entries() {
     for field in ["id", "time", "actor", "action", "target", "result"] {
         assert!(portal[0].get(field).is_some(), "{field}: {}", portal[0]);
     }
+    // Tenants and a tenant's members, likewise.
+    app.on_server(|s| async move {
+        let system = kqueen_core::Actor::system();
+        let team = kqueen_core::tenant::NewTenant {
+            slug: "team-a".into(),
+            display_name: Some("Team A".into()),
+        };
+        s.kqueen.create_tenant(&system, team).await.unwrap();
+        let role = kqueen_core::identity::Role::Member;
+        s.kqueen
+            .put_member(&system, "team-a", "amy", role)
+            .await
+            .unwrap();
+    })
+    .await;
+    let (_, api) = call(&olga, &app, Method::GET, "/api/v1/tenants", None).await;
+    let portal = app.server_fn(&olga, "tenants", &[]).await;
+    assert_eq!(api, portal);
+    assert_eq!(api[0]["slug"], "team-a", "{api}");
+    let (_, api) = call(
+        &olga,
+        &app,
+        Method::GET,
+        "/api/v1/tenants/team-a/members",
+        None,
+    )
+    .await;
+    let portal = app.server_fn(&olga, "tenant", &[("slug", "team-a")]).await;
+    assert_eq!(api, portal["members"]);
+    assert_eq!(api[0]["username"], "amy", "{api}");
     app.stop().await;
 }
