@@ -2,7 +2,11 @@
 
 pub mod actions;
 pub mod dto;
-pub(crate) mod page;
+mod list;
+pub(crate) mod request;
 pub mod sfn;
+mod view;
 
-pub use page::{ClusterView, Clusters, NewCluster};
+pub use list::Clusters;
+pub use request::NewCluster;
+pub use view::ClusterView;

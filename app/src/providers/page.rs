@@ -7,7 +7,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ParamDto;
-use crate::clusters::page::ParamField;
+use crate::clusters::request::ParamField;
 use crate::components::{ErrorNote, FormError, ListCard, TableHead};
 use crate::providers::actions::{DeleteProvider, DeleteTemplate, SaveProvider, SaveTemplate};
 use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto};

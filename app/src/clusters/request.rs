@@ -1,0 +1,163 @@
+//! `/clusters/new`: choose a tenant and a template, then the request form rendered from
+//! the template's schema.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_query_map;
+
+use crate::clusters::actions::RequestCluster;
+use crate::clusters::dto::{NewClusterPageDto, ParamDto};
+use crate::components::{ErrorNote, FormError};
+
+use super::list::query;
+
+#[component]
+pub fn NewCluster() -> impl IntoView {
+    let (tenant, template) = (query("tenant"), query("template"));
+    let page = Resource::new(
+        move || (tenant(), template()),
+        |(t, tpl)| crate::clusters::sfn::new_cluster_page(t, tpl),
+    );
+    view! {
+        <Title text="Request a cluster" />
+        <h1>"Request a cluster"</h1>
+        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! { <RequestForm page=p /> }.into_any(),
+                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Suspense>
+    }
+}
+
+#[component]
+fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
+    let q = use_query_map();
+    let request = ServerAction::<RequestCluster>::new();
+    let tenant = page.tenant.clone().unwrap_or_default();
+    let chosen = page
+        .template
+        .as_ref()
+        .map(|t| t.name.clone())
+        .unwrap_or_default();
+    let no_templates = page.tenant.is_some() && page.templates.is_empty();
+    view! {
+        <section class="card" aria-labelledby="choose-heading">
+            <div class="card-head"><h2 id="choose-heading">"1. Tenant and template"</h2></div>
+            <form method="get" action="/clusters/new" class="filter wrap" id="choose-template">
+                <label for="r-tenant">"Tenant"</label>
+                <select id="r-tenant" name="tenant" required>
+                    {page.tenants.iter().map(|t| {
+                        let selected = *t == tenant;
+                        view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
+                    }).collect_view()}
+                </select>
+                <label for="r-template">"Template"</label>
+                <select id="r-template" name="template">
+                    <option value="">"Choose…"</option>
+                    {page.templates.iter().map(|t| {
+                        let selected = t.name == chosen;
+                        let label = if t.description.is_empty() { t.name.clone() } else { format!("{} — {}", t.name, t.description) };
+                        view! { <option value=t.name.clone() selected=selected>{label}</option> }
+                    }).collect_view()}
+                </select>
+                <button type="submit">"Show the form"</button>
+            </form>
+            {page.quota.clone().map(|q| view! { <p class="muted" id="quota-note">"Quota of " {tenant.clone()} ": " {q}</p> })}
+            {no_templates.then(|| view! { <p class="empty">"No template is offered to this tenant. Ask an operator."</p> })}
+        </section>
+        {page.template.clone().map(|t| {
+            let fixed = page.fixed.clone();
+            let params = page.params.clone();
+            view! {
+                <section class="card" aria-labelledby="params-heading">
+                    <div class="card-head"><h2 id="params-heading">{format!("2. Parameters of {}", t.name)}</h2></div>
+                    <p class="muted">{format!("Provisioner: {} ({})", t.provider, t.kind)}</p>
+                    <FormError />
+                    <ActionForm action=request attr:class="stack" attr:id="request-form">
+                        <input type="hidden" name="tenant" value=tenant.clone() />
+                        <input type="hidden" name="template" value=t.name.clone() />
+                        <div class="field">
+                            <label for="p-name">"Cluster name"</label>
+                            <input id="p-name" name="name" required maxlength="63" pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?"
+                                value=q.read_untracked().get("name").unwrap_or_default()
+                                aria-describedby="p-name-help" />
+                            <small id="p-name-help" class="muted">"Lowercase letters, digits and '-', unique in the tenant."</small>
+                        </div>
+                        {params.into_iter().map(|p| {
+                            let prefill = if p.secret { None } else { q.read_untracked().get(&format!("p.{}", p.name)) };
+                            view! { <ParamField param=p prefix="p" value=prefill /> }
+                        }).collect_view()}
+                        {(!fixed.is_empty()).then(|| view! {
+                            <p class="muted">"Set by the template: "
+                                {fixed.iter().map(|(k, v)| format!("{k} = {v}")).collect::<Vec<_>>().join(", ")}
+                            </p>
+                        })}
+                        <button type="submit" id="request-submit">"Request cluster"</button>
+                    </ActionForm>
+                </section>
+            }
+        })}
+    }
+}
+
+/// One input rendered from a schema parameter. Field names are `<prefix>[<param name>]`; a
+/// checkbox also sends `<prefix>_shown[<param name>]`, so that an unchecked one counts as
+/// `false` ([`crate::clusters::actions::form_params`]).
+#[component]
+pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) -> impl IntoView {
+    let id = format!("f-{}", param.name);
+    let name = format!("{prefix}[{}]", param.name);
+    let shown = format!("{prefix}_shown[{}]", param.name);
+    let help_id = format!("{id}-help");
+    let value = value.or(param.default.clone()).unwrap_or_default();
+    let mut help = param.help.clone().unwrap_or_default();
+    if let (Some(lo), Some(hi)) = (param.min, param.max) {
+        help = format!("{help} ({lo}–{hi})").trim().to_owned();
+    }
+    if param.secret {
+        help = format!("{help} Stored encrypted; never shown again.")
+            .trim()
+            .to_owned();
+    }
+    let input = match param.kind.as_str() {
+        "integer" => view! {
+            <input type="number" id=id.clone() name=name.clone() value=value required=param.required
+                min=param.min.map(|m| m.to_string()) max=param.max.map(|m| m.to_string())
+                aria-describedby=help_id.clone() />
+        }.into_any(),
+        "boolean" => {
+            let checked = value == "true";
+            view! {
+                <input type="hidden" name=shown value="1" />
+                <input type="checkbox" id=id.clone() name=name.clone() value="true" checked=checked aria-describedby=help_id.clone() />
+            }.into_any()
+        }
+        "enum" => view! {
+            <select id=id.clone() name=name.clone() aria-describedby=help_id.clone()>
+                {param.options.iter().map(|o| {
+                    let selected = *o == value;
+                    view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
+                }).collect_view()}
+            </select>
+        }.into_any(),
+        "text" => view! {
+            <textarea id=id.clone() name=name.clone() rows="8" required=param.required
+                aria-describedby=help_id.clone() spellcheck="false">{value}</textarea>
+        }.into_any(),
+        _ => view! {
+            <input type=if param.secret { "password" } else { "text" } id=id.clone() name=name.clone()
+                value=value required=param.required maxlength=param.max_len.map(|m| m.to_string())
+                autocomplete="off" aria-describedby=help_id.clone() />
+        }.into_any(),
+    };
+    view! {
+        <div class="field" data-param=param.name.clone()>
+            <label for=id>{param.label.clone()}{param.required.then_some(" *")}</label>
+            {input}
+            <small id=help_id class="muted">{help}</small>
+        </div>
+    }
+}

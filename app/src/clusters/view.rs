@@ -1,0 +1,243 @@
+//! `/clusters/:id`: state, live progress, steps and timeline, kubeconfig, access, scale,
+//! upgrade and delete.
+
+use leptos::prelude::*;
+use leptos_meta::Title;
+use leptos_router::hooks::use_params_map;
+
+use crate::clusters::actions::{DeleteCluster, RevokeAccess, ScaleCluster, UpgradeCluster};
+use crate::clusters::dto::ClusterPageDto;
+use crate::components::{ErrorNote, FormError, TableHead};
+use crate::fleet::actions::SyncInventory;
+use crate::fleet::inventory::Inventory;
+
+use super::list::StateBadge;
+
+#[component]
+pub fn ClusterView() -> impl IntoView {
+    let params = use_params_map();
+    let id = move || params.read().get("id").unwrap_or_default();
+    // Bumped every 2 s while an operation runs (in the browser, once hydrated).
+    let tick = RwSignal::new(0u32);
+    let writes = ClusterWrites::new();
+    let page = Resource::new(
+        move || (id(), tick.get(), writes.version()),
+        |(id, _, _)| crate::clusters::sfn::cluster_page(id),
+    );
+    let busy = RwSignal::new(false);
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || {
+                if busy.get_untracked() {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_secs(2),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    view! {
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => {
+                        busy.set(p.busy);
+                        view! { <Cluster page=p writes /> }.into_any()
+                    }
+                    Err(e) => view! { <Title text="Cluster" /> <h1>"Cluster"</h1> <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
+    let id = page.cluster.id.clone();
+    let [id_revoke, id_scale, id_upgrade, id_delete] = [(); 4].map(|()| id.clone());
+    let c = page.cluster.clone();
+    let base = format!("/clusters/{}", c.id);
+    let op = page.operations.first().cloned();
+    let steps: Vec<_> = page
+        .events
+        .iter()
+        .filter(|e| e.kind == "step")
+        .cloned()
+        .collect();
+    let ready = c.state == "ready" || c.state == "updating";
+    let kubeconfig_label = if page.admin_kubeconfig {
+        "Download admin kubeconfig"
+    } else {
+        "Download my kubeconfig"
+    };
+    let kubeconfig_help = if page.admin_kubeconfig {
+        "The stored admin kubeconfig (operators). The download is audited."
+    } else {
+        "A personal kubeconfig: a ServiceAccount for you in the cluster with a short-lived token, bound to your tenant role in the tenant's namespaces (members edit, tenant admins as shown above; never kube-system). The download is audited."
+    };
+    view! {
+        <Title text=format!("Cluster {}", c.name) />
+        <div class="page-head">
+            <h1>{c.name.clone()} " " <StateBadge state=c.state.clone() label=c.state_label.clone() /></h1>
+            <span class="muted">{format!("tenant {}", c.tenant)}</span>
+        </div>
+        <FormError />
+        {page.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
+        {op.clone().filter(|_| page.busy).map(|o| view! {
+            <section class="card" aria-labelledby="progress-heading" id="progress">
+                <div class="card-head"><h2 id="progress-heading">{format!("{} in progress", capitalize(&o.kind))}</h2></div>
+                <progress max="100" value=o.progress.to_string() aria-labelledby="progress-heading" id="progress-bar">{format!("{}%", o.progress)}</progress>
+                <p><span id="progress-percent">{format!("{}%", o.progress)}</span> " — " <span id="current-step">{o.step.clone()}</span></p>
+                <p class="muted">"This page updates by itself; a reload shows the same state."</p>
+            </section>
+        })}
+        <div class="grid-2">
+            <section class="card" aria-labelledby="facts-heading">
+                <div class="card-head"><h2 id="facts-heading">"Cluster"</h2></div>
+                <dl class="facts">
+                    <dt>"API endpoint"</dt><dd id="endpoint">{c.endpoint.clone().unwrap_or_else(|| "not known yet".into())}</dd>
+                    <dt>"Template"</dt><dd>{format!("{} ({})", c.template, c.kind)}</dd>
+                    <dt>"Tenant admins' access"</dt><dd id="cluster-admin-access" data-access=page.admin_access.0.clone()>{page.admin_access.1.clone()}</dd>
+                    <dt>"Nodes"</dt><dd>{c.node_count}</dd>
+                    <dt>"Created"</dt><dd>{format!("{} by {}", c.created, page.created_by)}</dd>
+                    <dt>"Time-to-live"</dt><dd id="expires">{c.expires.clone().map_or_else(|| "none".to_owned(), |e| format!("deleted automatically at {e}"))}</dd>
+                    {page.parameters.iter().map(|(k, v)| view! { <dt>{k.clone()}</dt><dd>{v.clone()}</dd> }).collect_view()}
+                </dl>
+            </section>
+            <section class="card" aria-labelledby="actions-heading">
+                <div class="card-head"><h2 id="actions-heading">"Access and actions"</h2></div>
+                {if ready {
+                    view! {
+                        <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download">{kubeconfig_label}</a></p>
+                        <p class="muted">{kubeconfig_help}</p>
+                        {(!page.admin_kubeconfig).then(|| view! {
+                            <ActionForm action=writes.revoke>
+                                <input type="hidden" name="id" value=id_revoke />
+                                <button type="submit" class="link-button" id="revoke-access">"Revoke my access"</button>
+                            </ActionForm>
+                        })}
+                    }.into_any()
+                } else {
+                    view! { <p class="muted">"Kubeconfigs are available once the cluster is Ready."</p> }.into_any()
+                }}
+                {page.node_range.filter(|_| page.can_manage && page.capabilities.scale && ready).map(|(min, max)| view! {
+                    <ActionForm action=writes.scale attr:class="filter" attr:id="scale-form">
+                        <input type="hidden" name="id" value=id_scale />
+                        <label for="scale-nodes">{format!("Nodes ({min}–{max})")}</label>
+                        <input type="number" id="scale-nodes" name="node_count" min=min.to_string() max=max.to_string() value=c.node_count.to_string() required />
+                        <button type="submit">"Scale"</button>
+                    </ActionForm>
+                })}
+                {(page.can_manage && page.capabilities.upgrade && ready).then(|| {
+                    let current = page.parameters.iter().find(|(k, _)| k == "kubernetes_version").map(|(_, v)| v.clone()).unwrap_or_default();
+                    let field = if page.version_options.is_empty() {
+                        view! { <input id="upgrade-version" name="kubernetes_version" maxlength="20" required /> }.into_any()
+                    } else {
+                        view! {
+                            <select id="upgrade-version" name="kubernetes_version" required>
+                                {page.version_options.iter().map(|v| {
+                                    let selected = *v == current;
+                                    view! { <option value=v.clone() selected=selected>{v.clone()}</option> }
+                                }).collect_view()}
+                            </select>
+                        }.into_any()
+                    };
+                    view! {
+                        <ActionForm action=writes.upgrade attr:class="filter" attr:id="upgrade-form">
+                            <input type="hidden" name="id" value=id_upgrade />
+                            <label for="upgrade-version">"Kubernetes version"</label>
+                            {field}
+                            <button type="submit">"Upgrade"</button>
+                        </ActionForm>
+                    }
+                })}
+                {(page.can_manage && c.state != "deleting").then(|| view! {
+                    <ActionForm action=writes.delete attr:id="delete-form">
+                        <input type="hidden" name="id" value=id_delete />
+                        <p class="muted">{if page.capabilities.deletes_infrastructure {
+                            "Deleting runs the provisioner's delete: the cluster's machines are removed."
+                        } else {
+                            "Deleting makes KQueen forget this cluster; nothing is removed from it."
+                        }}</p>
+                        <button type="submit" class="danger" id="delete-cluster">"Delete cluster"</button>
+                    </ActionForm>
+                })}
+            </section>
+        </div>
+        {page.inventory.clone().map(|inv| view! {
+            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" sync=writes.sync />
+        })}
+        <section class="card" aria-labelledby="steps-heading">
+            <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
+            <ol class="steps" id="step-list">
+                {steps.into_iter().map(|s| view! { <li><time>{s.time}</time> " " {s.message}</li> }).collect_view()}
+            </ol>
+        </section>
+        <section class="card" aria-labelledby="timeline-heading">
+            <div class="card-head"><h2 id="timeline-heading">"Timeline"</h2></div>
+            <ol class="timeline" id="timeline">
+                {page.events.into_iter().map(|e| view! {
+                    <li class=format!("event-{}", e.kind) data-kind=e.kind.clone()><time>{e.time}</time> " " <span>{e.message}</span></li>
+                }).collect_view()}
+            </ol>
+        </section>
+        <section class="card" aria-labelledby="ops-heading">
+            <div class="card-head"><h2 id="ops-heading">"Operations"</h2></div>
+            <table class="table" id="operations">
+                <TableHead cols=vec!["Operation", "State", "Progress", "Attempts", "Requested", "Finished"] />
+                <tbody>
+                    {page.operations.into_iter().map(|o| view! {
+                        <tr>
+                            <td>{o.kind}</td>
+                            <td>{o.state}{o.error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>
+                            <td>{format!("{}%", o.progress)}</td>
+                            <td>{o.attempts}</td>
+                            <td>{format!("{} by {}", o.created, o.requested_by)}</td>
+                            <td>{o.finished.unwrap_or_default()}</td>
+                        </tr>
+                    }).collect_view()}
+                </tbody>
+            </table>
+        </section>
+    }
+}
+
+pub(super) fn capitalize(s: &str) -> String {
+    let mut c = s.chars();
+    c.next()
+        .map(|f| f.to_uppercase().chain(c).collect())
+        .unwrap_or_default()
+}
+
+/// The cluster page's writes. Every one ends by reading the page again (hydrated, a write
+/// does not reload the page).
+#[derive(Clone, Copy)]
+struct ClusterWrites {
+    delete: ServerAction<DeleteCluster>,
+    scale: ServerAction<ScaleCluster>,
+    upgrade: ServerAction<UpgradeCluster>,
+    revoke: ServerAction<RevokeAccess>,
+    sync: ServerAction<SyncInventory>,
+}
+
+impl ClusterWrites {
+    fn new() -> Self {
+        Self {
+            delete: ServerAction::new(),
+            scale: ServerAction::new(),
+            upgrade: ServerAction::new(),
+            revoke: ServerAction::new(),
+            sync: ServerAction::new(),
+        }
+    }
+
+    /// Changes whenever one of them finishes.
+    fn version(&self) -> usize {
+        self.delete.version().get()
+            + self.scale.version().get()
+            + self.upgrade.version().get()
+            + self.revoke.version().get()
+            + self.sync.version().get()
+    }
+}
