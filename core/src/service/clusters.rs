@@ -1,5 +1,5 @@
-//! Clusters: request, list, view, scale, upgrade, delete; quotas; the engine's helpers.
-//! Kubeconfigs and per-user access are in `access.rs`.
+//! Clusters: request, list, view, scale, upgrade, delete. Kubeconfigs and per-user access
+//! are in `access.rs`, tenants' quotas in `quotas.rs`.
 
 use std::sync::Arc;
 
@@ -10,12 +10,12 @@ use super::Kqueen;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterRequest, ClusterState, EventKind,
-    Operation, OperationKind, Quota, Usage,
+    Operation, OperationKind,
 };
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params, Provisioner};
-use crate::tenant::{Tenant, TenantSlug};
+use crate::tenant::Tenant;
 use crate::vault::names;
 use crate::vault::Secret;
 use crate::{Actor, Error, Result, ValidationError};
@@ -574,49 +574,5 @@ impl Kqueen {
             action::CLUSTER_UPGRADE,
         )
         .await
-    }
-
-    /// A tenant's quota and what it uses (members of the tenant and operators).
-    pub async fn quota(&self, actor: &Actor, tenant: &str) -> Result<(Quota, Usage)> {
-        let t = self
-            .visible_tenant(actor, tenant, action::TENANT_VIEW)
-            .await?;
-        Ok((
-            self.deps.store.quota(t.id).await?,
-            self.deps.store.usage(t.id).await?,
-        ))
-    }
-
-    /// Sets a tenant's quota (operators).
-    pub async fn set_quota(&self, actor: &Actor, tenant: &str, quota: Quota) -> Result<Quota> {
-        self.authorize(actor, Permission::SetQuota, action::QUOTA_SET, tenant, None)
-            .await?;
-        let slug = TenantSlug::parse(tenant.trim())?;
-        let t = self.deps.store.tenant_by_slug(&slug).await?;
-        for (field, v, max) in [
-            ("max_clusters", quota.max_clusters, 100_000),
-            ("max_nodes", quota.max_nodes, 1_000_000),
-            ("cluster_ttl_hours", quota.cluster_ttl_hours, 24 * 365 * 10),
-        ] {
-            if v.is_some_and(|v| v == 0 || v > max) {
-                let e: Error = ValidationError::new(
-                    field,
-                    format!("must be empty (unlimited) or between 1 and {max}"),
-                )
-                .into();
-                self.audit_refusal(actor, action::QUOTA_SET, tenant, Some(t.id), &e)
-                    .await?;
-                return Err(e);
-            }
-        }
-        let detail = format!(
-            "max_clusters={:?} max_nodes={:?} cluster_ttl_hours={:?}",
-            quota.max_clusters, quota.max_nodes, quota.cluster_ttl_hours
-        );
-        let audit = AuditEvent::success(actor, action::QUOTA_SET, t.slug.as_str())
-            .in_tenant(t.id)
-            .with_detail(detail);
-        self.deps.store.set_quota(t.id, &quota, &audit).await?;
-        Ok(quota)
     }
 }

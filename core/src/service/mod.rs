@@ -12,6 +12,7 @@ mod identity_cache;
 mod inventory;
 mod members;
 mod providers;
+mod quotas;
 mod templates;
 mod tenants;
 mod tokens;
