@@ -2,8 +2,11 @@
 //! templates (what tenants may request), clusters, their operations and timelines, and the
 //! per-tenant quota.
 
+mod catalog;
 mod kind;
+mod operation;
 pub mod params;
+mod quota;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -13,8 +16,11 @@ use uuid::Uuid;
 
 use crate::tenant::TenantSlug;
 use crate::ValidationError;
+pub use catalog::*;
 pub use kind::ProviderKind;
+pub use operation::*;
 pub use params::{ParamOverride, Params};
+pub use quota::*;
 
 /// A cluster's name: a DNS-1123 label, unique among a tenant's live clusters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,25 +42,6 @@ impl fmt::Display for ClusterName {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
-}
-
-/// A provider or template name: 1-63 characters of a-z, 0-9 and '-' (a DNS-1123 label).
-pub fn parse_object_name(raw: &str) -> Result<String, ValidationError> {
-    TenantSlug::parse(raw.trim())
-        .map(|s| s.as_str().to_owned())
-        .map_err(|e| ValidationError::new("name", e.message))
-}
-
-/// A free-text description: at most 500 characters.
-pub fn parse_description(raw: &str) -> Result<String, ValidationError> {
-    let d = raw.trim();
-    if d.chars().count() > 500 {
-        return Err(ValidationError::new(
-            "description",
-            "must be at most 500 characters",
-        ));
-    }
-    Ok(d.to_owned())
 }
 
 macro_rules! string_enum {
@@ -171,94 +158,6 @@ impl AdminAccess {
     }
 }
 
-/// A provider as stored (secret settings are in the vault; only their names are here).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Provider {
-    pub id: Uuid,
-    pub name: String,
-    pub kind: ProviderKind,
-    pub description: String,
-    pub config: Params,
-    /// Names of the settings kept in the vault.
-    pub secret_fields: Vec<String>,
-    pub disabled: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-/// Input to create or edit a provider. Secret fields left empty on edit keep their value.
-/// `Debug` names the settings but shows none of their values.
-#[derive(Clone, Default)]
-pub struct ProviderInput {
-    pub name: String,
-    pub kind: String,
-    pub description: String,
-    /// Every setting by name, secret ones included (they go to the vault).
-    pub settings: Params,
-    pub disabled: bool,
-}
-
-impl fmt::Debug for ProviderInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProviderInput")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .field("description", &self.description)
-            .field("settings", &RedactedValues(&self.settings))
-            .field("disabled", &self.disabled)
-            .finish()
-    }
-}
-
-/// `Debug` of a map of settings or parameters: the names, no values. Which ones are secret
-/// (a Jenkins API token, an uploaded kubeconfig) is known only to the provisioner's schema.
-pub struct RedactedValues<'a, V>(pub &'a BTreeMap<String, V>);
-
-impl<V> fmt::Debug for RedactedValues<'_, V> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_map()
-            .entries(self.0.keys().map(|k| (k, format_args!("[redacted]"))))
-            .finish()
-    }
-}
-
-/// A template as stored.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Template {
-    pub id: Uuid,
-    pub provider_id: Uuid,
-    pub name: String,
-    pub description: String,
-    pub overrides: BTreeMap<String, ParamOverride>,
-    /// Tenants it is offered to; empty: every tenant.
-    pub tenants: Vec<Uuid>,
-    /// How long a create may take before the cluster goes to Error.
-    pub timeout_minutes: u32,
-    /// What tenant admins' kubeconfigs may do in clusters made from this template.
-    pub admin_access: AdminAccess,
-    pub disabled: bool,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-}
-
-/// Input to create or edit a template.
-#[derive(Debug, Clone, Default)]
-pub struct TemplateInput {
-    pub name: String,
-    /// Provider name or id.
-    pub provider: String,
-    pub description: String,
-    /// JSON object: parameter name -> [`ParamOverride`].
-    pub overrides: String,
-    /// Tenant slugs; empty: every tenant.
-    pub tenants: Vec<String>,
-    pub timeout_minutes: Option<u32>,
-    /// What tenant admins get in the clusters: `namespaced` (also when empty) or
-    /// `cluster-admin`.
-    pub admin_access: String,
-    pub disabled: bool,
-}
-
 /// A cluster as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Cluster {
@@ -316,149 +215,6 @@ pub struct ClusterFilter {
     pub state: Option<ClusterState>,
     /// Substring of the name.
     pub name: Option<String>,
-}
-
-/// A durable operation on a cluster.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Operation {
-    pub id: Uuid,
-    pub cluster_id: Uuid,
-    pub kind: OperationKind,
-    pub state: OperationState,
-    pub step: String,
-    pub progress: u8,
-    pub attempts: u32,
-    pub error: Option<String>,
-    /// Scale: the node count; upgrade: the version.
-    pub target: Option<String>,
-    pub checkpoint: serde_json::Value,
-    pub requested_by: String,
-    pub created_at: DateTime<Utc>,
-    pub updated_at: DateTime<Utc>,
-    pub started_at: Option<DateTime<Utc>>,
-    pub finished_at: Option<DateTime<Utc>>,
-    pub deadline_at: DateTime<Utc>,
-    pub run_after: DateTime<Utc>,
-    pub lease_owner: Option<String>,
-    pub lease_expires_at: Option<DateTime<Utc>>,
-}
-
-impl Operation {
-    pub fn new(
-        cluster_id: Uuid,
-        kind: OperationKind,
-        target: Option<String>,
-        requested_by: &str,
-        now: DateTime<Utc>,
-        timeout: chrono::Duration,
-    ) -> Self {
-        Self {
-            id: Uuid::now_v7(),
-            cluster_id,
-            kind,
-            state: OperationState::Pending,
-            step: "Waiting for a worker".into(),
-            progress: 0,
-            attempts: 0,
-            error: None,
-            target,
-            checkpoint: serde_json::Value::Null,
-            requested_by: requested_by.into(),
-            created_at: now,
-            updated_at: now,
-            started_at: None,
-            finished_at: None,
-            deadline_at: now + timeout,
-            run_after: now,
-            lease_owner: None,
-            lease_expires_at: None,
-        }
-    }
-
-    pub fn is_finished(&self) -> bool {
-        matches!(
-            self.state,
-            OperationState::Succeeded | OperationState::Failed
-        )
-    }
-}
-
-/// One entry of a cluster's timeline.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterEvent {
-    pub id: Uuid,
-    pub cluster_id: Uuid,
-    pub operation_id: Option<Uuid>,
-    pub occurred_at: DateTime<Utc>,
-    pub kind: EventKind,
-    pub message: String,
-}
-
-impl ClusterEvent {
-    pub fn new(
-        cluster_id: Uuid,
-        operation_id: Option<Uuid>,
-        kind: EventKind,
-        message: impl Into<String>,
-        at: DateTime<Utc>,
-    ) -> Self {
-        let mut message: String = message.into();
-        if message.len() > 2000 {
-            let mut cut = 2000;
-            while !message.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            message.truncate(cut);
-            message.push('…');
-        }
-        Self {
-            id: Uuid::now_v7(),
-            cluster_id,
-            operation_id,
-            occurred_at: at,
-            kind,
-            message,
-        }
-    }
-}
-
-/// A tenant's limits. `None`: unlimited.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Quota {
-    pub max_clusters: Option<u32>,
-    pub max_nodes: Option<u32>,
-    /// Clusters of the tenant are deleted this many hours after creation.
-    pub cluster_ttl_hours: Option<u32>,
-}
-
-/// What a tenant uses against its quota.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Usage {
-    pub clusters: u32,
-    pub nodes: u32,
-}
-
-impl Quota {
-    /// Refuses a new cluster of `nodes` nodes when it would exceed the quota.
-    pub fn admit(&self, usage: Usage, nodes: u32) -> Result<(), String> {
-        if let Some(max) = self.max_clusters {
-            if usage.clusters + 1 > max {
-                return Err(format!(
-                    "quota exceeded: the tenant may have at most {max} clusters ({} in use)",
-                    usage.clusters
-                ));
-            }
-        }
-        if let Some(max) = self.max_nodes {
-            if usage.nodes + nodes > max {
-                return Err(format!(
-                    "quota exceeded: the tenant may have at most {max} nodes ({} in use, {nodes} requested)",
-                    usage.nodes
-                ));
-            }
-        }
-        Ok(())
-    }
 }
 
 #[cfg(test)]

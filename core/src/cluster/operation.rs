@@ -1,0 +1,108 @@
+//! Durable operations on clusters and the entries of a cluster's timeline.
+
+#[allow(clippy::wildcard_imports)]
+use super::*;
+
+/// A durable operation on a cluster.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Operation {
+    pub id: Uuid,
+    pub cluster_id: Uuid,
+    pub kind: OperationKind,
+    pub state: OperationState,
+    pub step: String,
+    pub progress: u8,
+    pub attempts: u32,
+    pub error: Option<String>,
+    /// Scale: the node count; upgrade: the version.
+    pub target: Option<String>,
+    pub checkpoint: serde_json::Value,
+    pub requested_by: String,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+    pub started_at: Option<DateTime<Utc>>,
+    pub finished_at: Option<DateTime<Utc>>,
+    pub deadline_at: DateTime<Utc>,
+    pub run_after: DateTime<Utc>,
+    pub lease_owner: Option<String>,
+    pub lease_expires_at: Option<DateTime<Utc>>,
+}
+
+impl Operation {
+    pub fn new(
+        cluster_id: Uuid,
+        kind: OperationKind,
+        target: Option<String>,
+        requested_by: &str,
+        now: DateTime<Utc>,
+        timeout: chrono::Duration,
+    ) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            cluster_id,
+            kind,
+            state: OperationState::Pending,
+            step: "Waiting for a worker".into(),
+            progress: 0,
+            attempts: 0,
+            error: None,
+            target,
+            checkpoint: serde_json::Value::Null,
+            requested_by: requested_by.into(),
+            created_at: now,
+            updated_at: now,
+            started_at: None,
+            finished_at: None,
+            deadline_at: now + timeout,
+            run_after: now,
+            lease_owner: None,
+            lease_expires_at: None,
+        }
+    }
+
+    pub fn is_finished(&self) -> bool {
+        matches!(
+            self.state,
+            OperationState::Succeeded | OperationState::Failed
+        )
+    }
+}
+
+/// One entry of a cluster's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterEvent {
+    pub id: Uuid,
+    pub cluster_id: Uuid,
+    pub operation_id: Option<Uuid>,
+    pub occurred_at: DateTime<Utc>,
+    pub kind: EventKind,
+    pub message: String,
+}
+
+impl ClusterEvent {
+    pub fn new(
+        cluster_id: Uuid,
+        operation_id: Option<Uuid>,
+        kind: EventKind,
+        message: impl Into<String>,
+        at: DateTime<Utc>,
+    ) -> Self {
+        let mut message: String = message.into();
+        if message.len() > 2000 {
+            let mut cut = 2000;
+            while !message.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            message.truncate(cut);
+            message.push('…');
+        }
+        Self {
+            id: Uuid::now_v7(),
+            cluster_id,
+            operation_id,
+            occurred_at: at,
+            kind,
+            message,
+        }
+    }
+}
