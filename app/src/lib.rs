@@ -19,6 +19,11 @@ mod query;
 mod shell;
 #[cfg(feature = "ssr")]
 mod ssr;
+
+/// Where the portal sends the browser after a write or a download (the server's kubeconfig
+/// route answers the same way as the pages' writes).
+#[cfg(feature = "ssr")]
+pub use ssr::back_to;
 pub mod tenants;
 mod time;
 

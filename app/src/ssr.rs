@@ -97,34 +97,25 @@ pub fn back(page: &str, result: Result<(), kqueen_core::Error>) {
 pub fn back_to(page: &str, result: Result<(), kqueen_core::Error>) -> String {
     match result {
         Ok(()) => page.to_owned(),
-        Err(kqueen_core::Error::Unauthenticated) => format!("/login?next={}", form_escape(page)),
+        Err(kqueen_core::Error::Unauthenticated) => {
+            format!("/login?next={}", crate::query::form_escape(page))
+        }
         Err(e) => {
             let sep = if page.contains('?') { '&' } else { '?' };
-            format!("{page}{sep}error={}", form_escape(&e.public().message))
+            format!(
+                "{page}{sep}error={}",
+                crate::query::form_escape(&e.public().message)
+            )
         }
     }
-}
-
-/// Percent-encodes a query-string value as HTML forms do (`application/x-www-form-urlencoded`:
-/// a space becomes `+`).
-pub fn form_escape(value: &str) -> String {
-    let mut out = String::with_capacity(value.len());
-    for b in value.bytes() {
-        match b {
-            b' ' => out.push('+'),
-            b'*' | b'-' | b'.' | b'_' => out.push(char::from(b)),
-            b if b.is_ascii_alphanumeric() => out.push(char::from(b)),
-            b => out.push_str(&format!("%{b:02X}")),
-        }
-    }
-    out
 }
 
 #[cfg(test)]
 mod back_tests {
     use kqueen_core::{Error, ValidationError};
 
-    use super::{back_to, form_escape};
+    use super::back_to;
+    use crate::query::form_escape;
 
     #[test]
     fn success_goes_to_the_page_and_errors_come_back_with_their_message() {
@@ -151,10 +142,5 @@ mod back_tests {
             back_to("/clusters/1?a=b", Err(Error::Unauthenticated)),
             "/login?next=%2Fclusters%2F1%3Fa%3Db"
         );
-    }
-
-    #[test]
-    fn form_escape_writes_what_forms_write() {
-        assert_eq!(form_escape("a b&c=d/é*-._~"), "a+b%26c%3Dd%2F%C3%A9*-._%7E");
     }
 }

@@ -6,14 +6,14 @@
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
-use kqueen_core::{Actor, Error};
+use kqueen_core::Actor;
 
 use crate::api::kubeconfig_response;
 use crate::escape::query_escape;
 use crate::state::AppState;
 
 /// `GET /clusters/{id}/kubeconfig`: the caller's personal kubeconfig for the cluster, or back
-/// to the cluster page with the reason (or to the login page).
+/// to the cluster page with the reason (or to the login page), as the pages' writes do.
 pub async fn kubeconfig(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
@@ -22,13 +22,6 @@ pub async fn kubeconfig(
     let page = format!("/clusters/{}", query_escape(&id));
     match state.kqueen.kubeconfig(&actor, &id).await {
         Ok(d) => kubeconfig_response(d),
-        Err(Error::Unauthenticated) => {
-            Redirect::to(&format!("/login?next={}", query_escape(&page))).into_response()
-        }
-        Err(e) => Redirect::to(&format!(
-            "{page}?error={}",
-            query_escape(&e.public().message)
-        ))
-        .into_response(),
+        Err(e) => Redirect::to(&kqueen_app::back_to(&page, Err(e))).into_response(),
     }
 }

@@ -24,7 +24,7 @@ pub fn form_params(
 
 #[cfg(feature = "ssr")]
 fn cluster_page(id: &str) -> String {
-    format!("/clusters/{}", crate::ssr::form_escape(id))
+    format!("/clusters/{}", crate::query::form_escape(id))
 }
 
 /// Requests a cluster from a template; opens its page, or comes back to the form with what
@@ -39,7 +39,7 @@ pub async fn request_cluster(
 ) -> Result<(), AppError> {
     use kqueen_core::cluster::ClusterRequest;
 
-    use crate::ssr::form_escape;
+    use crate::query::form_escape;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let params = form_params(p, p_shown);

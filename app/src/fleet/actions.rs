@@ -11,7 +11,7 @@ use crate::AppError;
 pub async fn sync_inventory(id: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = k.sync_cluster_inventory(&actor, &id).await.map(|_| ());
-    let page = format!("/clusters/{}", crate::ssr::form_escape(&id));
+    let page = format!("/clusters/{}", crate::query::form_escape(&id));
     crate::ssr::back(&page, result);
     Ok(())
 }

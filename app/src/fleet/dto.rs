@@ -215,6 +215,27 @@ pub struct FleetListDto<T> {
     pub tenants: Vec<String>,
 }
 
+impl<T> FleetListDto<T> {
+    /// The rows, and the page without them.
+    pub fn split(self) -> (Vec<T>, FleetListDto<()>) {
+        let FleetListDto {
+            rows,
+            total,
+            offset,
+            limit,
+            tenants,
+        } = self;
+        let page = FleetListDto {
+            rows: Vec::new(),
+            total,
+            offset,
+            limit,
+            tenants,
+        };
+        (rows, page)
+    }
+}
+
 /// The findings page: a page of findings and the counts per severity and check.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FindingsPageDto {

@@ -20,9 +20,9 @@ pub fn FleetImages() -> impl IntoView {
 
 #[component]
 fn ImageList(page: FleetListDto<ImageDto>, filter: FleetQuery) -> impl IntoView {
-    let rows = page.rows.clone();
+    let (rows, page) = page.split();
     view! {
-        <QueryCard names=QueryNames { name: "images", path: "/fleet/images", what: "images", q_label: "Image contains", button: "Search", empty: "No image matches." } heading=format!("{} image(s)", page.total) page filter=filter.clone()>
+        <QueryCard names=QueryNames { name: "images", path: "/fleet/images", what: "images", q_label: "Image contains", button: "Search", empty: "No image matches." } heading=format!("{} image(s)", page.total) page has_rows=!rows.is_empty() filter=filter.clone()>
             <table class="table" id="images">
                 <TableHead cols=vec!["Image", "Clusters", "First seen", "Where it runs"] />
                 <tbody>
@@ -69,9 +69,9 @@ pub fn FleetImageHistory() -> impl IntoView {
 
 #[component]
 fn HistoryList(page: FleetListDto<ImageHistoryDto>, filter: FleetQuery) -> impl IntoView {
-    let rows = page.rows.clone();
+    let (rows, page) = page.split();
     view! {
-        <QueryCard names=QueryNames { name: "history", path: "/fleet/images/history", what: "images/history", q_label: "Image contains", button: "Search", empty: "No image matches." } heading=format!("{} image(s) per cluster, gone ones included", page.total) page filter=filter.clone()>
+        <QueryCard names=QueryNames { name: "history", path: "/fleet/images/history", what: "images/history", q_label: "Image contains", button: "Search", empty: "No image matches." } heading=format!("{} image(s) per cluster, gone ones included", page.total) page has_rows=!rows.is_empty() filter=filter.clone()>
             <table class="table" id="image-history">
                 <TableHead cols=vec!["Cluster", "Tenant", "Image", "First seen", "Last seen", "Now"] />
                 <tbody>

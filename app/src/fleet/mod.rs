@@ -104,10 +104,12 @@ struct QueryNames {
 /// The card around one page of a fleet query: the heading with the exports, the filter form,
 /// the rows (`children`, or the `empty` note when there are none) and the pager.
 #[component]
-fn QueryCard<T: 'static>(
+fn QueryCard(
     names: QueryNames,
     heading: String,
-    page: FleetListDto<T>,
+    /// The page without its rows (they are the children).
+    page: FleetListDto<()>,
+    has_rows: bool,
     filter: FleetQuery,
     children: Children,
 ) -> impl IntoView {
@@ -126,10 +128,10 @@ fn QueryCard<T: 'static>(
                 <Exports what filter=filter.clone() />
             </div>
             <form method="get" action=path class="filter wrap" id=format!("{name}-filter")>
-                <FilterFields filter=filter.clone() tenants=page.tenants.clone() q_label />
+                <FilterFields filter=filter.clone() tenants=page.tenants q_label />
                 <button type="submit">{button}</button>
             </form>
-            {if page.rows.is_empty() {
+            {if !has_rows {
                 view! { <p class="empty">{empty}</p> }.into_any()
             } else {
                 children().into_any()

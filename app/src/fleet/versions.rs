@@ -20,9 +20,9 @@ pub fn FleetVersions() -> impl IntoView {
 
 #[component]
 fn VersionList(page: FleetListDto<VersionDto>, filter: FleetQuery) -> impl IntoView {
-    let rows = page.rows.clone();
+    let (rows, page) = page.split();
     view! {
-        <QueryCard names=QueryNames { name: "versions", path: "/fleet/versions", what: "versions", q_label: "Version contains", button: "Filter", empty: "No cluster matches." } heading=format!("{} row(s): API servers and nodes", page.total) page filter=filter.clone()>
+        <QueryCard names=QueryNames { name: "versions", path: "/fleet/versions", what: "versions", q_label: "Version contains", button: "Filter", empty: "No cluster matches." } heading=format!("{} row(s): API servers and nodes", page.total) page has_rows=!rows.is_empty() filter=filter.clone()>
             <table class="table" id="versions">
                 <TableHead cols=vec!["Cluster", "Tenant", "API server", "Node", "Kubelet", "Runtime", "OS", "Synced"] />
                 <tbody>

@@ -25,7 +25,7 @@ pub async fn save_provider(
 ) -> Result<(), AppError> {
     use kqueen_core::cluster::ProviderInput;
 
-    use crate::ssr::form_escape;
+    use crate::query::form_escape;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let input = ProviderInput {
@@ -117,7 +117,7 @@ pub async fn save_template(
         Ok(()) => leptos_axum::redirect("/providers"),
         Err(e) => {
             let page = match &original {
-                Some(name) => format!("/providers?template={}", crate::ssr::form_escape(name)),
+                Some(name) => format!("/providers?template={}", crate::query::form_escape(name)),
                 None => "/providers".to_owned(),
             };
             crate::ssr::back(&page, Err(e));

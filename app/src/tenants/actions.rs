@@ -8,7 +8,7 @@ use crate::AppError;
 /// The tenant page of `slug`, for redirects.
 #[cfg(feature = "ssr")]
 fn tenant_page(slug: &str) -> String {
-    format!("/tenants/{}", crate::ssr::form_escape(slug))
+    format!("/tenants/{}", crate::query::form_escape(slug))
 }
 
 /// Creates a tenant (operators) and opens its page.
