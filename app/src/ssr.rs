@@ -52,6 +52,7 @@ pub async fn request_tenants(
 ) -> Result<Vec<String>, kqueen_core::Error> {
     use kqueen_core::page::Page;
     let list = k
+        .tenancy()
         .list_tenants(actor, &Default::default(), Page::new(Page::MAX_LIMIT, 0))
         .await?;
     Ok(list.into_iter().map(|t| t.slug.to_string()).collect())

@@ -175,12 +175,14 @@ async fn setup(db: TestDatabase) -> Setup {
         groups: vec![group.into()],
     };
     let alice = Actor::user(
-        k.login_external(&login("alice", "team-a"), None)
+        k.auth()
+            .login_external(&login("alice", "team-a"), None)
             .await
             .unwrap(),
     );
     let bob = Actor::user(
-        k.login_external(&login("bob", "team-b"), None)
+        k.auth()
+            .login_external(&login("bob", "team-b"), None)
             .await
             .unwrap(),
     );
@@ -221,6 +223,7 @@ impl Setup {
         nodes: &str,
     ) -> Result<kqueen_core::cluster::Cluster, Error> {
         self.k
+            .clusters()
             .request_cluster(
                 &self.alice,
                 ClusterRequest {
@@ -236,6 +239,7 @@ impl Setup {
 
     async fn state(&self, id: uuid::Uuid) -> ClusterState {
         self.k
+            .clusters()
             .cluster_detail(&self.alice, &id.to_string())
             .await
             .unwrap()
@@ -261,7 +265,8 @@ async fn request_returns_at_once_and_the_engine_provisions(db: TestDatabase) {
         1
     );
     let d =
-        s.k.cluster_detail(&s.alice, &c.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Ready);
@@ -290,30 +295,42 @@ async fn request_returns_at_once_and_the_engine_provisions(db: TestDatabase) {
 
     // Operators download the stored admin kubeconfig; members may not; the download is audited.
     let ops = Actor::cli(Some("ops".into()));
-    let kc = s.k.admin_kubeconfig(&ops, &c.id.to_string()).await.unwrap();
+    let kc =
+        s.k.access()
+            .admin_kubeconfig(&ops, &c.id.to_string())
+            .await
+            .unwrap();
     assert!(String::from_utf8_lossy(kc.yaml.expose()).contains("ok-one.test"));
     assert!(matches!(
-        s.k.admin_kubeconfig(&s.alice, &c.id.to_string()).await,
+        s.k.access()
+            .admin_kubeconfig(&s.alice, &c.id.to_string())
+            .await,
         Err(Error::Forbidden)
     ));
     // Another tenant does not even see it.
     assert!(matches!(
-        s.k.cluster_detail(&s.bob, &c.id.to_string()).await,
+        s.k.clusters()
+            .cluster_detail(&s.bob, &c.id.to_string())
+            .await,
         Err(Error::NotFound(_))
     ));
     assert!(matches!(
-        s.k.delete_cluster(&s.bob, &c.id.to_string()).await,
+        s.k.clusters()
+            .delete_cluster(&s.bob, &c.id.to_string())
+            .await,
         Err(Error::NotFound(_))
     ));
     let (bobs, total) =
-        s.k.list_clusters(&s.bob, &ClusterFilter::default(), Page::default())
+        s.k.clusters()
+            .list_clusters(&s.bob, &ClusterFilter::default(), Page::default())
             .await
             .unwrap();
     assert!(bobs.is_empty() && total == 0);
 
     assert!(s.work.path().join(c.id.to_string()).join("state").exists());
     // Delete: the provisioner deletes, the cluster disappears, its name is free again.
-    s.k.delete_cluster(&s.alice, &c.id.to_string())
+    s.k.clusters()
+        .delete_cluster(&s.alice, &c.id.to_string())
         .await
         .unwrap();
     assert_eq!(s.state(c.id).await, ClusterState::Deleting);
@@ -327,10 +344,17 @@ async fn request_returns_at_once_and_the_engine_provisions(db: TestDatabase) {
         "a deleted cluster's working directory is removed"
     );
     assert!(matches!(
-        s.k.cluster_detail(&s.alice, &c.id.to_string()).await,
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
+            .await,
         Err(Error::NotFound(_))
     ));
-    assert!(s.k.admin_kubeconfig(&ops, &c.id.to_string()).await.is_err());
+    assert!(s
+        .k
+        .access()
+        .admin_kubeconfig(&ops, &c.id.to_string())
+        .await
+        .is_err());
     s.request("ok-one").await.unwrap();
 }
 
@@ -344,7 +368,8 @@ async fn a_killed_worker_is_resumed_by_another_after_its_lease(db: TestDatabase)
     // Wait until the first call's checkpoint is saved, then kill worker A mid-operation.
     for _ in 0..200 {
         let d =
-            s.k.cluster_detail(&s.alice, &c.id.to_string())
+            s.k.clusters()
+                .cluster_detail(&s.alice, &c.id.to_string())
                 .await
                 .unwrap();
         if d.operations[0].checkpoint.pointer("/provisioner/calls") == Some(&json!(1)) {
@@ -365,7 +390,8 @@ async fn a_killed_worker_is_resumed_by_another_after_its_lease(db: TestDatabase)
     tokio::time::sleep(Duration::from_millis(1600)).await;
     assert_eq!(b.run_until_idle().await.unwrap(), 1);
     let d =
-        s.k.cluster_detail(&s.alice, &c.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Ready);
@@ -394,7 +420,8 @@ async fn a_worker_that_lost_its_lease_cannot_write(db: TestDatabase) {
     // A wakes up with its stale claim: every write is refused, nothing changes.
     a.execute(op).await;
     let d =
-        s.k.cluster_detail(&s.alice, &c.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Ready);
@@ -418,7 +445,8 @@ async fn a_stale_claim_of_the_same_process_cannot_write(db: TestDatabase) {
     // The stalled task wakes up first: none of its writes pass the fence.
     a.execute(stale).await;
     let d =
-        s.k.cluster_detail(&s.alice, &c.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Provisioning);
@@ -437,7 +465,8 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
     let create = tokio::spawn(async move { a.execute(op).await });
     for _ in 0..300 {
         let d =
-            s.k.cluster_detail(&s.alice, &c.id.to_string())
+            s.k.clusters()
+                .cluster_detail(&s.alice, &c.id.to_string())
                 .await
                 .unwrap();
         if d.operations[0].checkpoint.pointer("/provisioner/calls") == Some(&json!(1)) {
@@ -446,7 +475,8 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     // The create hangs in its second call; the member deletes the cluster anyway.
-    s.k.delete_cluster(&s.alice, &c.id.to_string())
+    s.k.clusters()
+        .delete_cluster(&s.alice, &c.id.to_string())
         .await
         .expect("a delete is accepted while the create runs");
     // No worker takes the delete while the create's worker may still be running: not before
@@ -462,7 +492,8 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
         .expect("the cancelled create stops")
         .unwrap();
     let d =
-        s.k.cluster_detail(&s.alice, &c.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Deleting);
@@ -484,7 +515,8 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
     }
     assert_eq!(ran, 1, "the delete ran once the create's lease was over");
     assert!(
-        s.k.cluster_detail(&s.alice, &c.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
             .await
             .is_err(),
         "deleted"
@@ -500,7 +532,8 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
     let engine = s.engine("w", Duration::from_secs(30));
     engine.run_until_idle().await.unwrap();
     assert_eq!(s.state(f.id).await, ClusterState::Error);
-    s.k.delete_cluster(&s.alice, &f.id.to_string())
+    s.k.clusters()
+        .delete_cluster(&s.alice, &f.id.to_string())
         .await
         .unwrap();
     engine.run_until_idle().await.unwrap();
@@ -513,47 +546,59 @@ async fn a_delete_cancels_an_unfinished_create(db: TestDatabase) {
 async fn scaling_stays_within_the_template(db: TestDatabase) {
     let s = setup(db).await;
     let ops = Actor::cli(Some("ops".into()));
-    s.k.create_template(
-        &ops,
-        TemplateInput {
-            name: "pinned".into(),
-            provider: "lab".into(),
-            overrides: r#"{"node_count": {"fixed": "2"}}"#.into(),
-            ..Default::default()
-        },
-    )
-    .await
-    .unwrap();
-    let c = s.request("ok-scale").await.unwrap();
-    let pinned =
-        s.k.request_cluster(
-            &s.alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "ok-pinned".into(),
-                template: "pinned".into(),
-                parameters: Default::default(),
+    s.k.catalog()
+        .create_template(
+            &ops,
+            TemplateInput {
+                name: "pinned".into(),
+                provider: "lab".into(),
+                overrides: r#"{"node_count": {"fixed": "2"}}"#.into(),
+                ..Default::default()
             },
         )
         .await
-        .unwrap()
-        .0;
+        .unwrap();
+    let c = s.request("ok-scale").await.unwrap();
+    let pinned =
+        s.k.clusters()
+            .request_cluster(
+                &s.alice,
+                ClusterRequest {
+                    tenant: Some("team-a".into()),
+                    name: "ok-pinned".into(),
+                    template: "pinned".into(),
+                    parameters: Default::default(),
+                },
+            )
+            .await
+            .unwrap()
+            .0;
     let engine = s.engine("w", Duration::from_secs(30));
     engine.run_until_idle().await.unwrap();
     // The cluster page offers what the template allows.
     for (id, range) in [(c.id, Some((1, 3))), (pinned.id, None)] {
-        let d = s.k.cluster_detail(&s.alice, &id.to_string()).await.unwrap();
+        let d =
+            s.k.clusters()
+                .cluster_detail(&s.alice, &id.to_string())
+                .await
+                .unwrap();
         assert_eq!(
             d.node_range, range,
             "the template's range; none when it fixes the count"
         );
     }
-    let refused = s.k.scale_cluster(&s.alice, &c.id.to_string(), 5).await;
+    let refused =
+        s.k.clusters()
+            .scale_cluster(&s.alice, &c.id.to_string(), 5)
+            .await;
     assert!(
         matches!(&refused, Err(Error::Invalid(v)) if v.message.contains("node_count: must be at most 3")),
         "{refused:?}"
     );
-    let refused = s.k.scale_cluster(&s.alice, &pinned.id.to_string(), 3).await;
+    let refused =
+        s.k.clusters()
+            .scale_cluster(&s.alice, &pinned.id.to_string(), 3)
+            .await;
     assert!(
         matches!(&refused, Err(Error::Invalid(v)) if v.message.contains("fixed at 2")),
         "{refused:?}"
@@ -564,13 +609,15 @@ async fn scaling_stays_within_the_template(db: TestDatabase) {
         "refusals change nothing"
     );
     let op =
-        s.k.scale_cluster(&s.alice, &c.id.to_string(), 3)
+        s.k.clusters()
+            .scale_cluster(&s.alice, &c.id.to_string(), 3)
             .await
             .unwrap();
     assert_eq!(op.target.as_deref(), Some("3"));
     // Providers that cannot upgrade refuse before anything else.
     assert!(matches!(
-        s.k.upgrade_cluster(&s.alice, &pinned.id.to_string(), "1.34")
+        s.k.clusters()
+            .upgrade_cluster(&s.alice, &pinned.id.to_string(), "1.34")
             .await,
         Err(Error::Conflict(_))
     ));
@@ -586,19 +633,30 @@ async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase)
         max_nodes: Some(5),
         cluster_ttl_hours: None,
     };
-    s.k.set_quota(&ops, "team-a", q).await.unwrap();
+    s.k.tenancy().set_quota(&ops, "team-a", q).await.unwrap();
     let a = s.request("ok-a").await.unwrap();
     let b = s.request("ok-b").await.unwrap();
     let engine = s.engine("w", Duration::from_secs(30));
     engine.run_until_idle().await.unwrap();
-    let used = || async { s.k.quota(&s.alice, "team-a").await.unwrap().1.nodes };
+    let used = || async {
+        s.k.tenancy()
+            .quota(&s.alice, "team-a")
+            .await
+            .unwrap()
+            .1
+            .nodes
+    };
     assert_eq!(used().await, 2);
 
-    s.k.scale_cluster(&s.alice, &a.id.to_string(), 3)
+    s.k.clusters()
+        .scale_cluster(&s.alice, &a.id.to_string(), 3)
         .await
         .unwrap();
     assert_eq!(used().await, 4, "the queued scale counts already");
-    let refused = s.k.scale_cluster(&s.alice, &b.id.to_string(), 3).await;
+    let refused =
+        s.k.clusters()
+            .scale_cluster(&s.alice, &b.id.to_string(), 3)
+            .await;
     assert!(
         matches!(&refused, Err(Error::Conflict(m)) if m.contains("at most 5 nodes")),
         "{refused:?}"
@@ -613,7 +671,8 @@ async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase)
         ClusterState::Ready,
         "refusals change nothing"
     );
-    s.k.scale_cluster(&s.alice, &b.id.to_string(), 2)
+    s.k.clusters()
+        .scale_cluster(&s.alice, &b.id.to_string(), 2)
         .await
         .unwrap();
     engine.run_until_idle().await.unwrap();
@@ -623,8 +682,12 @@ async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase)
         max_nodes: Some(3),
         ..q
     };
-    s.k.set_quota(&ops, "team-a", lowered).await.unwrap();
-    s.k.scale_cluster(&s.alice, &a.id.to_string(), 2)
+    s.k.tenancy()
+        .set_quota(&ops, "team-a", lowered)
+        .await
+        .unwrap();
+    s.k.clusters()
+        .scale_cluster(&s.alice, &a.id.to_string(), 2)
         .await
         .unwrap();
 }
@@ -632,7 +695,8 @@ async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase)
 async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
     let s = setup(db).await;
     let ops = Actor::cli(None);
-    s.k.set_quota(&ops, "team-a", Quota::default())
+    s.k.tenancy()
+        .set_quota(&ops, "team-a", Quota::default())
         .await
         .unwrap();
     let mut ids = Vec::new();
@@ -666,7 +730,8 @@ async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
 async fn concurrent_requests_get_an_answer_while_workers_write(db: TestDatabase) {
     let s = Arc::new(setup(db).await);
     let ops = Actor::cli(None);
-    s.k.set_quota(&ops, "team-a", Quota::default())
+    s.k.tenancy()
+        .set_quota(&ops, "team-a", Quota::default())
         .await
         .unwrap();
     let engine = s.engine("worker-a", Duration::from_secs(30));
@@ -716,7 +781,8 @@ async fn failures_timeouts_and_retries(db: TestDatabase) {
     let engine = s.k.engine(e);
     engine.run_until_idle().await.unwrap();
     let d =
-        s.k.cluster_detail(&s.alice, &failed.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &failed.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Error);
@@ -728,7 +794,8 @@ async fn failures_timeouts_and_retries(db: TestDatabase) {
     let exec = s.request("ok-exec").await.unwrap();
     engine.run_until_idle().await.unwrap();
     let d =
-        s.k.cluster_detail(&s.alice, &exec.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &exec.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Error);
@@ -736,7 +803,8 @@ async fn failures_timeouts_and_retries(db: TestDatabase) {
     assert!(why.contains("exec plugin"), "{why}");
 
     let d =
-        s.k.cluster_detail(&s.alice, &slow.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &slow.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Error);
@@ -748,7 +816,8 @@ async fn failures_timeouts_and_retries(db: TestDatabase) {
 
     // The transient error was rescheduled with back-off; run again once it is due.
     let d =
-        s.k.cluster_detail(&s.alice, &flaky.id.to_string())
+        s.k.clusters()
+            .cluster_detail(&s.alice, &flaky.id.to_string())
             .await
             .unwrap();
     assert_eq!(d.cluster.state, ClusterState::Provisioning);
@@ -780,10 +849,10 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
         cluster_ttl_hours: Some(1),
     };
     assert!(matches!(
-        s.k.set_quota(&s.alice, "team-a", q).await,
+        s.k.tenancy().set_quota(&s.alice, "team-a", q).await,
         Err(Error::Forbidden)
     ));
-    s.k.set_quota(&ops, "team-a", q).await.unwrap();
+    s.k.tenancy().set_quota(&ops, "team-a", q).await.unwrap();
     let first = s.request_nodes("ok-a", "3").await.unwrap();
     assert!(
         first.expires_at.is_some(),
@@ -809,16 +878,17 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
     assert!(matches!(s.request("ok-a").await, Err(Error::Conflict(_))));
     // Bob cannot request in team-a.
     let bobs =
-        s.k.request_cluster(
-            &s.bob,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "x".into(),
-                template: "small".into(),
-                parameters: Default::default(),
-            },
-        )
-        .await;
+        s.k.clusters()
+            .request_cluster(
+                &s.bob,
+                ClusterRequest {
+                    tenant: Some("team-a".into()),
+                    name: "x".into(),
+                    template: "small".into(),
+                    parameters: Default::default(),
+                },
+            )
+            .await;
     assert!(matches!(bobs, Err(Error::NotFound(_))));
 
     let engine = s.engine("w", Duration::from_secs(30));
@@ -837,20 +907,22 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
     engine.run_until_idle().await.unwrap();
     assert!(s
         .k
+        .clusters()
         .cluster_detail(&s.alice, &first.id.to_string())
         .await
         .is_err());
     let expired =
-        s.k.audit_events(
-            &ops,
-            &AuditQuery {
-                action: Some("cluster.expire".into()),
-                ..Default::default()
-            },
-            Page::default(),
-        )
-        .await
-        .unwrap();
+        s.k.audit()
+            .audit_events(
+                &ops,
+                &AuditQuery {
+                    action: Some("cluster.expire".into()),
+                    ..Default::default()
+                },
+                Page::default(),
+            )
+            .await
+            .unwrap();
     assert_eq!(expired.len(), 1);
     assert_eq!(expired[0].actor, "system");
 }

@@ -33,7 +33,8 @@ fn sso(sub: &str, groups: &[&str]) -> ExternalLogin {
 async fn login(k: &Kqueen, sub: &str, groups: &[&str]) -> Actor {
     let ip = Some("10.0.0.1".to_owned());
     Actor::user(
-        k.login_external(&sso(sub, groups), ip.clone())
+        k.auth()
+            .login_external(&sso(sub, groups), ip.clone())
             .await
             .unwrap(),
     )
@@ -53,6 +54,7 @@ async fn events(k: &Kqueen, action: &str) -> Vec<(String, String, Outcome)> {
         ..Default::default()
     };
     let list = k
+        .audit()
         .audit_events(&Actor::system(), &q, Page::default())
         .await
         .unwrap();
@@ -66,6 +68,7 @@ async fn cli_creates_tenants_with_defaults_and_refusals_are_audited(db: TestData
     let k = kqueen(db).await;
     let cli = Actor::cli(Some("ops".into()));
     let t = k
+        .tenancy()
         .create_tenant(&cli, new_tenant(" team-a ", Some("  ")))
         .await
         .unwrap();
@@ -73,12 +76,18 @@ async fn cli_creates_tenants_with_defaults_and_refusals_are_audited(db: TestData
         (t.slug.as_str(), t.display_name.as_str()),
         ("team-a", "team-a")
     );
-    let dup = k.create_tenant(&cli, new_tenant("team-a", None)).await;
+    let dup = k
+        .tenancy()
+        .create_tenant(&cli, new_tenant("team-a", None))
+        .await;
     assert!(
         matches!(dup, Err(Error::Conflict(ref m)) if m.contains("team-a")),
         "{dup:?}"
     );
-    let bad = k.create_tenant(&cli, new_tenant("Team A", None)).await;
+    let bad = k
+        .tenancy()
+        .create_tenant(&cli, new_tenant("Team A", None))
+        .await;
     assert!(
         matches!(bad, Err(Error::Invalid(ref v)) if v.field == "slug"),
         "{bad:?}"
@@ -112,6 +121,7 @@ async fn sso_login_maps_groups_and_leaving_a_group_removes_access(db: TestDataba
         ("team-a", Role::Member)
     );
     let seen = k
+        .tenancy()
         .list_tenants(&alice, &TenantFilter::default(), Page::default())
         .await
         .unwrap();
@@ -126,12 +136,13 @@ async fn sso_login_maps_groups_and_leaving_a_group_removes_access(db: TestDataba
     let alice = login(&k, "alice", &[]).await;
     assert!(alice.identity().unwrap().memberships.is_empty());
     assert!(k
+        .tenancy()
         .list_tenants(&alice, &TenantFilter::default(), Page::default())
         .await
         .unwrap()
         .is_empty());
     assert!(matches!(
-        k.tenant(&alice, "team-a").await,
+        k.tenancy().tenant(&alice, "team-a").await,
         Err(Error::NotFound("tenant"))
     ));
 
@@ -147,11 +158,13 @@ async fn manual_memberships_survive_sso_logins(db: TestDatabase) {
     let db = &db;
     let k = kqueen(db).await;
     let op = login(&k, "bob", &["kaas-admins"]).await;
-    k.create_tenant(&op, new_tenant("platform", None))
+    k.tenancy()
+        .create_tenant(&op, new_tenant("platform", None))
         .await
         .unwrap();
     login(&k, "alice", &["team-a"]).await;
-    k.put_member(&op, "platform", "alice", Role::Admin)
+    k.tenancy()
+        .put_member(&op, "platform", "alice", Role::Admin)
         .await
         .unwrap();
     let alice = login(&k, "alice", &["team-a"]).await;
@@ -163,9 +176,12 @@ async fn manual_memberships_survive_sso_logins(db: TestDatabase) {
         .map(|m| m.tenant_slug.to_string())
         .collect();
     assert_eq!(slugs, ["platform", "team-a"]);
-    k.remove_member(&alice, "platform", "alice").await.unwrap();
+    k.tenancy()
+        .remove_member(&alice, "platform", "alice")
+        .await
+        .unwrap();
     assert!(matches!(
-        k.remove_member(&op, "platform", "alice").await,
+        k.tenancy().remove_member(&op, "platform", "alice").await,
         Err(Error::NotFound("member"))
     ));
 }
@@ -173,12 +189,14 @@ async fn manual_memberships_survive_sso_logins(db: TestDatabase) {
 async fn local_accounts_log_in_with_the_right_password_only(db: TestDatabase) {
     let db = &db;
     let k = kqueen(db).await;
-    assert!(k.needs_bootstrap().await.unwrap());
-    k.create_local_user(&Actor::cli(None), "root", "correct horse battery", true)
+    assert!(k.auth().needs_bootstrap().await.unwrap());
+    k.auth()
+        .create_local_user(&Actor::cli(None), "root", "correct horse battery", true)
         .await
         .unwrap();
-    assert!(!k.needs_bootstrap().await.unwrap());
+    assert!(!k.auth().needs_bootstrap().await.unwrap());
     let id = k
+        .auth()
         .login_local("root", "correct horse battery", Some("10.1.1.1".into()))
         .await
         .unwrap();
@@ -188,7 +206,7 @@ async fn local_accounts_log_in_with_the_right_password_only(db: TestDatabase) {
         ("nobody", "correct horse battery"),
     ] {
         assert!(matches!(
-            k.login_local(user, pw, None).await,
+            k.auth().login_local(user, pw, None).await,
             Err(Error::Unauthenticated)
         ));
     }
@@ -198,6 +216,7 @@ async fn local_accounts_log_in_with_the_right_password_only(db: TestDatabase) {
         [Outcome::Failure, Outcome::Failure, Outcome::Success]
     );
     let short = k
+        .auth()
         .create_local_user(&Actor::cli(None), "ops", "short", false)
         .await;
     assert!(matches!(short, Err(Error::Invalid(ref v)) if v.field == "password"));
@@ -205,11 +224,13 @@ async fn local_accounts_log_in_with_the_right_password_only(db: TestDatabase) {
     // Operators may create users; a non-operator may not.
     let alice = login(&k, "alice", &["team-a"]).await;
     assert!(matches!(
-        k.create_local_user(&alice, "x1", "correct horse battery", false)
+        k.auth()
+            .create_local_user(&alice, "x1", "correct horse battery", false)
             .await,
         Err(Error::Forbidden)
     ));
     assert!(k
+        .auth()
         .create_local_user(&member, "x2", "correct horse battery", false)
         .await
         .is_ok());
@@ -220,57 +241,69 @@ async fn api_tokens_are_shown_once_and_stop_working_when_revoked(db: TestDatabas
     let k = kqueen(db).await;
     let alice = login(&k, "alice", &["team-a"]).await;
     let bob = login(&k, "bob", &["team-b"]).await;
-    let issued = k.create_token(&alice, "laptop", 30).await.unwrap();
+    let issued = k.tokens().create_token(&alice, "laptop", 30).await.unwrap();
     assert!(issued.secret.starts_with("kq_"));
     assert!(
         !format!("{issued:?}").contains(&issued.secret),
         "Debug hides the secret"
     );
-    let who = k.authenticate_token(&issued.secret).await.unwrap().unwrap();
+    let who = k
+        .tokens()
+        .authenticate_token(&issued.secret)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(who.username, "alice");
-    assert!(k.tokens(&alice).await.unwrap()[0].last_used_at.is_some());
+    assert!(k.tokens().list(&alice).await.unwrap()[0]
+        .last_used_at
+        .is_some());
     assert!(
-        k.tokens(&bob).await.unwrap().is_empty(),
+        k.tokens().list(&bob).await.unwrap().is_empty(),
         "tokens are per user"
     );
     assert!(matches!(
-        k.revoke_token(&bob, issued.token.id).await,
+        k.tokens().revoke_token(&bob, issued.token.id).await,
         Err(Error::NotFound("token"))
     ));
     assert!(
-        k.authenticate_token(&issued.secret)
+        k.tokens()
+            .authenticate_token(&issued.secret)
             .await
             .unwrap()
             .is_some(),
         "bob could not revoke it"
     );
-    k.revoke_token(&alice, issued.token.id).await.unwrap();
+    k.tokens()
+        .revoke_token(&alice, issued.token.id)
+        .await
+        .unwrap();
     assert!(k
+        .tokens()
         .authenticate_token(&issued.secret)
         .await
         .unwrap()
         .is_none());
     assert!(matches!(
-        k.revoke_token(&alice, issued.token.id).await,
+        k.tokens().revoke_token(&alice, issued.token.id).await,
         Err(Error::NotFound("token"))
     ));
     for bad in ["", "kq_nope", "Bearer x", &"kq_".repeat(100)] {
-        assert!(k.authenticate_token(bad).await.unwrap().is_none());
+        assert!(k.tokens().authenticate_token(bad).await.unwrap().is_none());
     }
     assert!(matches!(
-        k.create_token(&alice, "", 30).await,
+        k.tokens().create_token(&alice, "", 30).await,
         Err(Error::Invalid(_))
     ));
     assert!(matches!(
-        k.create_token(&alice, "x", 0).await,
+        k.tokens().create_token(&alice, "x", 0).await,
         Err(Error::Invalid(_))
     ));
     assert!(matches!(
-        k.create_token(&alice, "x", 366).await,
+        k.tokens().create_token(&alice, "x", 366).await,
         Err(Error::Invalid(_))
     ));
     assert!(matches!(
-        k.create_token(&Actor::anonymous(), "x", 1).await,
+        k.tokens().create_token(&Actor::anonymous(), "x", 1).await,
         Err(Error::Unauthenticated)
     ));
     let revokes = events(&k, "token.revoke").await;
@@ -287,61 +320,73 @@ async fn wrong_tenant_and_wrong_role_are_refused_and_audited(db: TestDatabase) {
     let a_member = login(&k, "alice", &["team-a"]).await;
     let a_admin = login(&k, "ann", &["team-a", "team-a-leads"]).await;
     let b_member = login(&k, "carol", &["team-b"]).await;
-    let b_id = k.tenant(&b_member, "team-b").await.unwrap().id;
+    let b_id = k.tenancy().tenant(&b_member, "team-b").await.unwrap().id;
     let anonymous = Actor::anonymous();
 
     for actor in [&a_member, &a_admin] {
         assert!(matches!(
-            k.tenant(actor, "team-b").await,
+            k.tenancy().tenant(actor, "team-b").await,
             Err(Error::NotFound("tenant"))
         ));
         assert!(matches!(
-            k.members(actor, "team-b").await,
+            k.tenancy().members(actor, "team-b").await,
             Err(Error::NotFound("tenant"))
         ));
         assert!(matches!(
-            k.put_member(actor, "team-b", "alice", Role::Admin).await,
+            k.tenancy()
+                .put_member(actor, "team-b", "alice", Role::Admin)
+                .await,
             Err(Error::NotFound("tenant"))
         ));
         assert!(matches!(
-            k.remove_member(actor, "team-b", "carol").await,
+            k.tenancy().remove_member(actor, "team-b", "carol").await,
             Err(Error::NotFound("tenant"))
         ));
         let q = AuditQuery {
             tenant_id: Some(b_id),
             ..Default::default()
         };
-        assert!(k.audit_events(actor, &q, Page::default()).await.is_err());
+        assert!(k
+            .audit()
+            .audit_events(actor, &q, Page::default())
+            .await
+            .is_err());
         assert!(matches!(
-            k.create_tenant(actor, new_tenant("evil", None)).await,
+            k.tenancy()
+                .create_tenant(actor, new_tenant("evil", None))
+                .await,
             Err(Error::Forbidden)
         ));
     }
     // A member is not an admin of their own tenant.
     assert!(matches!(
-        k.put_member(&a_member, "team-a", "carol", Role::Member)
+        k.tenancy()
+            .put_member(&a_member, "team-a", "carol", Role::Member)
             .await,
         Err(Error::Forbidden)
     ));
     assert!(matches!(
-        k.audit_events(&a_member, &AuditQuery::default(), Page::default())
+        k.audit()
+            .audit_events(&a_member, &AuditQuery::default(), Page::default())
             .await,
         Err(Error::Forbidden)
     ));
     // The admin of A sees only A's events, even when asking for everything.
     let seen = k
+        .audit()
         .audit_events(&a_admin, &AuditQuery::default(), Page::default())
         .await
         .unwrap();
-    let a_id = k.tenant(&a_admin, "team-a").await.unwrap().id;
+    let a_id = k.tenancy().tenant(&a_admin, "team-a").await.unwrap().id;
     assert!(!seen.is_empty() && seen.iter().all(|e| e.tenant_id == Some(a_id)));
     // Anonymous callers are asked to log in.
     assert!(matches!(
-        k.tenant(&anonymous, "team-a").await,
+        k.tenancy().tenant(&anonymous, "team-a").await,
         Err(Error::Unauthenticated)
     ));
     assert!(matches!(
-        k.list_tenants(&anonymous, &TenantFilter::default(), Page::default())
+        k.tenancy()
+            .list_tenants(&anonymous, &TenantFilter::default(), Page::default())
             .await,
         Err(Error::Unauthenticated)
     ));
@@ -355,6 +400,7 @@ async fn wrong_tenant_and_wrong_role_are_refused_and_audited(db: TestDatabase) {
         ..Default::default()
     };
     let denied: Vec<_> = k
+        .audit()
         .audit_events(&Actor::system(), &q, Page::default())
         .await
         .unwrap()
@@ -371,7 +417,7 @@ async fn audit_filters_by_actor_action_prefix_and_time(db: TestDatabase) {
     let db = &db;
     let k = kqueen(db).await;
     let alice = login(&k, "alice", &["team-a"]).await;
-    k.create_token(&alice, "ci", 1).await.unwrap();
+    k.tokens().create_token(&alice, "ci", 1).await.unwrap();
     let sys = Actor::system();
     let q = |actor: Option<&str>, action: Option<&str>| AuditQuery {
         actor: actor.map(Into::into),
@@ -382,7 +428,8 @@ async fn audit_filters_by_actor_action_prefix_and_time(db: TestDatabase) {
         let k = k.clone();
         let sys = sys.clone();
         async move {
-            k.audit_events(&sys, &q, Page::default())
+            k.audit()
+                .audit_events(&sys, &q, Page::default())
                 .await
                 .unwrap()
                 .len()
@@ -435,17 +482,26 @@ async fn a_token_revoked_by_another_process_stops_within_the_cache_ttl(db: TestD
     let one = kqueen(db).await.with_identity_cache_ttl(ttl);
     let two = kqueen(db).await.with_identity_cache_ttl(ttl);
     let alice = login(&one, "alice", &["team-a"]).await;
-    let issued = one.create_token(&alice, "laptop", 30).await.unwrap();
+    let issued = one
+        .tokens()
+        .create_token(&alice, "laptop", 30)
+        .await
+        .unwrap();
     for k in [&one, &two] {
         assert!(k
+            .tokens()
             .authenticate_token(&issued.secret)
             .await
             .unwrap()
             .is_some());
     }
-    one.revoke_token(&alice, issued.token.id).await.unwrap();
+    one.tokens()
+        .revoke_token(&alice, issued.token.id)
+        .await
+        .unwrap();
     assert!(
-        one.authenticate_token(&issued.secret)
+        one.tokens()
+            .authenticate_token(&issued.secret)
             .await
             .unwrap()
             .is_none(),
@@ -453,7 +509,8 @@ async fn a_token_revoked_by_another_process_stops_within_the_cache_ttl(db: TestD
     );
     tokio::time::sleep(ttl + std::time::Duration::from_millis(50)).await;
     assert!(
-        two.authenticate_token(&issued.secret)
+        two.tokens()
+            .authenticate_token(&issued.secret)
             .await
             .unwrap()
             .is_none(),

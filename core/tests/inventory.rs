@@ -252,7 +252,10 @@ async fn fleet(db: TestDatabase) -> Fleet {
         ("bob", "team-b"),
     ] {
         users.push(Actor::user(
-            k.login_external(&login(sub, group), None).await.unwrap(),
+            k.auth()
+                .login_external(&login(sub, group), None)
+                .await
+                .unwrap(),
         ));
     }
     let bob = users.pop().unwrap();
@@ -282,6 +285,7 @@ impl Fleet {
     async fn import(&self, who: &Actor, tenant: &str, name: &str, kubeconfig: &str) -> String {
         let (c, _) = self
             .k
+            .clusters()
             .request_cluster(
                 who,
                 ClusterRequest {
@@ -297,7 +301,14 @@ impl Fleet {
         config.poll_interval = Duration::from_millis(20);
         self.k.engine(config).run_until_idle().await.unwrap();
         let id = c.id.to_string();
-        let state = self.k.cluster_detail(who, &id).await.unwrap().cluster.state;
+        let state = self
+            .k
+            .clusters()
+            .cluster_detail(who, &id)
+            .await
+            .unwrap()
+            .cluster
+            .state;
         assert_eq!(state, ClusterState::Ready, "{name}");
         id
     }
@@ -315,7 +326,7 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
     drop(doomed);
 
     let started = Instant::now();
-    let results = f.k.sync_inventory().await.unwrap();
+    let results = f.k.fleet().sync_inventory().await.unwrap();
     assert!(started.elapsed() < Duration::from_secs(20));
     assert_eq!(results.len(), 2);
     let ok = results.iter().find(|r| r.cluster == "prod").unwrap();
@@ -324,7 +335,11 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
     assert!(dead.error.is_some(), "{dead:?}");
 
     // The cluster page's inventory.
-    let inv = f.k.cluster_inventory(&f.alice, &prod).await.unwrap();
+    let inv =
+        f.k.fleet()
+            .cluster_inventory(&f.alice, &prod)
+            .await
+            .unwrap();
     let status = inv.status.clone().unwrap();
     assert!(status.synced_at.is_some() && status.error.is_none());
     assert!(status.api_version.unwrap().starts_with("v1."));
@@ -392,7 +407,8 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
         ..FleetFilter::default()
     };
     let (images, total) =
-        f.k.fleet_images(&f.ops, &search, Page::default())
+        f.k.fleet()
+            .fleet_images(&f.ops, &search, Page::default())
             .await
             .unwrap();
     assert_eq!(total, 1);
@@ -418,14 +434,16 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
     );
     let first_seen = u.first_seen.unwrap();
     let (all, total) =
-        f.k.fleet_images(&f.ops, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_images(&f.ops, &FleetFilter::default(), Page::default())
             .await
             .unwrap();
     assert_eq!(total, 4, "{all:?}");
 
     // Versions of every cluster and node; the dead cluster is there without nodes.
     let (versions, total) =
-        f.k.fleet_versions(&f.ops, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_versions(&f.ops, &FleetFilter::default(), Page::default())
             .await
             .unwrap();
     assert_eq!(total, 3, "{versions:?}");
@@ -436,7 +454,8 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
 
     // Findings, most severe first, with counts per check.
     let (rows, total) =
-        f.k.fleet_findings(&f.ops, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_findings(&f.ops, &FleetFilter::default(), Page::default())
             .await
             .unwrap();
     assert_eq!(rows[0].finding.severity, Severity::High);
@@ -444,10 +463,15 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
         severity: Some(Severity::Medium),
         ..FleetFilter::default()
     };
-    let counts = f.k.fleet_finding_counts(&f.ops, &medium).await.unwrap();
+    let counts =
+        f.k.fleet()
+            .fleet_finding_counts(&f.ops, &medium)
+            .await
+            .unwrap();
     assert_eq!(counts.iter().map(|c| c.count).sum::<u64>(), total);
     let (rows, total) =
-        f.k.fleet_findings(&f.ops, &medium, Page::default())
+        f.k.fleet()
+            .fleet_findings(&f.ops, &medium, Page::default())
             .await
             .unwrap();
     assert!(rows.iter().all(|r| r.finding.severity == Severity::Medium));
@@ -455,7 +479,8 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
 
     // The dashboard: states, versions, totals, and who needs attention.
     let overview =
-        f.k.fleet_overview(&f.ops, &FleetFilter::default())
+        f.k.fleet()
+            .fleet_overview(&f.ops, &FleetFilter::default())
             .await
             .unwrap();
     assert_eq!(overview.by_state, [("Ready".to_owned(), 2)]);
@@ -478,75 +503,94 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
 
     // Tenants see their own clusters only, in every query.
     let (theirs, _) =
-        f.k.fleet_images(&f.bob, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_images(&f.bob, &FleetFilter::default(), Page::default())
             .await
             .unwrap();
     assert!(theirs.is_empty(), "{theirs:?}");
     let (versions, _) =
-        f.k.fleet_versions(&f.bob, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_versions(&f.bob, &FleetFilter::default(), Page::default())
             .await
             .unwrap();
     assert!(versions.iter().all(|v| v.cluster == "gone"));
     assert_eq!(
-        f.k.fleet_findings(&f.bob, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_findings(&f.bob, &FleetFilter::default(), Page::default())
             .await
             .unwrap()
             .1,
         0
     );
     let (mine, _) =
-        f.k.fleet_images(&f.alice, &FleetFilter::default(), Page::default())
+        f.k.fleet()
+            .fleet_images(&f.alice, &FleetFilter::default(), Page::default())
             .await
             .unwrap();
     assert_eq!(mine.len(), 4);
     // Asking for another tenant by name gives nothing, not their data.
     let (other, _) =
-        f.k.fleet_images(
-            &f.alice,
-            &FleetFilter {
-                tenant: Some("team-b".into()),
-                ..FleetFilter::default()
-            },
-            Page::default(),
-        )
-        .await
-        .unwrap();
+        f.k.fleet()
+            .fleet_images(
+                &f.alice,
+                &FleetFilter {
+                    tenant: Some("team-b".into()),
+                    ..FleetFilter::default()
+                },
+                Page::default(),
+            )
+            .await
+            .unwrap();
     assert!(other.is_empty());
     assert!(matches!(
-        f.k.cluster_inventory(&f.bob, &prod).await,
+        f.k.fleet().cluster_inventory(&f.bob, &prod).await,
         Err(Error::NotFound(_))
     ));
     // The dashboard is for operators and tenant admins.
     let admins =
-        f.k.fleet_overview(&f.adam, &FleetFilter::default())
+        f.k.fleet()
+            .fleet_overview(&f.adam, &FleetFilter::default())
             .await
             .unwrap();
     assert_eq!(admins.totals.clusters, 1);
     assert!(matches!(
-        f.k.fleet_overview(&f.alice, &FleetFilter::default()).await,
+        f.k.fleet()
+            .fleet_overview(&f.alice, &FleetFilter::default())
+            .await,
         Err(Error::Forbidden)
     ));
     assert!(matches!(
-        f.k.fleet_images(
-            &Actor::anonymous(),
-            &FleetFilter::default(),
-            Page::default()
-        )
-        .await,
+        f.k.fleet()
+            .fleet_images(
+                &Actor::anonymous(),
+                &FleetFilter::default(),
+                Page::default()
+            )
+            .await,
         Err(Error::Unauthenticated)
     ));
     // Only members of the cluster's tenant may sync it on demand.
-    assert!(f.k.sync_cluster_inventory(&f.bob, &prod).await.is_err());
-    let again = f.k.sync_cluster_inventory(&f.alice, &prod).await.unwrap();
+    assert!(f
+        .k
+        .fleet()
+        .sync_cluster_inventory(&f.bob, &prod)
+        .await
+        .is_err());
+    let again =
+        f.k.fleet()
+            .sync_cluster_inventory(&f.alice, &prod)
+            .await
+            .unwrap();
     assert_eq!(again.error, None);
     assert!(matches!(
-        f.k.sync_cluster_inventory(&f.bob, &gone).await,
+        f.k.fleet().sync_cluster_inventory(&f.bob, &gone).await,
         Ok(r) if r.error.is_some()
     ));
 
     // History: a second sync keeps "first seen".
     let (again, _) =
-        f.k.fleet_images(&f.ops, &search, Page::default())
+        f.k.fleet()
+            .fleet_images(&f.ops, &search, Page::default())
             .await
             .unwrap();
     assert_eq!(again[0].usages[0].first_seen, Some(first_seen));
@@ -702,7 +746,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         ..InventorySettings::default()
     });
     let started = Instant::now();
-    let results = k.sync_inventory().await.unwrap();
+    let results = k.fleet().sync_inventory().await.unwrap();
     let elapsed = started.elapsed();
     let result = |name: &str| {
         results
@@ -728,20 +772,21 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
 
     // Absurd quantities are clamped when stored, and no sum overflows: the dashboard works
     // and the next sync (which reads the fleet) too.
-    let inv = k.cluster_inventory(&f.bob, &evil_id).await.unwrap();
+    let inv = k.fleet().cluster_inventory(&f.bob, &evil_id).await.unwrap();
     assert_eq!(inv.nodes.len(), 3);
     assert!(inv
         .nodes
         .iter()
         .all(|n| n.capacity.memory_bytes == MAX_QUANTITY && n.capacity.cpu_millis == MAX_QUANTITY));
     let overview = k
+        .fleet()
         .fleet_overview(&f.ops, &FleetFilter::default())
         .await
         .unwrap();
     let evil_row = overview.clusters.iter().find(|c| c.name == "evil").unwrap();
     assert_eq!(evil_row.capacity.memory_bytes, 3 * MAX_QUANTITY);
     assert!(overview.totals.capacity.memory_bytes > 3 * MAX_QUANTITY);
-    assert!(k.sync_inventory().await.is_ok());
+    assert!(k.fleet().sync_inventory().await.is_ok());
     // Even clamped, enough nodes would overflow 64-bit integer sums (9000 × 2^50 > i64::MAX):
     // the sums are not integers.
     {
@@ -772,6 +817,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
             .await
             .unwrap();
         let o = k
+            .fleet()
             .fleet_overview(&f.ops, &FleetFilter::default())
             .await
             .unwrap();
@@ -779,7 +825,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         assert_eq!(row.nodes, 9000);
         assert_eq!(row.capacity.memory_bytes, 9000 * MAX_QUANTITY);
         assert_eq!(row.used.unwrap().cpu_millis, 9000 * MAX_QUANTITY);
-        assert!(k.sync_inventory().await.is_ok());
+        assert!(k.fleet().sync_inventory().await.is_ok());
     }
 
     // A cluster claiming v1.99 sets no floor and no "newest": prod's v1.33 is fine.
@@ -795,7 +841,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         !reasons(&overview, "prod").contains("behind"),
         "{overview:?}"
     );
-    let prod_inv = k.cluster_inventory(&f.alice, &prod).await.unwrap();
+    let prod_inv = k.fleet().cluster_inventory(&f.alice, &prod).await.unwrap();
     assert!(
         prod_inv
             .findings
@@ -816,6 +862,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     f.import(&f.alice, "team-a", "fresh", &fresh.admin_kubeconfig())
         .await;
     let o = floor
+        .fleet()
         .fleet_overview(&f.ops, &FleetFilter::default())
         .await
         .unwrap();
@@ -840,6 +887,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         ..FleetFilter::default()
     };
     let (rows, _) = k
+        .fleet()
         .fleet_images(&f.ops, &search(None, None), Page::default())
         .await
         .unwrap();
@@ -853,6 +901,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         (search(Some("team-b"), None), "evil"),
     ] {
         let (rows, _) = k
+            .fleet()
             .fleet_images(&f.ops, &filter, Page::default())
             .await
             .unwrap();
@@ -868,8 +917,8 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     // Two syncs of one cluster at once (the timer's and a Sync now) both succeed.
     for _ in 0..3 {
         let (a, b) = tokio::join!(
-            k.sync_cluster_inventory(&f.alice, &prod),
-            k.sync_cluster_inventory(&f.alice, &prod)
+            k.fleet().sync_cluster_inventory(&f.alice, &prod),
+            k.fleet().sync_cluster_inventory(&f.alice, &prod)
         );
         assert_eq!(a.unwrap().error, None);
         assert_eq!(b.unwrap().error, None);
@@ -884,6 +933,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     };
     let evil_only = search(None, Some("evil"));
     let (rows, _) = k
+        .fleet()
         .fleet_images(&f.ops, &evil_only, Page::default())
         .await
         .unwrap();
@@ -891,18 +941,21 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     let pods: Api<Pod> = Api::namespaced(evil.admin_client(), "web");
     pods.delete("web-1", &Default::default()).await.unwrap();
     assert_eq!(
-        k.sync_cluster_inventory(&f.bob, &evil_id)
+        k.fleet()
+            .sync_cluster_inventory(&f.bob, &evil_id)
             .await
             .unwrap()
             .error,
         None
     );
     let (rows, _) = k
+        .fleet()
         .fleet_images(&f.ops, &evil_only, Page::default())
         .await
         .unwrap();
     assert!(usage(&rows).is_none(), "gone: {rows:?}");
     let (history, total) = k
+        .fleet()
         .fleet_image_history(&f.ops, &evil_only, Page::default())
         .await
         .unwrap();
@@ -914,8 +967,12 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         "api/v1/namespaces/web/pods",
         pod_object("web-1", "huge-1", "nginx:1.27"),
     );
-    k.sync_cluster_inventory(&f.bob, &evil_id).await.unwrap();
+    k.fleet()
+        .sync_cluster_inventory(&f.bob, &evil_id)
+        .await
+        .unwrap();
     let (rows, _) = k
+        .fleet()
         .fleet_images(&f.ops, &evil_only, Page::default())
         .await
         .unwrap();
@@ -925,6 +982,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         "{again:?} after {before}"
     );
     let (history, _) = k
+        .fleet()
         .fleet_image_history(&f.ops, &evil_only, Page::default())
         .await
         .unwrap();
@@ -934,6 +992,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     );
     // Tenant members see their tenants' history only.
     let (mine, total) = k
+        .fleet()
         .fleet_image_history(&f.alice, &FleetFilter::default(), Page::default())
         .await
         .unwrap();

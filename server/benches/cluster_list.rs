@@ -102,7 +102,8 @@ async fn run(backend: &str, db: TestDatabase, seconds: u64) {
         let calls = 300;
         let t = Instant::now();
         for _ in 0..calls {
-            k.list_clusters(&cli, &filter, Page::default())
+            k.clusters()
+                .list_clusters(&cli, &filter, Page::default())
                 .await
                 .unwrap();
         }

@@ -245,19 +245,20 @@ async fn queries(backend: &str, db: TestDatabase, samples: usize) {
         tokio::time::sleep(Duration::from_secs(wait.parse().unwrap_or(600))).await;
     }
     let admin = Actor::user(
-        k.login_external(
-            &ExternalLogin {
-                issuer: "http://idp.test".into(),
-                subject: "ada".into(),
-                preferred_username: Some("ada".into()),
-                email: None,
-                name: None,
-                groups: vec!["t-03-admins".into()],
-            },
-            None,
-        )
-        .await
-        .unwrap(),
+        k.auth()
+            .login_external(
+                &ExternalLogin {
+                    issuer: "http://idp.test".into(),
+                    subject: "ada".into(),
+                    preferred_username: Some("ada".into()),
+                    email: None,
+                    name: None,
+                    groups: vec!["t-03-admins".into()],
+                },
+                None,
+            )
+            .await
+            .unwrap(),
     );
     let ops = Actor::cli(None);
     let core_cases: [(&str, &Actor, FleetFilter); 3] = [
@@ -278,7 +279,8 @@ async fn queries(backend: &str, db: TestDatabase, samples: usize) {
     ];
     for (name, actor, filter) in core_cases {
         let figures = time(samples, || async {
-            k.fleet_images(actor, &filter, Page::new(50, 0))
+            k.fleet()
+                .fleet_images(actor, &filter, Page::new(50, 0))
                 .await
                 .unwrap();
         })
@@ -286,7 +288,8 @@ async fn queries(backend: &str, db: TestDatabase, samples: usize) {
         println!("{backend}: {name:40} {figures}");
     }
     let figures = time(samples, || async {
-        k.fleet_overview(&ops, &FleetFilter::default())
+        k.fleet()
+            .fleet_overview(&ops, &FleetFilter::default())
             .await
             .unwrap();
     })
@@ -341,28 +344,30 @@ async fn sync(backend: &str, db: TestDatabase, n: usize) {
         ..InventorySettings::default()
     });
     let cli = Actor::cli(None);
-    k.create_tenant(
-        &cli,
-        NewTenant {
-            slug: "team".into(),
-            display_name: None,
-        },
-    )
-    .await
-    .unwrap();
-    kqueen_testkit::catalog::offer(&k, &cli, ("import", "existing", &[]), ("import", "")).await;
-    for i in 0..n {
-        k.request_cluster(
+    k.tenancy()
+        .create_tenant(
             &cli,
-            ClusterRequest {
-                tenant: Some("team".into()),
-                name: format!("c-{i:03}"),
-                template: "import".into(),
-                parameters: [("kubeconfig".to_owned(), fake.admin_kubeconfig())].into(),
+            NewTenant {
+                slug: "team".into(),
+                display_name: None,
             },
         )
         .await
         .unwrap();
+    kqueen_testkit::catalog::offer(&k, &cli, ("import", "existing", &[]), ("import", "")).await;
+    for i in 0..n {
+        k.clusters()
+            .request_cluster(
+                &cli,
+                ClusterRequest {
+                    tenant: Some("team".into()),
+                    name: format!("c-{i:03}"),
+                    template: "import".into(),
+                    parameters: [("kubeconfig".to_owned(), fake.admin_kubeconfig())].into(),
+                },
+            )
+            .await
+            .unwrap();
     }
     let work = tempfile::tempdir().unwrap();
     let mut config = EngineConfig::new(work.path().to_owned());
@@ -370,7 +375,7 @@ async fn sync(backend: &str, db: TestDatabase, n: usize) {
     k.engine(config).run_until_idle().await.unwrap();
     for round in 1..=2 {
         let t = Instant::now();
-        let results = k.sync_inventory().await.unwrap();
+        let results = k.fleet().sync_inventory().await.unwrap();
         let elapsed = t.elapsed().as_secs_f64();
         let failed = results.iter().filter(|r| r.error.is_some()).count();
         let mean_ms =

@@ -155,6 +155,7 @@ async fn user(cmd: UserCommand, settings: Settings) -> anyhow::Result<()> {
         (generated_password(), true)
     };
     let result = kqueen
+        .auth()
         .create_local_user(&cli_actor(), &username, &password, operator)
         .await;
     kqueen.shutdown().await;
@@ -170,12 +171,13 @@ async fn user(cmd: UserCommand, settings: Settings) -> anyhow::Result<()> {
 /// At first start with local accounts enabled and no operator yet, creates `admin` with a
 /// one-time password printed on standard error (never into the structured log).
 async fn bootstrap(state: &startup::AppState, settings: &Settings) -> anyhow::Result<()> {
-    if !settings.local_accounts || !state.kqueen.needs_bootstrap().await? {
+    if !settings.local_accounts || !state.kqueen.auth().needs_bootstrap().await? {
         return Ok(());
     }
     let password = generated_password();
     match state
         .kqueen
+        .auth()
         .create_local_user(&Actor::system(), "admin", &password, true)
         .await
     {
@@ -214,6 +216,7 @@ async fn tenant(cmd: TenantCommand, settings: Settings) -> anyhow::Result<()> {
     let result = match cmd {
         TenantCommand::Create { slug, name } => {
             let t = kqueen
+                .tenancy()
                 .create_tenant(
                     &actor,
                     NewTenant {
@@ -228,6 +231,7 @@ async fn tenant(cmd: TenantCommand, settings: Settings) -> anyhow::Result<()> {
             let filter = TenantFilter::from_query(filter.as_deref());
             let page = Page::first(Page::MAX_LIMIT);
             kqueen
+                .tenancy()
                 .list_tenants(&actor, &filter, page)
                 .await
                 .map(|list| {

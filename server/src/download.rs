@@ -20,7 +20,7 @@ pub async fn kubeconfig(
     Path(id): Path<String>,
 ) -> Response {
     let page = format!("/clusters/{}", query_escape(&id));
-    match state.kqueen.kubeconfig(&actor, &id).await {
+    match state.kqueen.access().kubeconfig(&actor, &id).await {
         Ok(d) => kubeconfig_response(d),
         Err(e) => Redirect::to(&kqueen_app::back_to(&page, Err(e))).into_response(),
     }

@@ -221,7 +221,7 @@ async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration) {
     loop {
         timer.tick().await;
         let started = std::time::Instant::now();
-        match kqueen.sync_inventory().await {
+        match kqueen.fleet().sync_inventory().await {
             Ok(results) => {
                 let failed = results.iter().filter(|r| r.error.is_some()).count();
                 tracing::info!(

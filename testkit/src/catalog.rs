@@ -21,7 +21,8 @@ pub async fn offer(
         settings,
         ..Default::default()
     };
-    k.create_provider(operator, provider_input)
+    k.catalog()
+        .create_provider(operator, provider_input)
         .await
         .expect("create the provider");
     let template_input = TemplateInput {
@@ -30,7 +31,8 @@ pub async fn offer(
         overrides: overrides.into(),
         ..Default::default()
     };
-    k.create_template(operator, template_input)
+    k.catalog()
+        .create_template(operator, template_input)
         .await
         .expect("create the template");
 }

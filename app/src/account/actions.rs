@@ -22,7 +22,7 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
     let result = match (days.parse::<u32>(), session) {
         (Err(_), _) => Err(ValidationError::new("days", "must be a number").into()),
         (Ok(_), None) => Err(Error::Corrupt("session".into())),
-        (Ok(days), Some(session)) => match k.create_token(&actor, &name, days).await {
+        (Ok(days), Some(session)) => match k.tokens().create_token(&actor, &name, days).await {
             Ok(issued) => session
                 .insert(super::sfn::FLASH_SECRET, issued.secret)
                 .await
@@ -42,7 +42,7 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
 pub async fn revoke_token(id: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = match uuid_of(&id) {
-        Some(id) => k.revoke_token(&actor, id).await,
+        Some(id) => k.tokens().revoke_token(&actor, id).await,
         None => Err(kqueen_core::Error::NotFound("token")),
     };
     crate::ssr::back("/tokens", result);

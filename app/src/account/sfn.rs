@@ -40,7 +40,7 @@ pub async fn get_login_options() -> Result<LoginOptions, AppError> {
 #[server(prefix = "/sfn", endpoint = "tokens")]
 pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let tokens = k.tokens(&actor).await?;
+    let tokens = k.tokens().list(&actor).await?;
     let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
     let new_secret = match session {
         Some(s) => s.remove::<String>(FLASH_SECRET).await.ok().flatten(),

@@ -23,10 +23,11 @@ pub async fn list_audit(
         since: Some(filter.since),
         until: Some(filter.until),
     };
-    let query = k.audit_query(&actor, &typed).await?;
+    let query = k.audit().audit_query(&actor, &typed).await?;
     let offset = offset.unwrap_or(0);
     // One row more than shown tells whether an older page exists.
     let mut events = k
+        .audit()
         .audit_events(&actor, &query, Page::new(AUDIT_PAGE_SIZE + 1, offset))
         .await?;
     let has_more = events.len() > AUDIT_PAGE_SIZE as usize;

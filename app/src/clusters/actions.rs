@@ -50,10 +50,10 @@ pub async fn request_cluster(
         template: template.clone(),
         parameters: params.clone(),
     };
-    match k.request_cluster(&actor, req).await {
+    match k.clusters().request_cluster(&actor, req).await {
         Ok((cluster, _)) => leptos_axum::redirect(&cluster_page(&cluster.id.to_string())),
         Err(e) => {
-            let secret: Vec<String> = match k.template(&actor, &template).await {
+            let secret: Vec<String> = match k.catalog().template(&actor, &template).await {
                 Ok(v) => v
                     .schema
                     .specs()
@@ -82,7 +82,7 @@ pub async fn request_cluster(
 #[server(prefix = "/sfn", endpoint = "delete_cluster")]
 pub async fn delete_cluster(id: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k.delete_cluster(&actor, &id).await.map(|_| ());
+    let result = k.clusters().delete_cluster(&actor, &id).await.map(|_| ());
     crate::ssr::back(&cluster_page(&id), result);
     Ok(())
 }
@@ -94,7 +94,7 @@ pub async fn scale_cluster(id: String, node_count: String) -> Result<(), AppErro
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = match node_count.trim().parse::<u32>() {
-        Ok(n) => k.scale_cluster(&actor, &id, n).await.map(|_| ()),
+        Ok(n) => k.clusters().scale_cluster(&actor, &id, n).await.map(|_| ()),
         Err(_) => Err(ValidationError::new("node_count", "must be a whole number").into()),
     };
     crate::ssr::back(&cluster_page(&id), result);
@@ -106,6 +106,7 @@ pub async fn scale_cluster(id: String, node_count: String) -> Result<(), AppErro
 pub async fn upgrade_cluster(id: String, kubernetes_version: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = k
+        .clusters()
         .upgrade_cluster(&actor, &id, &kubernetes_version)
         .await
         .map(|_| ());
@@ -118,7 +119,7 @@ pub async fn upgrade_cluster(id: String, kubernetes_version: String) -> Result<(
 pub async fn revoke_access(id: String, user: Option<String>) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let user = user.as_deref().filter(|u| !u.is_empty());
-    let result = k.revoke_access(&actor, &id, user).await;
+    let result = k.access().revoke_access(&actor, &id, user).await;
     crate::ssr::back(&cluster_page(&id), result);
     Ok(())
 }

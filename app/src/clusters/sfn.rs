@@ -106,6 +106,7 @@ pub async fn clusters_page(
     };
     let offset = offset.unwrap_or(0);
     let (clusters, total) = k
+        .clusters()
         .list_clusters(&actor, &filter, Page::new(CLUSTER_PAGE_SIZE, offset))
         .await?;
     Ok(ClustersPageDto {
@@ -153,10 +154,11 @@ pub async fn new_cluster_page(
         kind: v.provider_kind.to_string(),
     };
     let offered = k
+        .catalog()
         .list_templates(&actor, Some(&tenant), Page::new(Page::MAX_LIMIT, 0))
         .await?;
     page.templates = offered.iter().map(choice).collect();
-    let (q, u) = k.quota(&actor, &tenant).await?;
+    let (q, u) = k.tenancy().quota(&actor, &tenant).await?;
     let limit = |v: Option<u32>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
     page.quota = Some(format!(
         "{} of {} clusters, {} of {} nodes in use{}",
@@ -190,7 +192,7 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
     use crate::clusters::dto::{EventDto, OperationDto};
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let d = k.cluster_detail(&actor, &id).await?;
+    let d = k.clusters().cluster_detail(&actor, &id).await?;
     let busy = d
         .operations
         .first()

@@ -10,7 +10,11 @@ use crate::AppError;
 #[server(prefix = "/sfn", endpoint = "sync_inventory")]
 pub async fn sync_inventory(id: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k.sync_cluster_inventory(&actor, &id).await.map(|_| ());
+    let result = k
+        .fleet()
+        .sync_cluster_inventory(&actor, &id)
+        .await
+        .map(|_| ());
     let page = format!("/clusters/{}", crate::query::form_escape(&id));
     crate::ssr::back(&page, result);
     Ok(())

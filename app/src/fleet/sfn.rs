@@ -144,7 +144,7 @@ pub(crate) async fn cluster_inventory(
     cluster_id: &str,
     ready: bool,
 ) -> Result<Option<crate::fleet::dto::InventoryDto>, AppError> {
-    let inv = k.cluster_inventory(actor, cluster_id).await?;
+    let inv = k.fleet().cluster_inventory(actor, cluster_id).await?;
     if inv.status.is_none() && !ready {
         return Ok(None);
     }
@@ -166,7 +166,7 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
         tenant: tenant.unwrap_or_default(),
         ..FleetQuery::default()
     })?;
-    let o = k.fleet_overview(&actor, &filter).await?;
+    let o = k.fleet().fleet_overview(&actor, &filter).await?;
     let t = &o.totals;
     Ok(FleetPageDto {
         clusters: t.clusters,
@@ -214,6 +214,7 @@ pub async fn fleet_images_page(
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let offset = offset.unwrap_or(0);
     let (images, total) = k
+        .fleet()
         .fleet_images(
             &actor,
             &map::filter(&query)?,
@@ -269,6 +270,7 @@ pub async fn fleet_image_history_page(
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let offset = offset.unwrap_or(0);
     let (history, total) = k
+        .fleet()
         .fleet_image_history(
             &actor,
             &map::filter(&query)?,
@@ -309,6 +311,7 @@ pub async fn fleet_versions_page(
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let offset = offset.unwrap_or(0);
     let (versions, total) = k
+        .fleet()
         .fleet_versions(
             &actor,
             &map::filter(&query)?,
@@ -353,9 +356,10 @@ pub async fn fleet_findings_page(
     let filter = map::filter(&query)?;
     let offset = offset.unwrap_or(0);
     let (findings, total) = k
+        .fleet()
         .fleet_findings(&actor, &filter, Page::new(FLEET_PAGE_SIZE, offset))
         .await?;
-    let counts = k.fleet_finding_counts(&actor, &filter).await?;
+    let counts = k.fleet().fleet_finding_counts(&actor, &filter).await?;
     Ok(FindingsPageDto {
         chart: findings_chart(&counts),
         counts: counts

@@ -38,11 +38,11 @@ pub async fn save_provider(
     let original = original.filter(|o| !o.is_empty());
     let (result, form_page) = match &original {
         Some(name) => (
-            k.update_provider(&actor, name, input).await,
+            k.catalog().update_provider(&actor, name, input).await,
             format!("/providers?edit={}", form_escape(name)),
         ),
         None => (
-            k.create_provider(&actor, input).await,
+            k.catalog().create_provider(&actor, input).await,
             format!("/providers?kind={}", form_escape(&kind)),
         ),
     };
@@ -57,7 +57,7 @@ pub async fn save_provider(
 #[server(prefix = "/sfn", endpoint = "delete_provider")]
 pub async fn delete_provider(name: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k.delete_provider(&actor, &name).await;
+    let result = k.catalog().delete_provider(&actor, &name).await;
     crate::ssr::back("/providers", result);
     Ok(())
 }
@@ -110,8 +110,12 @@ pub async fn save_template(
     let original = original.filter(|o| !o.is_empty());
     let result = match (input, &original) {
         (Err(e), _) => Err(e),
-        (Ok(input), Some(name)) => k.update_template(&actor, name, input).await.map(|_| ()),
-        (Ok(input), None) => k.create_template(&actor, input).await.map(|_| ()),
+        (Ok(input), Some(name)) => k
+            .catalog()
+            .update_template(&actor, name, input)
+            .await
+            .map(|_| ()),
+        (Ok(input), None) => k.catalog().create_template(&actor, input).await.map(|_| ()),
     };
     match result {
         Ok(()) => leptos_axum::redirect("/providers"),
@@ -130,7 +134,7 @@ pub async fn save_template(
 #[server(prefix = "/sfn", endpoint = "delete_template")]
 pub async fn delete_template(name: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k.delete_template(&actor, &name).await;
+    let result = k.catalog().delete_template(&actor, &name).await;
     crate::ssr::back("/providers", result);
     Ok(())
 }

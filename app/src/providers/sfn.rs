@@ -14,11 +14,13 @@ pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
     use crate::providers::dto::{KindDto, ProviderDto, TemplateDto};
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let kinds = k.provider_kinds(&actor).await?;
+    let kinds = k.catalog().provider_kinds(&actor).await?;
     let providers = k
+        .catalog()
         .list_providers(&actor, Page::new(Page::MAX_LIMIT, 0))
         .await?;
     let templates = k
+        .catalog()
         .list_templates(&actor, None, Page::new(Page::MAX_LIMIT, 0))
         .await?;
     Ok(ProvidersPageDto {

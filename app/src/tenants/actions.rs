@@ -18,7 +18,7 @@ pub async fn create_tenant(slug: String, display_name: Option<String>) -> Result
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let input = NewTenant { slug, display_name };
-    match k.create_tenant(&actor, input).await {
+    match k.tenancy().create_tenant(&actor, input).await {
         Ok(t) => leptos_axum::redirect(&tenant_page(t.slug.as_str())),
         Err(e) => crate::ssr::back("/admin", Err(e)),
     }
@@ -36,7 +36,11 @@ pub async fn put_member(
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = match Role::parse(role.as_deref().unwrap_or("member")) {
-        Ok(role) => k.put_member(&actor, &tenant, username.trim(), role).await,
+        Ok(role) => {
+            k.tenancy()
+                .put_member(&actor, &tenant, username.trim(), role)
+                .await
+        }
         Err(e) => Err(e.into()),
     };
     crate::ssr::back(&tenant_page(&tenant), result);
@@ -47,7 +51,10 @@ pub async fn put_member(
 #[server(prefix = "/sfn", endpoint = "remove_member")]
 pub async fn remove_member(tenant: String, username: String) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k.remove_member(&actor, &tenant, username.trim()).await;
+    let result = k
+        .tenancy()
+        .remove_member(&actor, &tenant, username.trim())
+        .await;
     crate::ssr::back(&tenant_page(&tenant), result);
     Ok(())
 }
@@ -81,7 +88,7 @@ pub async fn set_quota(
         })
     })();
     let result = match quota {
-        Ok(q) => k.set_quota(&actor, &tenant, q).await.map(|_| ()),
+        Ok(q) => k.tenancy().set_quota(&actor, &tenant, q).await.map(|_| ()),
         Err(e) => Err(e),
     };
     crate::ssr::back(&tenant_page(&tenant), result);

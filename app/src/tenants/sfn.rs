@@ -16,6 +16,7 @@ pub async fn list_tenants(q: Option<String>) -> Result<Vec<Tenant>, AppError> {
 
     let filter = TenantFilter::from_query(q.as_deref());
     let tenants = crate::ssr::kqueen()?
+        .tenancy()
         .list_tenants(&crate::ssr::actor(), &filter, Page::first(Page::MAX_LIMIT))
         .await?;
     Ok(tenants.into_iter().map(Into::into).collect())
@@ -27,9 +28,9 @@ pub async fn tenant_page(slug: String) -> Result<TenantPageDto, AppError> {
     use kqueen_core::policy::{check, Permission};
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let tenant = k.tenant(&actor, &slug).await?;
+    let tenant = k.tenancy().tenant(&actor, &slug).await?;
     let can_manage = check(&actor, Permission::ManageMembers(tenant.id)).is_ok();
-    let members = k.members(&actor, &slug).await?;
+    let members = k.tenancy().members(&actor, &slug).await?;
     Ok(TenantPageDto {
         tenant: tenant.into(),
         members: members.into_iter().map(Into::into).collect(),
@@ -43,7 +44,7 @@ pub async fn quota(tenant: String) -> Result<QuotaDto, AppError> {
     use kqueen_core::policy::{check, Permission};
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let (q, u) = k.quota(&actor, &tenant).await?;
+    let (q, u) = k.tenancy().quota(&actor, &tenant).await?;
     Ok(QuotaDto {
         max_clusters: q.max_clusters,
         max_nodes: q.max_nodes,

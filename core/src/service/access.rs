@@ -4,12 +4,14 @@
 
 use uuid::Uuid;
 
-use super::Kqueen;
+use super::cluster_admin::{access_error, ClusterAdmin};
+use super::clusters::Clusters;
+use super::guard::Guard;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{Cluster, ClusterState};
+use crate::deps::Deps;
 use crate::policy::{self, Permission};
-use crate::vault::names::kubeconfig_name;
-use crate::vault::{Secret, SecretRef};
+use crate::vault::Secret;
 use crate::{Actor, Error, Result, ValidationError};
 
 /// A downloaded kubeconfig.
@@ -19,19 +21,6 @@ pub struct KubeconfigDownload {
     pub yaml: Secret,
     /// Per-user kubeconfigs expire; the admin one does not.
     pub expires_at: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-pub(super) fn access_error(e: crate::kubernetes::AccessError) -> Error {
-    use crate::kubernetes::AccessError as A;
-    match e {
-        A::Invalid(v) => Error::Invalid(v),
-        A::Unsupported(reason) => Error::Conflict(format!(
-            "this cluster cannot issue per-user kubeconfigs: {reason}"
-        )),
-        A::Transient(reason) => {
-            Error::Conflict(format!("the cluster did not answer ({reason}); try again"))
-        }
-    }
 }
 
 /// What an issued kubeconfig may do, for the audit detail: "edit in 3 namespace(s): a, b, c"
@@ -68,21 +57,48 @@ fn granted_scope(
     )
 }
 
-impl Kqueen {
+/// Kubeconfigs and per-user access to clusters.
+#[derive(Clone)]
+pub struct Access {
+    deps: Deps,
+    guard: Guard,
+    clusters: Clusters,
+    admin: ClusterAdmin,
+}
+
+impl Access {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        clusters: &Clusters,
+        admin: &ClusterAdmin,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            clusters: clusters.clone(),
+            admin: admin.clone(),
+        }
+    }
+}
+
+impl Access {
     /// The admin kubeconfig of a cluster (operators). Audited.
     pub async fn admin_kubeconfig(&self, actor: &Actor, id: &str) -> Result<KubeconfigDownload> {
         let cluster = self
+            .clusters
             .visible_cluster(actor, id, action::KUBECONFIG_ADMIN)
             .await?;
-        self.authorize(
-            actor,
-            Permission::AdminKubeconfig,
-            action::KUBECONFIG_ADMIN,
-            cluster.name.as_str(),
-            Some(cluster.tenant_id),
-        )
-        .await?;
-        let yaml = self.stored_kubeconfig(&cluster).await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::AdminKubeconfig,
+                action::KUBECONFIG_ADMIN,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+            )
+            .await?;
+        let yaml = self.admin.stored_kubeconfig(&cluster).await?;
         let audit = AuditEvent::success(actor, action::KUBECONFIG_ADMIN, cluster.name.as_str())
             .in_tenant(cluster.tenant_id);
         self.deps.store.record_audit(&audit).await?;
@@ -101,6 +117,7 @@ impl Kqueen {
             return self.admin_kubeconfig(actor, id).await;
         }
         let cluster = self
+            .clusters
             .visible_cluster(actor, id, action::KUBECONFIG_ISSUE)
             .await?;
         let Some(who) = actor.identity() else {
@@ -112,51 +129,15 @@ impl Kqueen {
         let result = self
             .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role)
             .await;
-        self.audited(
-            actor,
-            action::KUBECONFIG_ISSUE,
-            cluster.name.as_str(),
-            Some(cluster.tenant_id),
-            result,
-        )
-        .await
-    }
-
-    /// What tenant admins get in `cluster`: its template's choice; the default when the
-    /// cluster has no template (any more).
-    pub(super) async fn admin_access_of(
-        &self,
-        cluster: &Cluster,
-    ) -> Result<crate::cluster::AdminAccess> {
-        let Some(id) = cluster.template_id else {
-            return Ok(crate::cluster::AdminAccess::default());
-        };
-        match self.deps.store.template(id).await {
-            Ok(t) => Ok(t.admin_access),
-            Err(Error::NotFound(_)) => Ok(crate::cluster::AdminAccess::default()),
-            Err(e) => Err(e),
-        }
-    }
-
-    pub(super) async fn admin_client(
-        &self,
-        cluster: &Cluster,
-    ) -> Result<(kube::Client, crate::kubernetes::ParsedKubeconfig)> {
-        let admin = self.stored_kubeconfig(cluster).await?;
-        let text = std::str::from_utf8(admin.expose())
-            .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
-        // Checked again at every use: the provider may no longer allow credential plugins.
-        let allow_exec = self
-            .provisioner_of(cluster)
-            .await?
-            .is_some_and(|(p, config)| p.allows_exec(&config));
-        let parsed = crate::kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
-            Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
-        })?;
-        let client = crate::kubernetes::client(&parsed, self.deps.settings.request_check_timeout)
+        self.guard
+            .audited(
+                actor,
+                action::KUBECONFIG_ISSUE,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+                result,
+            )
             .await
-            .map_err(|e| Error::Conflict(format!("cannot reach the cluster: {e}")))?;
-        Ok((client, parsed))
     }
 
     async fn issue_user_kubeconfig(
@@ -173,7 +154,7 @@ impl Kqueen {
                 cluster.state.label()
             )));
         }
-        let (client, parsed) = self.admin_client(cluster).await?;
+        let (client, parsed) = self.admin.admin_client(cluster).await?;
         let mut req = crate::kubernetes::UserAccess::new(
             username,
             &cluster.tenant_slug,
@@ -181,7 +162,7 @@ impl Kqueen {
             self.deps.settings.user_token_ttl,
         );
         req.context_name = Some(format!("{}-{}", cluster.tenant_slug, cluster.name));
-        req.admin_access = self.admin_access_of(cluster).await?;
+        req.admin_access = self.admin.admin_access_of(cluster).await?;
         let issued = tokio::time::timeout(
             self.deps.settings.request_check_timeout * 2,
             crate::kubernetes::issue_user_kubeconfig(client, &parsed.endpoint(), &req),
@@ -222,6 +203,7 @@ impl Kqueen {
     /// operators): deletes the ServiceAccount, which invalidates every token issued to it.
     pub async fn revoke_access(&self, actor: &Actor, id: &str, user: Option<&str>) -> Result<()> {
         let cluster = self
+            .clusters
             .visible_cluster(actor, id, action::ACCESS_REVOKE)
             .await?;
         let own = actor.identity().map(|i| i.username.as_str());
@@ -229,14 +211,15 @@ impl Kqueen {
             (Some(u), Some(me)) if u == me => me.to_owned(),
             (None, Some(me)) => me.to_owned(),
             (Some(u), _) => {
-                self.authorize(
-                    actor,
-                    Permission::ManageAccess(cluster.tenant_id),
-                    action::ACCESS_REVOKE,
-                    u,
-                    Some(cluster.tenant_id),
-                )
-                .await?;
+                self.guard
+                    .authorize(
+                        actor,
+                        Permission::ManageAccess(cluster.tenant_id),
+                        action::ACCESS_REVOKE,
+                        u,
+                        Some(cluster.tenant_id),
+                    )
+                    .await?;
                 u.to_owned()
             }
             (None, None) => {
@@ -252,7 +235,7 @@ impl Kqueen {
                 .user_by_username(&target)
                 .await?
                 .ok_or_else(|| Error::Invalid(ValidationError::new("user", "no such user")))?;
-            let (client, _) = self.admin_client(&cluster).await?;
+            let (client, _) = self.admin.admin_client(&cluster).await?;
             let removed = crate::kubernetes::revoke_user_access(client, &target)
                 .await
                 .map_err(access_error)?;
@@ -274,30 +257,15 @@ impl Kqueen {
             Ok(())
         }
         .await;
-        self.audited(
-            actor,
-            action::ACCESS_REVOKE,
-            cluster.name.as_str(),
-            Some(cluster.tenant_id),
-            result,
-        )
-        .await
-    }
-
-    pub(crate) async fn stored_kubeconfig(&self, cluster: &Cluster) -> Result<Secret> {
-        if cluster.state == ClusterState::Provisioning {
-            return Err(Error::Conflict(
-                "the cluster is still being provisioned".into(),
-            ));
-        }
-        self.deps
-            .vault
-            .get(&SecretRef::tenant(
-                cluster.tenant_id,
-                kubeconfig_name(cluster.id),
-            ))
-            .await?
-            .ok_or_else(|| Error::Conflict("no kubeconfig is stored for this cluster".into()))
+        self.guard
+            .audited(
+                actor,
+                action::ACCESS_REVOKE,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+                result,
+            )
+            .await
     }
 
     /// Removes every per-user ServiceAccount KQueen created in `cluster`, before KQueen
@@ -315,7 +283,7 @@ impl Kqueen {
             Err(e) => return Some(format!("Could not list the users' ServiceAccounts: {e}")),
         };
         let work = async {
-            let (client, _) = self.admin_client(cluster).await?;
+            let (client, _) = self.admin.admin_client(cluster).await?;
             crate::kubernetes::remove_all_access(client, &users)
                 .await
                 .map_err(access_error)?;

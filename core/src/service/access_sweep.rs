@@ -10,10 +10,13 @@ use std::collections::BTreeMap;
 use futures::StreamExt;
 use uuid::Uuid;
 
-use super::access::access_error;
-use super::Kqueen;
+use std::sync::Arc;
+
+use super::cluster_admin::{access_error, ClusterAdmin};
+use super::sweep_gate::SweepGate;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::Cluster;
+use crate::deps::Deps;
 use crate::identity::Role;
 use crate::kubernetes::{AccessChanges, Grant, RoleMap};
 use crate::store;
@@ -22,7 +25,26 @@ use crate::{Actor, Error, Result};
 /// How many clusters one pass sweeps at once.
 const PARALLEL_CLUSTERS: usize = 4;
 
-impl Kqueen {
+/// Keeps the users' access in every cluster in line with KQueen's records.
+#[derive(Clone)]
+pub struct AccessSweep {
+    deps: Deps,
+    admin: ClusterAdmin,
+    /// At most one background pass at a time.
+    gate: Arc<SweepGate>,
+}
+
+impl AccessSweep {
+    pub(super) fn new(deps: Deps, admin: ClusterAdmin) -> Self {
+        Self {
+            deps,
+            admin,
+            gate: Arc::default(),
+        }
+    }
+}
+
+impl AccessSweep {
     /// Deletes the ServiceAccounts of users who left a cluster's tenant, whose role there
     /// changed, or who were disabled, so that the kubeconfigs issued to them stop working at
     /// once instead of when their tokens expire (after a role change the user downloads a new
@@ -71,7 +93,7 @@ impl Kqueen {
         cluster: &Cluster,
         accesses: &[store::StaleAccess],
     ) -> std::result::Result<usize, (usize, Error)> {
-        let (client, _) = self.admin_client(cluster).await.map_err(|e| (0, e))?;
+        let (client, _) = self.admin.admin_client(cluster).await.map_err(|e| (0, e))?;
         let mut done = 0;
         for access in accesses {
             // Read again just before acting: a download since the list was read (after a role
@@ -164,7 +186,7 @@ impl Kqueen {
         cluster: &Cluster,
         grants: &[store::AccessGrant],
     ) -> Result<AccessChanges> {
-        let admin_access = self.admin_access_of(cluster).await?;
+        let admin_access = self.admin.admin_access_of(cluster).await?;
         let grants: Vec<Grant> = grants
             .iter()
             .filter_map(|g| {
@@ -175,7 +197,7 @@ impl Kqueen {
                 })
             })
             .collect();
-        let (client, _) = self.admin_client(cluster).await?;
+        let (client, _) = self.admin.admin_client(cluster).await?;
         let changes =
             crate::kubernetes::reconcile_access(client, &grants, &RoleMap::default(), admin_access)
                 .await
@@ -202,7 +224,7 @@ impl Kqueen {
             return;
         };
         let k = self.clone();
-        self.access_sweep.request(&runtime, move || {
+        self.gate.request(&runtime, move || {
             let k = k.clone();
             async move {
                 match k.revoke_stale_access().await {

@@ -1,17 +1,37 @@
 //! Reading the audit trail: operators see everything, tenant admins their tenants' events.
 
-use super::Kqueen;
+use super::guard::Guard;
+use super::tenants::Tenancy;
 use crate::audit::{action, filter_text, time_bound, AuditEvent, AuditFilter, AuditQuery};
+use crate::deps::Deps;
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::{Actor, Error, Result};
 
-impl Kqueen {
+/// The audit trail, as each actor may read it.
+#[derive(Clone)]
+pub struct AuditLog {
+    deps: Deps,
+    guard: Guard,
+    tenancy: Tenancy,
+}
+
+impl AuditLog {
+    pub(super) fn new(deps: &Deps, guard: &Guard, tenancy: &Tenancy) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            tenancy: tenancy.clone(),
+        }
+    }
+}
+
+impl AuditLog {
     /// Turns typed-in filters into a query, resolving the tenant as the actor sees it (a tenant
     /// the actor may not view is "not found", and audited).
     pub async fn audit_query(&self, actor: &Actor, filter: &AuditFilter) -> Result<AuditQuery> {
         let tenant_id = match filter_text(filter.tenant.as_deref()) {
-            Some(slug) => Some(self.tenant(actor, &slug).await?.id),
+            Some(slug) => Some(self.tenancy.tenant(actor, &slug).await?.id),
             None => None,
         };
         let bound = |field, raw: &Option<String>, end| {
@@ -47,19 +67,21 @@ impl Kqueen {
             let e = policy::check(actor, Permission::ViewAllAudit)
                 .err()
                 .unwrap_or(Error::Forbidden);
-            self.audit_refusal(actor, action::AUDIT_VIEW, "audit", None, &e)
+            self.guard
+                .audit_refusal(actor, action::AUDIT_VIEW, "audit", None, &e)
                 .await?;
             return Err(e);
         }
         if let Some(t) = query.tenant_id {
-            self.authorize(
-                actor,
-                Permission::ViewTenantAudit(t),
-                action::AUDIT_VIEW,
-                "audit",
-                Some(t),
-            )
-            .await?;
+            self.guard
+                .authorize(
+                    actor,
+                    Permission::ViewTenantAudit(t),
+                    action::AUDIT_VIEW,
+                    "audit",
+                    Some(t),
+                )
+                .await?;
         }
         let scoped = AuditQuery {
             within_tenants: Some(admin_of),

@@ -3,14 +3,20 @@
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
-use super::Kqueen;
+use super::access_sweep::AccessSweep;
+use super::guard::Guard;
+use super::identity_cache::IdentityCache;
+use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent, Outcome};
+use crate::deps::Deps;
+use crate::identity::GroupMap;
 use crate::identity::{Identity, Username};
 use crate::policy::Permission;
 use crate::secret;
 use crate::tenant::{NewTenant, TenantSlug};
 use crate::user::User;
 use crate::{Actor, Error, Result};
+use std::sync::Arc;
 
 /// What the identity provider says about a user after a verified login.
 #[derive(Debug, Clone, Default)]
@@ -40,7 +46,38 @@ impl ExternalLogin {
     }
 }
 
-impl Kqueen {
+/// Sign-in (identity provider and local accounts), identities, local users.
+#[derive(Clone)]
+pub struct Auth {
+    deps: Deps,
+    guard: Guard,
+    tenancy: Tenancy,
+    sweep: AccessSweep,
+    group_map: Arc<GroupMap>,
+    identities: Arc<IdentityCache>,
+}
+
+impl Auth {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        tenancy: &Tenancy,
+        sweep: &AccessSweep,
+        group_map: Arc<GroupMap>,
+        identities: Arc<IdentityCache>,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            tenancy: tenancy.clone(),
+            sweep: sweep.clone(),
+            group_map,
+            identities,
+        }
+    }
+}
+
+impl Auth {
     /// Signs in a user verified by the identity provider: creates or updates the user, and
     /// recomputes their provider-derived tenants and operator flag from their groups (so that
     /// leaving a group removes the access at the next login). Mapped tenants that do not exist
@@ -94,11 +131,12 @@ impl Kqueen {
         // them, which of their ServiceAccounts in clusters are still due).
         self.identities.clear();
         if upserted.is_ok() {
-            self.sweep_access_soon();
+            self.sweep.sweep_access_soon();
         }
         if let Err(e) = upserted {
             if e.is_client_error() {
-                self.audit_refusal(&actor, action::LOGIN, &user.username, None, &e)
+                self.guard
+                    .audit_refusal(&actor, action::LOGIN, &user.username, None, &e)
                     .await?;
             }
             return Err(e);
@@ -114,7 +152,7 @@ impl Kqueen {
                     slug: slug.to_string(),
                     display_name: None,
                 };
-                match self.create_tenant(&Actor::system(), input).await {
+                match self.tenancy.create_tenant(&Actor::system(), input).await {
                     Ok(t) => Ok(t.id),
                     // Created meanwhile by a concurrent login.
                     Err(Error::Conflict(_)) => Ok(self.deps.store.tenant_by_slug(slug).await?.id),
@@ -210,19 +248,21 @@ impl Kqueen {
         password: &str,
         operator: bool,
     ) -> Result<User> {
-        self.authorize(
-            actor,
-            Permission::ManageUsers,
-            action::USER_CREATE,
-            username,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageUsers,
+                action::USER_CREATE,
+                username,
+                None,
+            )
+            .await?;
         let name = match Username::parse(username) {
             Ok(n) => n,
             Err(e) => {
                 let e = Error::Invalid(e);
-                self.audit_refusal(actor, action::USER_CREATE, username, None, &e)
+                self.guard
+                    .audit_refusal(actor, action::USER_CREATE, username, None, &e)
                     .await?;
                 return Err(e);
             }
@@ -249,7 +289,8 @@ impl Kqueen {
             .await
         {
             if e.is_client_error() {
-                self.audit_refusal(actor, action::USER_CREATE, username, None, &e)
+                self.guard
+                    .audit_refusal(actor, action::USER_CREATE, username, None, &e)
                     .await?;
             }
             return Err(e);

@@ -1,20 +1,22 @@
 //! Clusters: request, list, view, scale, upgrade, delete. Kubeconfigs and per-user access
 //! are in `access.rs`, tenants' quotas in `quotas.rs`.
 
-use std::sync::Arc;
-
 use uuid::Uuid;
 
+use super::cluster_admin::ClusterAdmin;
+use super::guard::Guard;
+use super::providers::Catalog;
 use super::templates::refined_schema;
-use super::Kqueen;
+use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterRequest, ClusterState, EventKind,
     Operation, OperationKind,
 };
+use crate::deps::Deps;
 use crate::page::Page;
 use crate::policy::{self, Permission};
-use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params, Provisioner};
+use crate::provisioner::{Capabilities, OpContext, ParamKind, ParamSchema, Params};
 use crate::tenant::Tenant;
 use crate::vault::names;
 use crate::vault::Secret;
@@ -42,7 +44,35 @@ pub struct ClusterDetail {
 }
 
 /// Where a secret cluster parameter (an uploaded kubeconfig) lives in the vault.
-impl Kqueen {
+/// Clusters: request, view, scale, upgrade, delete (as durable operations).
+#[derive(Clone)]
+pub struct Clusters {
+    deps: Deps,
+    guard: Guard,
+    tenancy: Tenancy,
+    catalog: Catalog,
+    admin: ClusterAdmin,
+}
+
+impl Clusters {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        tenancy: &Tenancy,
+        catalog: &Catalog,
+        admin: &ClusterAdmin,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            tenancy: tenancy.clone(),
+            catalog: catalog.clone(),
+            admin: admin.clone(),
+        }
+    }
+}
+
+impl Clusters {
     /// Accepts a cluster request: validates it against the template, checks the quota, stores
     /// the cluster and its create operation. Provisioning happens in the background.
     #[tracing::instrument(skip_all, fields(actor = %actor, tenant = ?req.tenant, name = %req.name))]
@@ -53,28 +83,31 @@ impl Kqueen {
     ) -> Result<(Cluster, Operation)> {
         let slug = match req.tenant.as_deref().map(str::trim) {
             Some(slug) if !slug.is_empty() => slug.to_owned(),
-            _ => Self::only_tenant(actor, Permission::ManageClusters)?,
+            _ => Tenancy::only_tenant(actor, Permission::ManageClusters)?,
         };
         let tenant = self
+            .tenancy
             .visible_tenant(actor, &slug, action::CLUSTER_CREATE)
             .await?;
-        self.authorize(
-            actor,
-            Permission::ManageClusters(tenant.id),
-            action::CLUSTER_CREATE,
-            &req.name,
-            Some(tenant.id),
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageClusters(tenant.id),
+                action::CLUSTER_CREATE,
+                &req.name,
+                Some(tenant.id),
+            )
+            .await?;
         let result = self.try_request_cluster(actor, &tenant, &req).await;
-        self.audited(
-            actor,
-            action::CLUSTER_CREATE,
-            &req.name,
-            Some(tenant.id),
-            result,
-        )
-        .await
+        self.guard
+            .audited(
+                actor,
+                action::CLUSTER_CREATE,
+                &req.name,
+                Some(tenant.id),
+                result,
+            )
+            .await
     }
 
     async fn try_request_cluster(
@@ -84,7 +117,7 @@ impl Kqueen {
         req: &ClusterRequest,
     ) -> Result<(Cluster, Operation)> {
         let name = ClusterName::parse(req.name.trim())?;
-        let view = match self.template(actor, req.template.trim()).await {
+        let view = match self.catalog.template(actor, req.template.trim()).await {
             Ok(v) => v,
             Err(Error::NotFound(_)) => {
                 return Err(ValidationError::new("template", "no such template").into())
@@ -122,7 +155,7 @@ impl Kqueen {
         quota.admit(usage, node_count).map_err(Error::Conflict)?;
 
         let id = Uuid::now_v7();
-        let provisioner = self.provisioner(provider.kind)?;
+        let provisioner = self.catalog.provisioner(provider.kind)?;
         // Request-time checks (e.g. an imported cluster answers), with a bounded time.
         let mut ctx = OpContext::new(
             name.as_str(),
@@ -220,26 +253,11 @@ impl Kqueen {
         Ok((cluster, op))
     }
 
-    /// The cluster's provisioner and its provider's current settings; `None` when this portal
-    /// has no provisioner of its kind or the provider is gone.
-    pub(super) async fn provisioner_of(
-        &self,
-        cluster: &Cluster,
-    ) -> Result<Option<(Arc<dyn Provisioner>, Params)>> {
-        let Some(p) = self.deps.registry.get(cluster.provider_kind) else {
-            return Ok(None);
-        };
-        match self.deps.store.provider(cluster.provider_id).await {
-            Ok(provider) => Ok(Some((p, provider.config))),
-            Err(Error::NotFound(_)) => Ok(None),
-            Err(e) => Err(e),
-        }
-    }
-
     /// What the cluster's provider can do with its current settings (nothing, when this
     /// portal has no provisioner of its kind or the provider is gone).
     async fn capabilities_of(&self, cluster: &Cluster) -> Result<Capabilities> {
         Ok(self
+            .admin
             .provisioner_of(cluster)
             .await?
             .map(|(p, config)| p.capabilities_for(&config))
@@ -267,7 +285,8 @@ impl Kqueen {
         let scope = match self.cluster_scope(actor) {
             Ok(s) => s,
             Err(e) => {
-                self.audit_refusal(actor, action::CLUSTER_LIST, "clusters", None, &e)
+                self.guard
+                    .audit_refusal(actor, action::CLUSTER_LIST, "clusters", None, &e)
                     .await?;
                 return Err(e);
             }
@@ -303,7 +322,8 @@ impl Kqueen {
             None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
             None => Error::NotFound("cluster"),
         };
-        self.audit_refusal(actor, action, id, tenant, &error)
+        self.guard
+            .audit_refusal(actor, action, id, tenant, &error)
             .await?;
         Err(error)
     }
@@ -331,7 +351,7 @@ impl Kqueen {
                 version_options = options.clone();
             }
         }
-        let admin_access = self.admin_access_of(&cluster).await?;
+        let admin_access = self.admin.admin_access_of(&cluster).await?;
         Ok(ClusterDetail {
             node_range,
             version_options,
@@ -366,23 +386,25 @@ impl Kqueen {
         verb: &str,
     ) -> Result<Operation> {
         let cluster = self.visible_cluster(actor, id, verb).await?;
-        self.authorize(
-            actor,
-            Permission::ManageClusters(cluster.tenant_id),
-            verb,
-            cluster.name.as_str(),
-            Some(cluster.tenant_id),
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageClusters(cluster.tenant_id),
+                verb,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+            )
+            .await?;
         let result = self.try_enqueue(actor, &cluster, kind, target, verb).await;
-        self.audited(
-            actor,
-            verb,
-            cluster.name.as_str(),
-            Some(cluster.tenant_id),
-            result,
-        )
-        .await
+        self.guard
+            .audited(
+                actor,
+                verb,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+                result,
+            )
+            .await
     }
 
     async fn try_enqueue(
@@ -501,7 +523,7 @@ impl Kqueen {
     /// The cluster parameters its template allows (refined schema), the values it fixes, and
     /// the template's name; the provisioner's schema when the template is gone.
     async fn template_schema(&self, cluster: &Cluster) -> Result<(ParamSchema, Params, String)> {
-        let provisioner = self.provisioner(cluster.provider_kind)?;
+        let provisioner = self.catalog.provisioner(cluster.provider_kind)?;
         let template = match cluster.template_id {
             Some(id) => match self.deps.store.template(id).await {
                 Ok(t) => Some(t),

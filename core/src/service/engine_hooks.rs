@@ -11,10 +11,10 @@ use crate::engine::EngineHooks;
 #[async_trait]
 impl EngineHooks for Kqueen {
     fn sweep_access_soon(&self) {
-        Kqueen::sweep_access_soon(self)
+        self.access_sweep().sweep_access_soon()
     }
 
     async fn revoke_all_access(&self, cluster: &Cluster, within: Duration) -> Option<String> {
-        Kqueen::revoke_all_access(self, cluster, within).await
+        self.access().revoke_all_access(cluster, within).await
     }
 }

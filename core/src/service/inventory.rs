@@ -9,9 +9,13 @@ use futures::stream::{self, StreamExt};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use super::Kqueen;
+use super::cluster_admin::ClusterAdmin;
+use super::clusters::Clusters;
+use super::guard::Guard;
+use super::providers::Catalog;
 use crate::audit::{action, AuditEvent, Outcome};
 use crate::cluster::{Cluster, ClusterState};
+use crate::deps::Deps;
 use crate::identity::Role;
 use crate::inventory::checks::{self, AuditCheck, CheckSettings};
 use crate::inventory::fleet::{
@@ -23,6 +27,7 @@ use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::provisioner::ParamKind;
 use crate::{Actor, Error, Result};
+use std::sync::Arc;
 
 /// How the inventory sync runs.
 #[derive(Debug, Clone)]
@@ -114,16 +119,38 @@ fn format_minor((major, minor): (u32, u32)) -> String {
     format!("{major}.{minor}")
 }
 
-impl Kqueen {
-    pub fn with_inventory_settings(mut self, settings: InventorySettings) -> Self {
-        self.inventory = std::sync::Arc::new(settings);
-        self
-    }
+/// Inventories of the clusters (sync, the cluster page's view) and the fleet views over them.
+#[derive(Clone)]
+pub struct Fleet {
+    deps: Deps,
+    guard: Guard,
+    clusters: Clusters,
+    catalog: Catalog,
+    admin: ClusterAdmin,
+    settings: Arc<InventorySettings>,
+}
 
-    pub fn inventory_settings(&self) -> &InventorySettings {
-        &self.inventory
+impl Fleet {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        clusters: &Clusters,
+        catalog: &Catalog,
+        admin: &ClusterAdmin,
+        settings: Arc<InventorySettings>,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            clusters: clusters.clone(),
+            catalog: catalog.clone(),
+            admin: admin.clone(),
+            settings,
+        }
     }
+}
 
+impl Fleet {
     /// Syncs every Ready cluster, `concurrency` at a time, each within `timeout`: one dead
     /// cluster costs its own timeout and nothing else. A system task (the server's timer).
     pub async fn sync_inventory(&self) -> Result<Vec<ClusterSync>> {
@@ -134,7 +161,7 @@ impl Kqueen {
                 let checks = &checks;
                 async move { self.sync_one(&c, checks).await }
             })
-            .buffer_unordered(self.inventory.concurrency.max(1))
+            .buffer_unordered(self.settings.concurrency.max(1))
             .collect::<Vec<_>>()
             .await)
     }
@@ -142,29 +169,32 @@ impl Kqueen {
     /// Syncs one cluster now (any member of its tenant; audited).
     pub async fn sync_cluster_inventory(&self, actor: &Actor, id: &str) -> Result<ClusterSync> {
         let cluster = self
+            .clusters
             .visible_cluster(actor, id, action::INVENTORY_SYNC)
             .await?;
-        self.authorize(
-            actor,
-            Permission::ManageClusters(cluster.tenant_id),
-            action::INVENTORY_SYNC,
-            cluster.name.as_str(),
-            Some(cluster.tenant_id),
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageClusters(cluster.tenant_id),
+                action::INVENTORY_SYNC,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+            )
+            .await?;
         if cluster.state != ClusterState::Ready {
             let e = Error::Conflict(format!(
                 "the cluster is {}; only Ready clusters are synced",
                 cluster.state.label()
             ));
-            self.audit_refusal(
-                actor,
-                action::INVENTORY_SYNC,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                &e,
-            )
-            .await?;
+            self.guard
+                .audit_refusal(
+                    actor,
+                    action::INVENTORY_SYNC,
+                    cluster.name.as_str(),
+                    Some(cluster.tenant_id),
+                    &e,
+                )
+                .await?;
             return Err(e);
         }
         let checks = self.audit_checks().await?;
@@ -193,9 +223,9 @@ impl Kqueen {
     /// that would fail the other clusters' syncs.
     async fn sync_one(&self, cluster: &Cluster, checks: &[Box<dyn AuditCheck>]) -> ClusterSync {
         let started = Instant::now();
-        let timeout = self.inventory.timeout;
+        let timeout = self.settings.timeout;
         let read = async {
-            let (client, _) = self.admin_client(cluster).await?;
+            let (client, _) = self.admin.admin_client(cluster).await?;
             crate::inventory::collect(&client)
                 .await
                 .map_err(|e| Error::Conflict(e.to_string()))
@@ -249,7 +279,7 @@ impl Kqueen {
 
     /// The configured checks, with the version floor derived when not configured.
     async fn audit_checks(&self) -> Result<Vec<Box<dyn AuditCheck>>> {
-        let min_kubernetes = match self.inventory.min_kubernetes {
+        let min_kubernetes = match self.settings.min_kubernetes {
             Some(v) => Some(v),
             None => self
                 .newest_offered_version()
@@ -257,7 +287,7 @@ impl Kqueen {
                 .map(|(major, minor)| (major, minor.saturating_sub(2))),
         };
         Ok(checks::builtin(&CheckSettings {
-            allowed_registries: self.inventory.allowed_registries.clone(),
+            allowed_registries: self.settings.allowed_registries.clone(),
             min_kubernetes,
         }))
     }
@@ -269,7 +299,7 @@ impl Kqueen {
         Ok(self
             .newest_offered_version()
             .await?
-            .max(self.inventory.min_kubernetes))
+            .max(self.settings.min_kubernetes))
     }
 
     /// The newest `kubernetes_version` any enabled template offers (its options or default).
@@ -284,7 +314,7 @@ impl Kqueen {
             if t.disabled {
                 continue;
             }
-            let Ok(view) = self.template_view(t).await else {
+            let Ok(view) = self.catalog.template_view(t).await else {
                 continue;
             };
             for p in &view.schema.0 {
@@ -309,6 +339,7 @@ impl Kqueen {
     /// The stored inventory of a cluster the actor may view.
     pub async fn cluster_inventory(&self, actor: &Actor, id: &str) -> Result<ClusterInventory> {
         let cluster = self
+            .clusters
             .visible_cluster(actor, id, action::CLUSTER_VIEW)
             .await?;
         self.deps.store.cluster_inventory(cluster.id).await
@@ -345,7 +376,8 @@ impl Kqueen {
         match scope {
             Ok(s) => Ok(s),
             Err(e) => {
-                self.audit_refusal(actor, action::FLEET_VIEW, what, None, &e)
+                self.guard
+                    .audit_refusal(actor, action::FLEET_VIEW, what, None, &e)
                     .await?;
                 Err(e)
             }
@@ -367,7 +399,7 @@ impl Kqueen {
         let newest = self.newest_version().await?;
         let now = Utc::now();
         let stale_after =
-            chrono::Duration::from_std(self.inventory.stale_after).unwrap_or(chrono::Duration::MAX);
+            chrono::Duration::from_std(self.settings.stale_after).unwrap_or(chrono::Duration::MAX);
         let mut totals = FleetTotals {
             clusters: clusters.len() as u64,
             ..FleetTotals::default()

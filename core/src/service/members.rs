@@ -1,12 +1,12 @@
 //! Tenant memberships managed in the portal (operators and tenant admins).
 
-use super::Kqueen;
+use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent};
 use crate::identity::{Member, MembershipSource, Role};
 use crate::policy::Permission;
 use crate::{Actor, Error, Result};
 
-impl Kqueen {
+impl Tenancy {
     /// Members of a tenant (anyone who may view the tenant).
     pub async fn members(&self, actor: &Actor, tenant: &str) -> Result<Vec<Member>> {
         let t = self
@@ -28,17 +28,19 @@ impl Kqueen {
             .visible_tenant(actor, tenant, action::MEMBER_PUT)
             .await?;
         let target = format!("{}/{username}", t.slug);
-        self.authorize(
-            actor,
-            Permission::ManageMembers(t.id),
-            action::MEMBER_PUT,
-            &target,
-            Some(t.id),
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageMembers(t.id),
+                action::MEMBER_PUT,
+                &target,
+                Some(t.id),
+            )
+            .await?;
         let Some(user) = self.deps.store.user_by_username(username).await? else {
             let e = Error::NotFound("user");
-            self.audit_refusal(actor, action::MEMBER_PUT, &target, Some(t.id), &e)
+            self.guard
+                .audit_refusal(actor, action::MEMBER_PUT, &target, Some(t.id), &e)
                 .await?;
             return Err(e);
         };
@@ -53,7 +55,7 @@ impl Kqueen {
         self.identities.clear();
         if done.is_ok() {
             // A changed role: kubeconfigs bound to the old one are revoked.
-            self.sweep_access_soon();
+            self.sweep.sweep_access_soon();
         }
         done
     }
@@ -64,18 +66,20 @@ impl Kqueen {
             .visible_tenant(actor, tenant, action::MEMBER_REMOVE)
             .await?;
         let target = format!("{}/{username}", t.slug);
-        self.authorize(
-            actor,
-            Permission::ManageMembers(t.id),
-            action::MEMBER_REMOVE,
-            &target,
-            Some(t.id),
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageMembers(t.id),
+                action::MEMBER_REMOVE,
+                &target,
+                Some(t.id),
+            )
+            .await?;
         let members = self.deps.store.members_of(t.id).await?;
         let Some(member) = members.iter().find(|m| m.username == username) else {
             let e = Error::NotFound("member");
-            self.audit_refusal(actor, action::MEMBER_REMOVE, &target, Some(t.id), &e)
+            self.guard
+                .audit_refusal(actor, action::MEMBER_REMOVE, &target, Some(t.id), &e)
                 .await?;
             return Err(e);
         };
@@ -87,7 +91,7 @@ impl Kqueen {
             .await;
         self.identities.clear();
         if done.is_ok() {
-            self.sweep_access_soon();
+            self.sweep.sweep_access_soon();
         }
         done.map(|_| ())
     }

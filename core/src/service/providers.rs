@@ -2,9 +2,12 @@
 
 use uuid::Uuid;
 
-use super::Kqueen;
+use super::access_sweep::AccessSweep;
+use super::guard::Guard;
+use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{parse_description, parse_object_name, Provider, ProviderInput};
+use crate::deps::Deps;
 use crate::page::Page;
 use crate::policy::Permission;
 use crate::provisioner::{Capabilities, ParamSchema, Params, ProviderKind, Provisioner};
@@ -20,7 +23,27 @@ pub struct KindInfo {
     pub cluster_schema: ParamSchema,
 }
 
-impl Kqueen {
+/// Providers and templates: what tenants request clusters from.
+#[derive(Clone)]
+pub struct Catalog {
+    pub(super) deps: Deps,
+    pub(super) guard: Guard,
+    pub(super) sweep: AccessSweep,
+    pub(super) tenancy: Tenancy,
+}
+
+impl Catalog {
+    pub(super) fn new(deps: &Deps, guard: &Guard, sweep: &AccessSweep, tenancy: &Tenancy) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            sweep: sweep.clone(),
+            tenancy: tenancy.clone(),
+        }
+    }
+}
+
+impl Catalog {
     pub(super) fn provisioner(
         &self,
         kind: ProviderKind,
@@ -35,14 +58,15 @@ impl Kqueen {
 
     /// The provisioner kinds this portal offers (operators).
     pub async fn provider_kinds(&self, actor: &Actor) -> Result<Vec<KindInfo>> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::PROVIDER_VIEW,
-            "kinds",
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::PROVIDER_VIEW,
+                "kinds",
+                None,
+            )
+            .await?;
         Ok(self
             .deps
             .registry
@@ -58,16 +82,18 @@ impl Kqueen {
     }
 
     pub async fn create_provider(&self, actor: &Actor, input: ProviderInput) -> Result<Provider> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::PROVIDER_CREATE,
-            &input.name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::PROVIDER_CREATE,
+                &input.name,
+                None,
+            )
+            .await?;
         let result = self.save_provider(actor, None, &input).await;
-        self.audited(actor, action::PROVIDER_CREATE, &input.name, None, result)
+        self.guard
+            .audited(actor, action::PROVIDER_CREATE, &input.name, None, result)
             .await
     }
 
@@ -77,20 +103,22 @@ impl Kqueen {
         name: &str,
         input: ProviderInput,
     ) -> Result<Provider> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::PROVIDER_UPDATE,
-            name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::PROVIDER_UPDATE,
+                name,
+                None,
+            )
+            .await?;
         let result = async {
             let existing = self.find_provider(name).await?;
             self.save_provider(actor, Some(existing), &input).await
         }
         .await;
-        self.audited(actor, action::PROVIDER_UPDATE, name, None, result)
+        self.guard
+            .audited(actor, action::PROVIDER_UPDATE, name, None, result)
             .await
     }
 
@@ -190,14 +218,15 @@ impl Kqueen {
     }
 
     pub async fn delete_provider(&self, actor: &Actor, name: &str) -> Result<()> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::PROVIDER_DELETE,
-            name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::PROVIDER_DELETE,
+                name,
+                None,
+            )
+            .await?;
         let result = async {
             let p = self.find_provider(name).await?;
             let audit = AuditEvent::success(actor, action::PROVIDER_DELETE, &p.name);
@@ -213,31 +242,34 @@ impl Kqueen {
             Ok(())
         }
         .await;
-        self.audited(actor, action::PROVIDER_DELETE, name, None, result)
+        self.guard
+            .audited(actor, action::PROVIDER_DELETE, name, None, result)
             .await
     }
 
     pub async fn provider(&self, actor: &Actor, name: &str) -> Result<Provider> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::PROVIDER_VIEW,
-            name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::PROVIDER_VIEW,
+                name,
+                None,
+            )
+            .await?;
         self.find_provider(name).await
     }
 
     pub async fn list_providers(&self, actor: &Actor, page: Page) -> Result<Vec<Provider>> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::PROVIDER_VIEW,
-            "providers",
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::PROVIDER_VIEW,
+                "providers",
+                None,
+            )
+            .await?;
         self.deps.store.list_providers(page).await
     }
 }

@@ -1,13 +1,13 @@
 //! Tenants' cluster quotas: what a tenant may use and what it uses.
 
-use super::Kqueen;
+use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{Quota, Usage};
 use crate::policy::Permission;
 use crate::tenant::TenantSlug;
 use crate::{Actor, Error, Result, ValidationError};
 
-impl Kqueen {
+impl Tenancy {
     /// A tenant's quota and what it uses (members of the tenant and operators).
     pub async fn quota(&self, actor: &Actor, tenant: &str) -> Result<(Quota, Usage)> {
         let t = self
@@ -21,7 +21,8 @@ impl Kqueen {
 
     /// Sets a tenant's quota (operators).
     pub async fn set_quota(&self, actor: &Actor, tenant: &str, quota: Quota) -> Result<Quota> {
-        self.authorize(actor, Permission::SetQuota, action::QUOTA_SET, tenant, None)
+        self.guard
+            .authorize(actor, Permission::SetQuota, action::QUOTA_SET, tenant, None)
             .await?;
         let slug = TenantSlug::parse(tenant.trim())?;
         let t = self.deps.store.tenant_by_slug(&slug).await?;
@@ -36,7 +37,8 @@ impl Kqueen {
                     format!("must be empty (unlimited) or between 1 and {max}"),
                 )
                 .into();
-                self.audit_refusal(actor, action::QUOTA_SET, tenant, Some(t.id), &e)
+                self.guard
+                    .audit_refusal(actor, action::QUOTA_SET, tenant, Some(t.id), &e)
                     .await?;
                 return Err(e);
             }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use uuid::Uuid;
 
-use super::Kqueen;
+use super::providers::Catalog;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{parse_description, parse_object_name, AdminAccess, Template, TemplateInput};
 use crate::page::Page;
@@ -29,22 +29,24 @@ pub struct TemplateView {
     pub tenant_slugs: Vec<String>,
 }
 
-impl Kqueen {
+impl Catalog {
     pub async fn create_template(
         &self,
         actor: &Actor,
         input: TemplateInput,
     ) -> Result<TemplateView> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::TEMPLATE_CREATE,
-            &input.name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::TEMPLATE_CREATE,
+                &input.name,
+                None,
+            )
+            .await?;
         let result = self.save_template(actor, None, &input).await;
-        self.audited(actor, action::TEMPLATE_CREATE, &input.name, None, result)
+        self.guard
+            .audited(actor, action::TEMPLATE_CREATE, &input.name, None, result)
             .await
     }
 
@@ -54,20 +56,22 @@ impl Kqueen {
         name: &str,
         input: TemplateInput,
     ) -> Result<TemplateView> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::TEMPLATE_UPDATE,
-            name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::TEMPLATE_UPDATE,
+                name,
+                None,
+            )
+            .await?;
         let result = async {
             let existing = self.find_template(name).await?;
             self.save_template(actor, Some(existing), &input).await
         }
         .await;
-        self.audited(actor, action::TEMPLATE_UPDATE, name, None, result)
+        self.guard
+            .audited(actor, action::TEMPLATE_UPDATE, name, None, result)
             .await
     }
 
@@ -170,7 +174,7 @@ impl Kqueen {
         }
         if before.is_some_and(|old| old != admin_access) {
             // The template's clusters get the new bindings without waiting a minute.
-            self.sweep_access_soon();
+            self.sweep.sweep_access_soon();
         }
         self.template_view(template).await
     }
@@ -233,14 +237,15 @@ impl Kqueen {
     }
 
     pub async fn delete_template(&self, actor: &Actor, name: &str) -> Result<()> {
-        self.authorize(
-            actor,
-            Permission::ManageCatalog,
-            action::TEMPLATE_DELETE,
-            name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageCatalog,
+                action::TEMPLATE_DELETE,
+                name,
+                None,
+            )
+            .await?;
         let result = async {
             let t = self.find_template(name).await?;
             let audit = AuditEvent::success(actor, action::TEMPLATE_DELETE, &t.name);
@@ -250,7 +255,8 @@ impl Kqueen {
             Ok(())
         }
         .await;
-        self.audited(actor, action::TEMPLATE_DELETE, name, None, result)
+        self.guard
+            .audited(actor, action::TEMPLATE_DELETE, name, None, result)
             .await
     }
 
@@ -264,18 +270,20 @@ impl Kqueen {
     ) -> Result<Vec<TemplateView>> {
         let templates = match tenant {
             None => {
-                self.authorize(
-                    actor,
-                    Permission::ManageCatalog,
-                    action::TEMPLATE_VIEW,
-                    "templates",
-                    None,
-                )
-                .await?;
+                self.guard
+                    .authorize(
+                        actor,
+                        Permission::ManageCatalog,
+                        action::TEMPLATE_VIEW,
+                        "templates",
+                        None,
+                    )
+                    .await?;
                 self.deps.store.list_templates(None, page).await?
             }
             Some(slug) => {
                 let t = self
+                    .tenancy
                     .visible_tenant(actor, slug, action::TEMPLATE_VIEW)
                     .await?;
                 self.deps.store.list_templates(Some(t.id), page).await?
@@ -307,7 +315,8 @@ impl Kqueen {
                 } else {
                     Error::NotFound("template")
                 };
-                self.audit_refusal(actor, action::TEMPLATE_VIEW, name, None, &e)
+                self.guard
+                    .audit_refusal(actor, action::TEMPLATE_VIEW, name, None, &e)
                     .await?;
                 Err(e)
             }

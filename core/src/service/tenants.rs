@@ -1,26 +1,57 @@
 //! Tenants: create, view, list.
 
-use super::Kqueen;
+use super::access_sweep::AccessSweep;
+use super::guard::Guard;
+use super::identity_cache::IdentityCache;
 use crate::audit::{action, AuditEvent};
+use crate::deps::Deps;
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::tenant::{DisplayName, NewTenant, Tenant, TenantFilter, TenantSlug};
 use crate::{Actor, Error, Result, ValidationError};
+use std::sync::Arc;
 
-impl Kqueen {
+/// Tenants, their members and quotas.
+#[derive(Clone)]
+pub struct Tenancy {
+    pub(super) deps: Deps,
+    pub(super) guard: Guard,
+    pub(super) sweep: AccessSweep,
+    pub(super) identities: Arc<IdentityCache>,
+}
+
+impl Tenancy {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        sweep: &AccessSweep,
+        identities: &Arc<IdentityCache>,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            sweep: sweep.clone(),
+            identities: identities.clone(),
+        }
+    }
+}
+
+impl Tenancy {
     /// Creates a tenant (operators). Refusals, invalid input and name clashes are audited.
     #[tracing::instrument(skip_all, fields(actor = %actor, slug = %input.slug))]
     pub async fn create_tenant(&self, actor: &Actor, input: NewTenant) -> Result<Tenant> {
-        self.authorize(
-            actor,
-            Permission::CreateTenant,
-            action::TENANT_CREATE,
-            &input.slug,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::CreateTenant,
+                action::TENANT_CREATE,
+                &input.slug,
+                None,
+            )
+            .await?;
         let result = self.try_create_tenant(actor, &input).await;
-        self.audited(actor, action::TENANT_CREATE, &input.slug, None, result)
+        self.guard
+            .audited(actor, action::TENANT_CREATE, &input.slug, None, result)
             .await
     }
 
@@ -75,7 +106,8 @@ impl Kqueen {
             },
             None => Error::NotFound("tenant"),
         };
-        self.audit_refusal(actor, action, slug, tenant_id, &error)
+        self.guard
+            .audit_refusal(actor, action, slug, tenant_id, &error)
             .await?;
         Err(error)
     }
@@ -121,14 +153,15 @@ impl Kqueen {
         let member = if policy::check(actor, Permission::ListAllTenants).is_ok() {
             None
         } else {
-            self.authorize(
-                actor,
-                Permission::SelfService,
-                action::TENANT_LIST,
-                "tenants",
-                None,
-            )
-            .await?;
+            self.guard
+                .authorize(
+                    actor,
+                    Permission::SelfService,
+                    action::TENANT_LIST,
+                    "tenants",
+                    None,
+                )
+                .await?;
             actor.identity().map(|i| i.user_id)
         };
         self.deps.store.list_tenants(filter, member, page).await

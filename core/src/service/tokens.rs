@@ -3,28 +3,53 @@
 use chrono::Duration;
 use uuid::Uuid;
 
-use super::Kqueen;
+use super::auth::Auth;
+use super::guard::Guard;
+use super::identity_cache::TokenCache;
 use crate::audit::{action, AuditEvent};
+use crate::deps::Deps;
 use crate::identity::Identity;
 use crate::policy::Permission;
 use crate::secret::{self, TOKEN_PREFIX};
 use crate::token::{ApiToken, IssuedToken};
 use crate::{Actor, Error, Result, ValidationError};
+use std::sync::Arc;
 
 /// Longest token lifetime.
 pub const MAX_TOKEN_DAYS: u32 = 365;
 
-impl Kqueen {
+/// API tokens: create, list, revoke, and authenticate a bearer.
+#[derive(Clone)]
+pub struct Tokens {
+    deps: Deps,
+    guard: Guard,
+    auth: Auth,
+    cache: Arc<TokenCache>,
+}
+
+impl Tokens {
+    pub(super) fn new(deps: &Deps, guard: &Guard, auth: &Auth, cache: Arc<TokenCache>) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            auth: auth.clone(),
+            cache,
+        }
+    }
+}
+
+impl Tokens {
     /// Issues a token for the acting user, valid for `days` days (1 to 365).
     pub async fn create_token(&self, actor: &Actor, name: &str, days: u32) -> Result<IssuedToken> {
-        self.authorize(
-            actor,
-            Permission::SelfService,
-            action::TOKEN_CREATE,
-            name,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::SelfService,
+                action::TOKEN_CREATE,
+                name,
+                None,
+            )
+            .await?;
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
         let name = name.trim();
         if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
@@ -57,15 +82,16 @@ impl Kqueen {
     }
 
     /// The acting user's tokens, newest first.
-    pub async fn tokens(&self, actor: &Actor) -> Result<Vec<ApiToken>> {
-        self.authorize(
-            actor,
-            Permission::SelfService,
-            action::TOKEN_LIST,
-            "tokens",
-            None,
-        )
-        .await?;
+    pub async fn list(&self, actor: &Actor) -> Result<Vec<ApiToken>> {
+        self.guard
+            .authorize(
+                actor,
+                Permission::SelfService,
+                action::TOKEN_LIST,
+                "tokens",
+                None,
+            )
+            .await?;
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
         self.deps.store.tokens_of(owner.user_id).await
     }
@@ -73,14 +99,15 @@ impl Kqueen {
     /// Revokes one of the acting user's tokens; other users' tokens are "not found".
     pub async fn revoke_token(&self, actor: &Actor, id: Uuid) -> Result<()> {
         let target = id.to_string();
-        self.authorize(
-            actor,
-            Permission::SelfService,
-            action::TOKEN_REVOKE,
-            &target,
-            None,
-        )
-        .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::SelfService,
+                action::TOKEN_REVOKE,
+                &target,
+                None,
+            )
+            .await?;
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
         let audit = AuditEvent::success(actor, action::TOKEN_REVOKE, &target);
         if self
@@ -89,11 +116,12 @@ impl Kqueen {
             .revoke_token(owner.user_id, id, crate::clock::now(), &audit)
             .await?
         {
-            self.tokens.clear();
+            self.cache.clear();
             Ok(())
         } else {
             let e = Error::NotFound("token");
-            self.audit_refusal(actor, action::TOKEN_REVOKE, &target, None, &e)
+            self.guard
+                .audit_refusal(actor, action::TOKEN_REVOKE, &target, None, &e)
                 .await?;
             Err(e)
         }
@@ -107,11 +135,11 @@ impl Kqueen {
         }
         let now = crate::clock::now();
         let hash = secret::token_hash(secret);
-        let mut token = match self.tokens.get(&hash) {
+        let mut token = match self.cache.get(&hash) {
             Some(t) => t,
             None => match self.deps.store.token_by_hash(&hash).await? {
                 Some(t) => {
-                    self.tokens.put(hash.clone(), t.clone());
+                    self.cache.put(hash.clone(), t.clone());
                     t
                 }
                 None => return Ok(None),
@@ -128,8 +156,8 @@ impl Kqueen {
         {
             self.deps.store.touch_token(token.id, now).await?;
             token.last_used_at = Some(now);
-            self.tokens.update(&hash, token.clone());
+            self.cache.update(&hash, token.clone());
         }
-        self.identity(token.user_id).await
+        self.auth.identity(token.user_id).await
     }
 }

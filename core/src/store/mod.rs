@@ -189,12 +189,32 @@ pub struct ClusterChange {
     pub deleted: bool,
 }
 
-/// Clusters, their quota and timelines.
+/// Tenants' quotas and what they use.
 #[async_trait]
-pub trait ClusterStore: Send + Sync {
+pub trait QuotaStore: Send + Sync {
     async fn quota(&self, tenant_id: Uuid) -> Result<Quota>;
     async fn set_quota(&self, tenant_id: Uuid, quota: &Quota, audit: &AuditEvent) -> Result<()>;
     async fn usage(&self, tenant_id: Uuid) -> Result<Usage>;
+}
+
+/// A cluster's operations and events.
+#[async_trait]
+pub trait TimelineStore: Send + Sync {
+    /// Newest first.
+    async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>>;
+    async fn operation(&self, id: Uuid) -> Result<Operation>;
+    /// Oldest first, at most `limit`, after the event `after` when given.
+    async fn events_of(
+        &self,
+        cluster_id: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Vec<ClusterEvent>>;
+}
+
+/// Clusters.
+#[async_trait]
+pub trait ClusterStore: Send + Sync {
     /// Stores a new cluster with its create operation and first timeline entry, after checking
     /// the tenant's quota inside the same transaction (concurrent requests cannot both pass).
     async fn create_cluster(
@@ -223,16 +243,6 @@ pub trait ClusterStore: Send + Sync {
         event: &ClusterEvent,
         audit: &AuditEvent,
     ) -> Result<()>;
-    /// Newest first.
-    async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>>;
-    async fn operation(&self, id: Uuid) -> Result<Operation>;
-    /// Oldest first, at most `limit`, after the event `after` when given.
-    async fn events_of(
-        &self,
-        cluster_id: Uuid,
-        after: Option<Uuid>,
-        limit: u32,
-    ) -> Result<Vec<ClusterEvent>>;
     /// Live clusters whose time-to-live ran out and that have no unfinished operation.
     async fn expired_clusters(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<Cluster>>;
 }
@@ -433,6 +443,8 @@ pub trait Store:
     + AuditStore
     + CatalogStore
     + ClusterStore
+    + QuotaStore
+    + TimelineStore
     + AccessStore
     + OperationStore
     + InventoryStore

@@ -73,6 +73,7 @@ impl Portal {
     pub async fn operator_clients(&self, connections: usize) -> Operator {
         let url = &self.url;
         self.kqueen()
+            .auth()
             .create_local_user(&Actor::system(), "bench", "bench-password-1234", true)
             .await
             .unwrap();
@@ -168,9 +169,10 @@ impl Fleet {
                 slug,
                 display_name: None,
             };
-            all.push(k.create_tenant(&cli, tenant).await.unwrap());
+            all.push(k.tenancy().create_tenant(&cli, tenant).await.unwrap());
         }
         let provider = k
+            .catalog()
             .create_provider(
                 &cli,
                 ProviderInput {
@@ -183,6 +185,7 @@ impl Fleet {
             .await
             .unwrap();
         let template = k
+            .catalog()
             .create_template(
                 &cli,
                 TemplateInput {

@@ -56,14 +56,22 @@ pub async fn list_audit(
     Extension(actor): Extension<Actor>,
     ApiQuery(params): ApiQuery<AuditParams>,
 ) -> ApiResult<Response> {
-    let query = state.kqueen.audit_query(&actor, &params.filter()).await?;
+    let query = state
+        .kqueen
+        .audit()
+        .audit_query(&actor, &params.filter())
+        .await?;
     match params.format.as_deref().unwrap_or("json") {
         "json" => {
             let page = Page::new(
                 params.limit.unwrap_or(Page::DEFAULT_LIMIT),
                 params.offset.unwrap_or(0),
             );
-            let events = state.kqueen.audit_events(&actor, &query, page).await?;
+            let events = state
+                .kqueen
+                .audit()
+                .audit_events(&actor, &query, page)
+                .await?;
             Ok(Json(
                 events
                     .into_iter()
@@ -78,6 +86,7 @@ pub async fn list_audit(
             while rows.len() < EXPORT_MAX as usize {
                 let batch = state
                     .kqueen
+                    .audit()
                     .audit_events(&actor, &query, Page::new(Page::MAX_LIMIT, offset))
                     .await?;
                 let done = batch.len() < Page::MAX_LIMIT as usize;

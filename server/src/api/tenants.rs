@@ -45,6 +45,7 @@ pub async fn list_tenants(
     );
     let list = state
         .kqueen
+        .tenancy()
         .list_tenants(&actor, &TenantFilter::from_query(q.q.as_deref()), page)
         .await?;
     Ok(Json(list.into_iter().map(TenantOut::from).collect()))
@@ -63,7 +64,7 @@ pub async fn create_tenant(
         slug: input.slug,
         display_name: input.display_name,
     };
-    let t = state.kqueen.create_tenant(&actor, input).await?;
+    let t = state.kqueen.tenancy().create_tenant(&actor, input).await?;
     Ok((StatusCode::CREATED, Json(t.into())))
 }
 
@@ -76,7 +77,9 @@ pub async fn get_tenant(
     Extension(actor): Extension<Actor>,
     Path(slug): Path<String>,
 ) -> ApiResult<Json<TenantOut>> {
-    Ok(Json(state.kqueen.tenant(&actor, &slug).await?.into()))
+    Ok(Json(
+        state.kqueen.tenancy().tenant(&actor, &slug).await?.into(),
+    ))
 }
 
 /// Members of a tenant.
@@ -88,7 +91,7 @@ pub async fn list_members(
     Extension(actor): Extension<Actor>,
     Path(slug): Path<String>,
 ) -> ApiResult<Json<Vec<MemberOut>>> {
-    let members = state.kqueen.members(&actor, &slug).await?;
+    let members = state.kqueen.tenancy().members(&actor, &slug).await?;
     Ok(Json(members.into_iter().map(MemberOut::from).collect()))
 }
 
@@ -106,6 +109,7 @@ pub async fn put_member(
     let role = Role::parse(&input.role).map_err(Error::Invalid)?;
     state
         .kqueen
+        .tenancy()
         .put_member(&actor, &slug, &username, role)
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -120,6 +124,10 @@ pub async fn remove_member(
     Extension(actor): Extension<Actor>,
     Path((slug, username)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    state.kqueen.remove_member(&actor, &slug, &username).await?;
+    state
+        .kqueen
+        .tenancy()
+        .remove_member(&actor, &slug, &username)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

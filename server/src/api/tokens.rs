@@ -16,7 +16,7 @@ pub async fn list_tokens(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
 ) -> ApiResult<Json<Vec<TokenOut>>> {
-    let tokens = state.kqueen.tokens(&actor).await?;
+    let tokens = state.kqueen.tokens().list(&actor).await?;
     Ok(Json(tokens.into_iter().map(TokenOut::from).collect()))
 }
 
@@ -30,6 +30,7 @@ pub async fn create_token(
 ) -> ApiResult<(StatusCode, Json<TokenCreated>)> {
     let issued = state
         .kqueen
+        .tokens()
         .create_token(&actor, &input.name, input.days.unwrap_or(90))
         .await?;
     Ok((
@@ -51,6 +52,6 @@ pub async fn revoke_token(
 ) -> ApiResult<StatusCode> {
     let id = Uuid::parse_str(&id)
         .map_err(|_| Error::Invalid(ValidationError::new("id", "must be a token id (UUID)")))?;
-    state.kqueen.revoke_token(&actor, id).await?;
+    state.kqueen.tokens().revoke_token(&actor, id).await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -40,7 +40,7 @@ pub async fn resolve_actor(
         .map(str::trim)
         .map(str::to_owned);
     let actor = match bearer {
-        Some(token) => match state.kqueen.authenticate_token(&token).await {
+        Some(token) => match state.kqueen.tokens().authenticate_token(&token).await {
             Ok(Some(identity)) => Actor::user(identity),
             Ok(None) => return unauthorized("invalid, expired or revoked token"),
             Err(e) => return internal(e),
@@ -131,7 +131,7 @@ async fn session_identity(
         let _ = session.flush().await;
         return Ok(Actor::anonymous());
     }
-    match state.kqueen.identity(user_id).await? {
+    match state.kqueen.auth().identity(user_id).await? {
         Some(identity) => Ok(Actor::user(identity)),
         None => {
             // Disabled or deleted meanwhile.

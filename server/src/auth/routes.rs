@@ -76,6 +76,7 @@ pub async fn callback(
     };
     match state
         .kqueen
+        .auth()
         .login_external(&login, actor.source_ip.clone())
         .await
     {
@@ -99,6 +100,7 @@ async fn fail(state: &AuthState, actor: &Actor, reason: &str) -> Response {
     tracing::warn!(reason, "single sign-on failed");
     let _ = state
         .kqueen
+        .auth()
         .login_refused(actor, "single sign-on", reason)
         .await;
     Redirect::to("/login?error=sso").into_response()
@@ -133,6 +135,7 @@ pub async fn local(
     let username: String = form.username.trim().chars().take(64).collect();
     match state
         .kqueen
+        .auth()
         .login_local(&username, &form.password, actor.source_ip.clone())
         .await
     {
@@ -165,7 +168,7 @@ pub async fn logout(
 ) -> Response {
     let via_sso: bool = session.get(SSO).await.ok().flatten().unwrap_or(false);
     if actor.identity().is_some() {
-        if let Err(e) = state.kqueen.logout(&actor).await {
+        if let Err(e) = state.kqueen.auth().logout(&actor).await {
             tracing::error!(error = ?e, "cannot audit a logout");
         }
     }

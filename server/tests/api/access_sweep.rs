@@ -55,7 +55,8 @@ async fn the_sweep_migrates_old_bindings_binds_new_namespaces_and_follows_the_te
     // A cluster from before, and a namespace created since.
     make_legacy(&fake, "amy").await;
     fake.insert("api/v1/namespaces", json!({"metadata": {"name": "team-b"}}));
-    let sweep = || app.on_server(|s| async move { s.kqueen.sync_access().await.unwrap() });
+    let sweep =
+        || app.on_server(|s| async move { s.kqueen.access_sweep().sync_access().await.unwrap() });
     sweep().await;
     for user in ["amy", "adam"] {
         for ns in ["default", "team-b"] {

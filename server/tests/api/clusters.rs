@@ -850,7 +850,7 @@ async fn access_is_revoked_when_members_leave_or_change_role_or_the_cluster_is_f
     );
     fake.clear_failures();
     let revoked = app
-        .on_server(|s| async move { s.kqueen.revoke_stale_access().await.unwrap() })
+        .on_server(|s| async move { s.kqueen.access_sweep().revoke_stale_access().await.unwrap() })
         .await;
     // (1, unless the engine's own sweep came first.)
     assert!(revoked <= 1, "{revoked}");

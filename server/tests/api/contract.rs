@@ -188,7 +188,11 @@ async fn a_template_limited_to_a_tenant_past_the_first_500_stays_limited() {
                 display_name: None,
             };
             let system = kqueen_core::Actor::system();
-            s.kqueen.create_tenant(&system, input).await.unwrap();
+            s.kqueen
+                .tenancy()
+                .create_tenant(&system, input)
+                .await
+                .unwrap();
         }
     })
     .await;
@@ -282,9 +286,14 @@ async fn the_portal_and_the_api_send_the_same_audit_entries_tenants_and_members(
             slug: "team-a".into(),
             display_name: Some("Team A".into()),
         };
-        s.kqueen.create_tenant(&system, team).await.unwrap();
+        s.kqueen
+            .tenancy()
+            .create_tenant(&system, team)
+            .await
+            .unwrap();
         let role = kqueen_core::identity::Role::Member;
         s.kqueen
+            .tenancy()
             .put_member(&system, "team-a", "amy", role)
             .await
             .unwrap();

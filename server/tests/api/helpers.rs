@@ -133,6 +133,7 @@ impl TestApp {
         self.on_server(move |s| async move {
             let page = kqueen_core::page::Page::new(500, 0);
             s.kqueen
+                .audit()
                 .audit_events(&Actor::system(), &query, page)
                 .await
                 .unwrap()
@@ -145,9 +146,14 @@ impl TestApp {
             slug: slug.into(),
             display_name: Some(name.into()),
         };
-        self.on_server(|s| async move { s.kqueen.create_tenant(&Actor::system(), input).await })
-            .await
-            .unwrap();
+        self.on_server(|s| async move {
+            s.kqueen
+                .tenancy()
+                .create_tenant(&Actor::system(), input)
+                .await
+        })
+        .await
+        .unwrap();
     }
 
     /// A client that keeps cookies, sends this portal's Origin (as browsers do on POST) and
@@ -180,12 +186,14 @@ impl TestApp {
         );
         self.on_server(move |s| async move {
             s.kqueen
+                .auth()
                 .create_local_user(&Actor::system(), &n, PASSWORD, operator)
                 .await
                 .unwrap();
             for (tenant, role) in grants {
                 let role = kqueen_core::identity::Role::parse(&role).unwrap();
                 s.kqueen
+                    .tenancy()
                     .put_member(&Actor::system(), &tenant, &n, role)
                     .await
                     .unwrap();

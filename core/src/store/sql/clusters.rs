@@ -1,4 +1,5 @@
-//! Clusters, quotas and timelines (the per-user access records are in `access.rs`, the
+//! Clusters: create, read, list, queue an operation, find the expired (quotas are in
+//! `quotas.rs`, timelines in `timeline.rs`, the per-user access records in `access.rs`, the
 //! workers' operation queue in `operations.rs`).
 
 use async_trait::async_trait;
@@ -8,12 +9,12 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::catalog::{json, to_json};
-use super::operations::{insert_events, insert_op, EventRow, OperationRow, OP_COLS};
+use super::operations::{insert_events, insert_op};
+use super::quotas::admit_in_tx;
 use super::{contains_pattern, limit_offset, Pool, SqlStore, INSERT_AUDIT};
 use crate::audit::AuditEvent;
 use crate::cluster::{
-    Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind, Operation,
-    OperationKind, Quota, Usage,
+    Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, Operation, OperationKind,
 };
 use crate::page::Page;
 use crate::provisioner::ProviderKind;
@@ -253,97 +254,8 @@ impl SqlStore {
     }
 }
 
-/// Clusters and nodes a tenant uses: live clusters, each counted with its node count or the
-/// target of its unfinished scale operation, whichever is larger (a scale in flight has
-/// already taken its share of the quota). `$2` names a cluster to leave out (`nil`: none).
-const USAGE_SQL: &str = "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.target > c.node_count \
-     THEN s.target ELSE c.node_count END), 0) \
-     FROM clusters c LEFT JOIN (SELECT cluster_id, MAX(CAST(target AS INTEGER)) AS target \
-       FROM operations WHERE kind = 'scale' AND state IN ('pending', 'running') \
-       GROUP BY cluster_id) s ON s.cluster_id = c.id \
-     WHERE c.tenant_id = $1 AND c.deleted_at IS NULL AND c.id <> $2";
-
-fn usage(clusters: i64, nodes: i64) -> Usage {
-    Usage {
-        clusters: u32::try_from(clusters).unwrap_or(u32::MAX),
-        nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
-    }
-}
-
-/// Inside a transaction: locks the tenant (Postgres row lock; SQLite has one writer), then
-/// refuses with Conflict when one more cluster of `nodes` nodes, besides the tenant's other
-/// clusters (all but `except`), would exceed its quota.
-macro_rules! admit_in_tx {
-    ($tx:ident, $postgres:expr, $tenant:expr, $except:expr, $nodes:expr) => {{
-        let lock = if $postgres {
-            "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1 FOR UPDATE"
-        } else {
-            "SELECT max_clusters, max_nodes FROM tenants WHERE id = $1"
-        };
-        let (max_c, max_n): (Option<i32>, Option<i32>) = sqlx::query_as(lock)
-            .bind($tenant)
-            .fetch_one(&mut *$tx)
-            .await?;
-        let (used_c, used_n): (i64, i64) = sqlx::query_as(USAGE_SQL)
-            .bind($tenant)
-            .bind($except)
-            .fetch_one(&mut *$tx)
-            .await?;
-        let quota = Quota {
-            max_clusters: max_c.and_then(|v| u32::try_from(v).ok()),
-            max_nodes: max_n.and_then(|v| u32::try_from(v).ok()),
-            cluster_ttl_hours: None,
-        };
-        quota
-            .admit(usage(used_c, used_n), $nodes)
-            .map_err(Error::Conflict)?;
-    }};
-}
-
 #[async_trait]
 impl ClusterStore for SqlStore {
-    async fn quota(&self, tenant_id: Uuid) -> Result<Quota> {
-        const SQL: &str =
-            "SELECT max_clusters, max_nodes, cluster_ttl_hours FROM tenants WHERE id = $1";
-        let row: Option<(Option<i32>, Option<i32>, Option<i32>)> = on_pool!(self, p => {
-            sqlx::query_as(SQL).bind(tenant_id).fetch_optional(p).await?
-        });
-        let (c, n, t) = row.ok_or(Error::NotFound("tenant"))?;
-        let u = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
-        Ok(Quota {
-            max_clusters: u(c),
-            max_nodes: u(n),
-            cluster_ttl_hours: u(t),
-        })
-    }
-
-    async fn set_quota(&self, tenant_id: Uuid, q: &Quota, audit: &AuditEvent) -> Result<()> {
-        let i = |v: Option<u32>| v.map(|v| i32::try_from(v).unwrap_or(i32::MAX));
-        audited_tx!(self, audit, |tx| {
-            let done = sqlx::query(
-                "UPDATE tenants SET max_clusters = $2, max_nodes = $3, cluster_ttl_hours = $4 \
-                 WHERE id = $1",
-            )
-            .bind(tenant_id)
-            .bind(i(q.max_clusters))
-            .bind(i(q.max_nodes))
-            .bind(i(q.cluster_ttl_hours))
-            .execute(&mut *tx)
-            .await?;
-            if done.rows_affected() == 0 {
-                return Err(Error::NotFound("tenant"));
-            }
-        });
-        Ok(())
-    }
-
-    async fn usage(&self, tenant_id: Uuid) -> Result<Usage> {
-        let (c, n): (i64, i64) = on_pool!(self, p => {
-            sqlx::query_as(USAGE_SQL).bind(tenant_id).bind(Uuid::nil()).fetch_one(p).await?
-        });
-        Ok(usage(c, n))
-    }
-
     async fn create_cluster(
         &self,
         c: &Cluster,
@@ -515,66 +427,6 @@ impl ClusterStore for SqlStore {
             insert_events!(tx, [event]);
         });
         Ok(())
-    }
-
-    async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>> {
-        let sql = format!(
-            "SELECT {OP_COLS} FROM operations WHERE cluster_id = $1 \
-             ORDER BY created_at DESC, id DESC LIMIT $2"
-        );
-        let rows: Vec<OperationRow> = on_pool!(self, p => {
-            sqlx::query_as(&sql).bind(cluster_id).bind(i64::from(limit)).fetch_all(p).await?
-        });
-        rows.into_iter().map(TryInto::try_into).collect()
-    }
-
-    async fn operation(&self, id: Uuid) -> Result<Operation> {
-        let sql = format!("SELECT {OP_COLS} FROM operations WHERE id = $1");
-        let row: Option<OperationRow> = on_pool!(self, p => {
-            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
-        });
-        row.ok_or(Error::NotFound("operation"))?.try_into()
-    }
-
-    async fn events_of(
-        &self,
-        cluster_id: Uuid,
-        after: Option<Uuid>,
-        limit: u32,
-    ) -> Result<Vec<ClusterEvent>> {
-        let rows: Vec<EventRow> = match after {
-            Some(after) => {
-                const SQL: &str =
-                    "SELECT id, cluster_id, operation_id, occurred_at, kind, message \
-                     FROM cluster_events WHERE cluster_id = $1 AND id > $2 ORDER BY id LIMIT $3";
-                on_pool!(self, p => {
-                    sqlx::query_as(SQL).bind(cluster_id).bind(after).bind(i64::from(limit)).fetch_all(p).await?
-                })
-            }
-            None => {
-                // The newest `limit`, returned oldest first.
-                const SQL: &str =
-                    "SELECT * FROM (SELECT id, cluster_id, operation_id, occurred_at, \
-                     kind, message FROM cluster_events WHERE cluster_id = $1 ORDER BY id DESC \
-                     LIMIT $2) e ORDER BY id";
-                on_pool!(self, p => {
-                    sqlx::query_as(SQL).bind(cluster_id).bind(i64::from(limit)).fetch_all(p).await?
-                })
-            }
-        };
-        rows.into_iter()
-            .map(|r| {
-                Ok(ClusterEvent {
-                    kind: EventKind::parse(&r.kind)
-                        .ok_or_else(|| Error::Corrupt(format!("event {}: kind", r.id)))?,
-                    id: r.id,
-                    cluster_id: r.cluster_id,
-                    operation_id: r.operation_id,
-                    occurred_at: r.occurred_at,
-                    message: r.message,
-                })
-            })
-            .collect()
     }
 
     async fn expired_clusters(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<Cluster>> {

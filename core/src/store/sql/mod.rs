@@ -128,15 +128,18 @@ macro_rules! audited_tx {
 mod access;
 mod audit;
 mod catalog;
-// Before `clusters`: its insert macros are used there.
+// Before `clusters`: their insert and admission macros are used there.
+mod operations;
+mod quotas;
+
 mod clusters;
 mod fleet_queries;
 mod inventory;
 mod list_cache;
-mod operations;
 mod secrets;
 mod sessions;
 mod tenants;
+mod timeline;
 mod tokens;
 mod users;
 

@@ -43,7 +43,11 @@ pub async fn list_clusters(
         name: q.name,
     };
     let page = page_of(q.limit, q.offset);
-    let (items, total) = state.kqueen.list_clusters(&actor, &filter, page).await?;
+    let (items, total) = state
+        .kqueen
+        .clusters()
+        .list_clusters(&actor, &filter, page)
+        .await?;
     Ok(Json(ClusterList {
         items: items
             .into_iter()
@@ -71,7 +75,7 @@ pub async fn create_cluster(
         template: input.template,
         parameters: params_from_json(&input.parameters).map_err(Error::from)?,
     };
-    let (cluster, op) = state.kqueen.request_cluster(&actor, req).await?;
+    let (cluster, op) = state.kqueen.clusters().request_cluster(&actor, req).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(ClusterAccepted {
@@ -89,7 +93,14 @@ pub async fn get_cluster(
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
 ) -> ApiResult<Json<ClusterDetailOut>> {
-    Ok(Json(state.kqueen.cluster_detail(&actor, &id).await?.into()))
+    Ok(Json(
+        state
+            .kqueen
+            .clusters()
+            .cluster_detail(&actor, &id)
+            .await?
+            .into(),
+    ))
 }
 
 /// Timeline entries, optionally only those after an event id (for polling).
@@ -102,7 +113,11 @@ pub async fn cluster_events(
     Path(id): Path<String>,
     ApiQuery(q): ApiQuery<EventsQuery>,
 ) -> ApiResult<Json<Vec<EventOut>>> {
-    let events = state.kqueen.cluster_events(&actor, &id, q.after).await?;
+    let events = state
+        .kqueen
+        .clusters()
+        .cluster_events(&actor, &id, q.after)
+        .await?;
     Ok(Json(events.into_iter().map(Into::into).collect()))
 }
 
@@ -114,7 +129,7 @@ pub async fn delete_cluster(
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<OperationOut>)> {
-    let op = state.kqueen.delete_cluster(&actor, &id).await?;
+    let op = state.kqueen.clusters().delete_cluster(&actor, &id).await?;
     Ok((StatusCode::ACCEPTED, Json(op.into())))
 }
 
@@ -130,6 +145,7 @@ pub async fn scale_cluster(
 ) -> ApiResult<(StatusCode, Json<OperationOut>)> {
     let op = state
         .kqueen
+        .clusters()
         .scale_cluster(&actor, &id, input.node_count)
         .await?;
     Ok((StatusCode::ACCEPTED, Json(op.into())))
@@ -147,6 +163,7 @@ pub async fn upgrade_cluster(
 ) -> ApiResult<(StatusCode, Json<OperationOut>)> {
     let op = state
         .kqueen
+        .clusters()
         .upgrade_cluster(&actor, &id, &input.kubernetes_version)
         .await?;
     Ok((StatusCode::ACCEPTED, Json(op.into())))
@@ -162,7 +179,7 @@ pub async fn kubeconfig(
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
 ) -> ApiResult<Response> {
-    let d = state.kqueen.kubeconfig(&actor, &id).await?;
+    let d = state.kqueen.access().kubeconfig(&actor, &id).await?;
     Ok(kubeconfig_response(d))
 }
 
@@ -200,6 +217,7 @@ pub async fn revoke_access(
 ) -> ApiResult<StatusCode> {
     state
         .kqueen
+        .access()
         .revoke_access(&actor, &id, q.user.as_deref())
         .await?;
     Ok(StatusCode::NO_CONTENT)
@@ -213,7 +231,7 @@ pub async fn get_quota(
     Extension(actor): Extension<Actor>,
     Path(slug): Path<String>,
 ) -> ApiResult<Json<QuotaOut>> {
-    let (q, u) = state.kqueen.quota(&actor, &slug).await?;
+    let (q, u) = state.kqueen.tenancy().quota(&actor, &slug).await?;
     Ok(Json(QuotaOut {
         quota: QuotaIo {
             max_clusters: q.max_clusters,
@@ -240,6 +258,10 @@ pub async fn put_quota(
         max_nodes: q.max_nodes,
         cluster_ttl_hours: q.cluster_ttl_hours,
     };
-    state.kqueen.set_quota(&actor, &slug, quota).await?;
+    state
+        .kqueen
+        .tenancy()
+        .set_quota(&actor, &slug, quota)
+        .await?;
     Ok(Json(q))
 }

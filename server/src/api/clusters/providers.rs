@@ -17,7 +17,7 @@ pub async fn list_kinds(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
 ) -> ApiResult<Json<Vec<KindOut>>> {
-    let kinds = state.kqueen.provider_kinds(&actor).await?;
+    let kinds = state.kqueen.catalog().provider_kinds(&actor).await?;
     Ok(Json(kinds.into_iter().map(Into::into).collect()))
 }
 
@@ -30,6 +30,7 @@ pub async fn list_providers(
 ) -> ApiResult<Json<Vec<ProviderOut>>> {
     let list = state
         .kqueen
+        .catalog()
         .list_providers(&actor, Page::new(Page::MAX_LIMIT, 0))
         .await?;
     Ok(Json(list.into_iter().map(Into::into).collect()))
@@ -46,6 +47,7 @@ pub async fn create_provider(
 ) -> ApiResult<(StatusCode, Json<ProviderOut>)> {
     let p = state
         .kqueen
+        .catalog()
         .create_provider(&actor, input.try_into()?)
         .await?;
     Ok((StatusCode::CREATED, Json(p.into())))
@@ -58,7 +60,9 @@ pub async fn get_provider(
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<ProviderOut>> {
-    Ok(Json(state.kqueen.provider(&actor, &name).await?.into()))
+    Ok(Json(
+        state.kqueen.catalog().provider(&actor, &name).await?.into(),
+    ))
 }
 
 /// Edits a provider (name, description, settings, disabled).
@@ -73,6 +77,7 @@ pub async fn update_provider(
 ) -> ApiResult<Json<ProviderOut>> {
     let p = state
         .kqueen
+        .catalog()
         .update_provider(&actor, &name, input.try_into()?)
         .await?;
     Ok(Json(p.into()))
@@ -86,6 +91,10 @@ pub async fn delete_provider(
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    state.kqueen.delete_provider(&actor, &name).await?;
+    state
+        .kqueen
+        .catalog()
+        .delete_provider(&actor, &name)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

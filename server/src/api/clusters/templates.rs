@@ -20,6 +20,7 @@ pub async fn list_templates(
 ) -> ApiResult<Json<Vec<TemplateOut>>> {
     let list = state
         .kqueen
+        .catalog()
         .list_templates(&actor, q.tenant.as_deref(), Page::new(Page::MAX_LIMIT, 0))
         .await?;
     Ok(Json(list.into_iter().map(Into::into).collect()))
@@ -33,7 +34,11 @@ pub async fn create_template(
     Extension(actor): Extension<Actor>,
     ApiJson(input): ApiJson<TemplateIn>,
 ) -> ApiResult<(StatusCode, Json<TemplateOut>)> {
-    let t = state.kqueen.create_template(&actor, input.into()).await?;
+    let t = state
+        .kqueen
+        .catalog()
+        .create_template(&actor, input.into())
+        .await?;
     Ok((StatusCode::CREATED, Json(t.into())))
 }
 
@@ -44,7 +49,9 @@ pub async fn get_template(
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
 ) -> ApiResult<Json<TemplateOut>> {
-    Ok(Json(state.kqueen.template(&actor, &name).await?.into()))
+    Ok(Json(
+        state.kqueen.catalog().template(&actor, &name).await?.into(),
+    ))
 }
 
 #[utoipa::path(put, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
@@ -58,6 +65,7 @@ pub async fn update_template(
 ) -> ApiResult<Json<TemplateOut>> {
     let t = state
         .kqueen
+        .catalog()
         .update_template(&actor, &name, input.into())
         .await?;
     Ok(Json(t.into()))
@@ -70,6 +78,10 @@ pub async fn delete_template(
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
 ) -> ApiResult<StatusCode> {
-    state.kqueen.delete_template(&actor, &name).await?;
+    state
+        .kqueen
+        .catalog()
+        .delete_template(&actor, &name)
+        .await?;
     Ok(StatusCode::NO_CONTENT)
 }

@@ -61,12 +61,12 @@ pub async fn findings(
     let filter = p.filter()?;
     let k = &state.kqueen;
     // Rows (a page or everything), then the counts of the whole filter.
-    let fetch = |page| k.fleet_findings(&actor, &filter, page);
+    let fetch = |page| k.fleet().fleet_findings(&actor, &filter, page);
     let (rows, total) = match rows_or_csv(&p, fetch, findings_csv, "kqueen-findings").await? {
         Ok(rows) => rows,
         Err(csv) => return Ok(csv),
     };
-    let counts = k.fleet_finding_counts(&actor, &filter).await?;
+    let counts = k.fleet().fleet_finding_counts(&actor, &filter).await?;
     let body = FindingsOut {
         total,
         counts: counts

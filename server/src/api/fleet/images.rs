@@ -90,7 +90,7 @@ pub async fn images(
     ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let fetch = |page| state.kqueen.fleet_images(&actor, &filter, page);
+    let fetch = |page| state.kqueen.fleet().fleet_images(&actor, &filter, page);
     list_answer(&p, fetch, images_csv, "kqueen-images", |total, items| {
         ImagesOut { total, items }
     })
@@ -145,7 +145,12 @@ pub async fn image_history(
     ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let fetch = |page| state.kqueen.fleet_image_history(&actor, &filter, page);
+    let fetch = |page| {
+        state
+            .kqueen
+            .fleet()
+            .fleet_image_history(&actor, &filter, page)
+    };
     list_answer(
         &p,
         fetch,

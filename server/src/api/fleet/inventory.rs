@@ -203,7 +203,12 @@ pub async fn cluster_inventory(
     Path(id): Path<String>,
 ) -> ApiResult<Json<ClusterInventoryOut>> {
     Ok(Json(
-        state.kqueen.cluster_inventory(&actor, &id).await?.into(),
+        state
+            .kqueen
+            .fleet()
+            .cluster_inventory(&actor, &id)
+            .await?
+            .into(),
     ))
 }
 
@@ -221,6 +226,7 @@ pub async fn sync_cluster(
     Ok(Json(
         state
             .kqueen
+            .fleet()
             .sync_cluster_inventory(&actor, &id)
             .await?
             .into(),

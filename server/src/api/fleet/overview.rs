@@ -125,6 +125,11 @@ pub async fn overview(
 ) -> ApiResult<Json<FleetOut>> {
     let filter = p.filter()?;
     Ok(Json(
-        state.kqueen.fleet_overview(&actor, &filter).await?.into(),
+        state
+            .kqueen
+            .fleet()
+            .fleet_overview(&actor, &filter)
+            .await?
+            .into(),
     ))
 }

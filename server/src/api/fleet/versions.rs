@@ -63,7 +63,7 @@ pub async fn versions(
     ApiQuery(p): ApiQuery<FleetParams>,
 ) -> ApiResult<Response> {
     let filter = p.filter()?;
-    let fetch = |page| state.kqueen.fleet_versions(&actor, &filter, page);
+    let fetch = |page| state.kqueen.fleet().fleet_versions(&actor, &filter, page);
     list_answer(
         &p,
         fetch,

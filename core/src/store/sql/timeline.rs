@@ -1,0 +1,73 @@
+//! A cluster's timeline: its operations and events, as the cluster page reads them.
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::operations::{EventRow, OperationRow, OP_COLS};
+use super::{Pool, SqlStore};
+use crate::cluster::{ClusterEvent, EventKind, Operation};
+use crate::store::TimelineStore;
+use crate::{Error, Result};
+
+#[async_trait]
+impl TimelineStore for SqlStore {
+    async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>> {
+        let sql = format!(
+            "SELECT {OP_COLS} FROM operations WHERE cluster_id = $1 \
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        let rows: Vec<OperationRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(cluster_id).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn operation(&self, id: Uuid) -> Result<Operation> {
+        let sql = format!("SELECT {OP_COLS} FROM operations WHERE id = $1");
+        let row: Option<OperationRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+        });
+        row.ok_or(Error::NotFound("operation"))?.try_into()
+    }
+
+    async fn events_of(
+        &self,
+        cluster_id: Uuid,
+        after: Option<Uuid>,
+        limit: u32,
+    ) -> Result<Vec<ClusterEvent>> {
+        let rows: Vec<EventRow> = match after {
+            Some(after) => {
+                const SQL: &str =
+                    "SELECT id, cluster_id, operation_id, occurred_at, kind, message \
+                     FROM cluster_events WHERE cluster_id = $1 AND id > $2 ORDER BY id LIMIT $3";
+                on_pool!(self, p => {
+                    sqlx::query_as(SQL).bind(cluster_id).bind(after).bind(i64::from(limit)).fetch_all(p).await?
+                })
+            }
+            None => {
+                // The newest `limit`, returned oldest first.
+                const SQL: &str =
+                    "SELECT * FROM (SELECT id, cluster_id, operation_id, occurred_at, \
+                     kind, message FROM cluster_events WHERE cluster_id = $1 ORDER BY id DESC \
+                     LIMIT $2) e ORDER BY id";
+                on_pool!(self, p => {
+                    sqlx::query_as(SQL).bind(cluster_id).bind(i64::from(limit)).fetch_all(p).await?
+                })
+            }
+        };
+        rows.into_iter()
+            .map(|r| {
+                Ok(ClusterEvent {
+                    kind: EventKind::parse(&r.kind)
+                        .ok_or_else(|| Error::Corrupt(format!("event {}: kind", r.id)))?,
+                    id: r.id,
+                    cluster_id: r.cluster_id,
+                    operation_id: r.operation_id,
+                    occurred_at: r.occurred_at,
+                    message: r.message,
+                })
+            })
+            .collect()
+    }
+}
