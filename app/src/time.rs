@@ -10,6 +10,19 @@ pub fn to_minute(rfc3339: &str) -> String {
     shown(rfc3339, 16)
 }
 
+/// `2026-11-25`.
+pub fn to_day(rfc3339: &str) -> String {
+    shown(rfc3339, 10)
+}
+
+/// `10:47:24` (the time of day alone, for a timeline).
+pub fn to_clock(rfc3339: &str) -> String {
+    match rfc3339.get(11..19) {
+        Some(t) if rfc3339.as_bytes().get(10) == Some(&b'T') => t.to_owned(),
+        _ => rfc3339.to_owned(),
+    }
+}
+
 fn shown(rfc3339: &str, len: usize) -> String {
     match rfc3339.get(..len) {
         Some(t) if rfc3339.as_bytes().get(10) == Some(&b'T') => t.replacen('T', " ", 1),
@@ -19,7 +32,7 @@ fn shown(rfc3339: &str, len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{to_minute, to_second};
+    use super::{to_clock, to_day, to_minute, to_second};
 
     #[test]
     fn times_show_in_utc_to_the_second_or_minute() {
@@ -32,5 +45,8 @@ mod tests {
         );
         assert_eq!(to_second("not a time"), "not a time");
         assert_eq!(to_minute(""), "");
+        assert_eq!(to_day(t), "2026-11-25");
+        assert_eq!(to_clock(t), "10:47:24");
+        assert_eq!(to_clock("10:47"), "10:47");
     }
 }

@@ -1,7 +1,7 @@
 //! How the domain's types travel: the `kqueen_dto` types the REST API and the portal both
 //! send, filled from the domain's own.
 
-use kqueen_dto::{audit, tenants};
+use kqueen_dto::{audit, clusters, tenants, tokens};
 
 /// The audit entry as the API and the portal send it.
 impl From<crate::audit::AuditEvent> for audit::AuditEvent {
@@ -37,6 +37,63 @@ impl From<crate::identity::Member> for tenants::Member {
             email: m.email,
             role: m.role.to_string(),
             source: m.source.as_str().to_owned(),
+        }
+    }
+}
+
+impl From<crate::provisioner::Capabilities> for clusters::Capabilities {
+    fn from(c: crate::provisioner::Capabilities) -> Self {
+        Self {
+            scale: c.scale,
+            upgrade: c.upgrade,
+            deletes_infrastructure: c.deletes_infrastructure,
+        }
+    }
+}
+
+impl From<crate::cluster::Operation> for clusters::Operation {
+    fn from(o: crate::cluster::Operation) -> Self {
+        Self {
+            id: o.id.to_string(),
+            kind: o.kind.to_string(),
+            state: o.state.to_string(),
+            step: o.step,
+            progress: o.progress,
+            attempts: o.attempts,
+            error: o.error,
+            target: o.target,
+            requested_by: o.requested_by,
+            created_at: o.created_at.to_rfc3339(),
+            started_at: o.started_at.map(|t| t.to_rfc3339()),
+            finished_at: o.finished_at.map(|t| t.to_rfc3339()),
+            deadline_at: o.deadline_at.to_rfc3339(),
+        }
+    }
+}
+
+impl From<crate::cluster::ClusterEvent> for clusters::Event {
+    fn from(e: crate::cluster::ClusterEvent) -> Self {
+        Self {
+            id: e.id.to_string(),
+            at: e.occurred_at.to_rfc3339(),
+            kind: e.kind.to_string(),
+            message: e.message,
+        }
+    }
+}
+
+/// The token as the API and the portal send it; `active` as of now.
+impl From<crate::token::ApiToken> for tokens::Token {
+    fn from(t: crate::token::ApiToken) -> Self {
+        Self {
+            active: t.is_active(crate::clock::now()),
+            id: t.id.to_string(),
+            name: t.name,
+            prefix: t.prefix,
+            created_at: t.created_at.to_rfc3339(),
+            expires_at: t.expires_at.to_rfc3339(),
+            last_used_at: t.last_used_at.map(|d| d.to_rfc3339()),
+            revoked_at: t.revoked_at.map(|d| d.to_rfc3339()),
         }
     }
 }

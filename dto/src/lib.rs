@@ -5,4 +5,6 @@
 //! them (`From` its types).
 
 pub mod audit;
+pub mod clusters;
 pub mod tenants;
+pub mod tokens;

@@ -21,19 +21,8 @@ pub struct MeDto {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct TokenDto {
-    pub id: String,
-    pub name: String,
-    pub prefix: String,
-    pub created: String,
-    pub expires: String,
-    pub last_used: Option<String>,
-    pub active: bool,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct TokensPageDto {
-    pub tokens: Vec<TokenDto>,
+    pub tokens: Vec<kqueen_dto::tokens::Token>,
     /// A token created just before this page was shown: its secret, shown this once.
     pub new_secret: Option<String>,
 }

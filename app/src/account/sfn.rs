@@ -46,22 +46,8 @@ pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
         Some(s) => s.remove::<String>(FLASH_SECRET).await.ok().flatten(),
         None => None,
     };
-    let now = kqueen_core::clock::now();
     Ok(TokensPageDto {
-        tokens: tokens
-            .into_iter()
-            .map(|t| crate::account::dto::TokenDto {
-                id: t.id.to_string(),
-                active: t.is_active(now),
-                name: t.name,
-                prefix: t.prefix,
-                created: t.created_at.format("%Y-%m-%d %H:%M").to_string(),
-                expires: t.expires_at.format("%Y-%m-%d").to_string(),
-                last_used: t
-                    .last_used_at
-                    .map(|d| d.format("%Y-%m-%d %H:%M").to_string()),
-            })
-            .collect(),
+        tokens: tokens.into_iter().map(Into::into).collect(),
         new_secret,
     })
 }

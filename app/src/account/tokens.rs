@@ -6,6 +6,7 @@ use leptos_meta::Title;
 use crate::account::actions::{CreateToken, RevokeToken};
 use crate::account::dto::TokensPageDto;
 use crate::components::{ErrorNote, FormError, TableHead};
+use crate::time::{to_day, to_minute};
 
 #[component]
 pub fn Tokens() -> impl IntoView {
@@ -70,9 +71,9 @@ fn TokenList(
                                 <tr data-token=key>
                                     <td>{t.name}</td>
                                     <td><code>{t.prefix}"…"</code></td>
-                                    <td>{t.created}</td>
-                                    <td>{t.expires}</td>
-                                    <td>{t.last_used.unwrap_or_else(|| "never".into())}</td>
+                                    <td>{to_minute(&t.created_at)}</td>
+                                    <td>{to_day(&t.expires_at)}</td>
+                                    <td>{t.last_used_at.as_deref().map_or_else(|| "never".into(), to_minute)}</td>
                                     <td>{if t.active { "active" } else { "revoked or expired" }}</td>
                                     <td>
                                         {t.active.then(|| view! {

@@ -1,5 +1,6 @@
 //! What the clusters server functions send to the browser: Clusters: lists, the request form, the cluster page.
 
+use kqueen_dto::clusters::{Capabilities, Event, Operation};
 use serde::{Deserialize, Serialize};
 
 /// One parameter of a form rendered from a provisioner's schema.
@@ -17,13 +18,6 @@ pub struct ParamDto {
     pub max: Option<i64>,
     pub options: Vec<String>,
     pub max_len: Option<u32>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct CapabilitiesDto {
-    pub scale: bool,
-    pub upgrade: bool,
-    pub deletes_infrastructure: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -74,35 +68,14 @@ pub struct NewClusterPageDto {
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct OperationDto {
-    pub kind: String,
-    pub state: String,
-    pub step: String,
-    pub progress: u8,
-    pub attempts: u32,
-    pub error: Option<String>,
-    pub requested_by: String,
-    pub created: String,
-    pub finished: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EventDto {
-    pub id: String,
-    pub time: String,
-    pub kind: String,
-    pub message: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClusterPageDto {
     pub cluster: ClusterRowDto,
     pub parameters: Vec<(String, String)>,
     pub error: Option<String>,
     pub created_by: String,
-    pub capabilities: CapabilitiesDto,
-    pub operations: Vec<OperationDto>,
-    pub events: Vec<EventDto>,
+    pub capabilities: Capabilities,
+    pub operations: Vec<Operation>,
+    pub events: Vec<Event>,
     /// True while an operation is pending or running (the page refreshes itself).
     pub busy: bool,
     pub admin_kubeconfig: bool,

@@ -14,7 +14,7 @@ pub(crate) mod map {
     use kqueen_core::cluster::{Cluster, ClusterState};
     use kqueen_core::provisioner::{ParamKind, ParamSchema};
 
-    use crate::clusters::dto::{CapabilitiesDto, ClusterRowDto, ParamDto};
+    use crate::clusters::dto::{ClusterRowDto, ParamDto};
     use crate::ssr::time;
 
     pub fn params(schema: &ParamSchema) -> Vec<ParamDto> {
@@ -46,14 +46,6 @@ pub(crate) mod map {
                 }
             })
             .collect()
-    }
-
-    pub fn caps(c: kqueen_core::provisioner::Capabilities) -> CapabilitiesDto {
-        CapabilitiesDto {
-            scale: c.scale,
-            upgrade: c.upgrade,
-            deletes_infrastructure: c.deletes_infrastructure,
-        }
     }
 
     pub fn row(c: Cluster) -> ClusterRowDto {
@@ -189,8 +181,6 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
     use kqueen_core::cluster::OperationState;
     use kqueen_core::policy::{check, Permission};
 
-    use crate::clusters::dto::{EventDto, OperationDto};
-
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let d = k.clusters().cluster_detail(&actor, &id).await?;
     let busy = d
@@ -209,32 +199,9 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         error: d.cluster.error.clone(),
         created_by: d.cluster.created_by.clone(),
         cluster: map::row(d.cluster),
-        capabilities: map::caps(d.capabilities),
-        operations: d
-            .operations
-            .into_iter()
-            .map(|o| OperationDto {
-                kind: o.kind.to_string(),
-                state: o.state.to_string(),
-                step: o.step,
-                progress: o.progress,
-                attempts: o.attempts,
-                error: o.error,
-                requested_by: o.requested_by,
-                created: crate::ssr::time(o.created_at),
-                finished: o.finished_at.map(crate::ssr::time),
-            })
-            .collect(),
-        events: d
-            .events
-            .into_iter()
-            .map(|e| EventDto {
-                id: e.id.to_string(),
-                time: e.occurred_at.format("%H:%M:%S").to_string(),
-                kind: e.kind.to_string(),
-                message: e.message,
-            })
-            .collect(),
+        capabilities: kqueen_dto::clusters::Capabilities::from(d.capabilities),
+        operations: d.operations.into_iter().map(Into::into).collect(),
+        events: d.events.into_iter().map(Into::into).collect(),
         busy,
         admin_kubeconfig: d.admin_kubeconfig,
         can_manage,

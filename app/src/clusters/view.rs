@@ -10,6 +10,7 @@ use crate::clusters::dto::ClusterPageDto;
 use crate::components::{ErrorNote, FormError, TableHead};
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::inventory::Inventory;
+use crate::time::{to_clock, to_minute};
 
 use super::list::StateBadge;
 
@@ -171,14 +172,14 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         <section class="card" aria-labelledby="steps-heading">
             <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
             <ol class="steps" id="step-list">
-                {steps.into_iter().map(|s| view! { <li><time>{s.time}</time> " " {s.message}</li> }).collect_view()}
+                {steps.into_iter().map(|s| view! { <li><time>{to_clock(&s.at)}</time> " " {s.message}</li> }).collect_view()}
             </ol>
         </section>
         <section class="card" aria-labelledby="timeline-heading">
             <div class="card-head"><h2 id="timeline-heading">"Timeline"</h2></div>
             <ol class="timeline" id="timeline">
                 {page.events.into_iter().map(|e| view! {
-                    <li class=format!("event-{}", e.kind) data-kind=e.kind.clone()><time>{e.time}</time> " " <span>{e.message}</span></li>
+                    <li class=format!("event-{}", e.kind) data-kind=e.kind.clone()><time>{to_clock(&e.at)}</time> " " <span>{e.message}</span></li>
                 }).collect_view()}
             </ol>
         </section>
@@ -193,8 +194,8 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                             <td>{o.state}{o.error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>
                             <td>{format!("{}%", o.progress)}</td>
                             <td>{o.attempts}</td>
-                            <td>{format!("{} by {}", o.created, o.requested_by)}</td>
-                            <td>{o.finished.unwrap_or_default()}</td>
+                            <td>{format!("{} UTC by {}", to_minute(&o.created_at), o.requested_by)}</td>
+                            <td>{o.finished_at.map(|t| format!("{} UTC", to_minute(&t))).unwrap_or_default()}</td>
                         </tr>
                     }).collect_view()}
                 </tbody>

@@ -1,7 +1,7 @@
 //! What the providers server functions send to the browser: Providers, templates and provisioner kinds.
 
-use crate::clusters::dto::CapabilitiesDto;
 use crate::clusters::dto::ParamDto;
+use kqueen_dto::clusters::Capabilities;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -34,7 +34,7 @@ pub struct TemplateDto {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KindDto {
     pub kind: String,
-    pub capabilities: CapabilitiesDto,
+    pub capabilities: Capabilities,
     pub provider_params: Vec<ParamDto>,
     pub cluster_params: Vec<ParamDto>,
 }

@@ -60,7 +60,7 @@ pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
             .into_iter()
             .map(|i| KindDto {
                 kind: i.kind.to_string(),
-                capabilities: crate::clusters::sfn::map::caps(i.capabilities),
+                capabilities: i.capabilities.into(),
                 provider_params: crate::clusters::sfn::map::params(&i.provider_schema),
                 cluster_params: crate::clusters::sfn::map::params(&i.cluster_schema),
             })

@@ -15,9 +15,9 @@ mod auth;
 mod cluster_admin;
 mod clusters;
 mod engine_hooks;
+mod fleet;
 mod guard;
 mod identity_cache;
-mod inventory;
 mod members;
 mod providers;
 mod quotas;
@@ -43,7 +43,7 @@ pub use access_sweep::AccessSweep;
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
 pub use clusters::{ClusterDetail, Clusters};
-pub use inventory::{
+pub use fleet::{
     Attention, ClusterSync, Fleet, FleetOverview, FleetTotals, InventorySettings, Tally,
 };
 pub use providers::{Catalog, KindInfo};

@@ -1,7 +1,6 @@
 //! JSON bodies of the API.
 
 use kqueen_core::identity::Identity;
-use kqueen_core::token::ApiToken;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -54,31 +53,6 @@ pub struct MemberIn {
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TokenOut {
-    pub id: String,
-    pub name: String,
-    pub prefix: String,
-    pub created_at: String,
-    pub expires_at: String,
-    pub last_used_at: Option<String>,
-    pub revoked_at: Option<String>,
-}
-
-impl From<ApiToken> for TokenOut {
-    fn from(t: ApiToken) -> Self {
-        TokenOut {
-            id: t.id.to_string(),
-            name: t.name,
-            prefix: t.prefix,
-            created_at: t.created_at.to_rfc3339(),
-            expires_at: t.expires_at.to_rfc3339(),
-            last_used_at: t.last_used_at.map(|d| d.to_rfc3339()),
-            revoked_at: t.revoked_at.map(|d| d.to_rfc3339()),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TokenIn {
     pub name: String,
     /// Validity in days, 1 to 365 (default 90).
@@ -100,3 +74,4 @@ pub struct ErrorOut {
 
 // Tenants and members are sent as the portal sends them (one type, `kqueen_dto`).
 pub use kqueen_dto::tenants::{Member as MemberOut, Tenant as TenantOut};
+pub use kqueen_dto::tokens::Token as TokenOut;

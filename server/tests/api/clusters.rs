@@ -388,6 +388,13 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
     assert_eq!(ready["endpoint"], "https://dev.example.test:6443");
     assert_eq!(ready["node_count"], 3);
     assert_eq!(ready["progress"], 100);
+    // The portal's cluster page carries the same operations, timeline and capabilities as
+    // the API (one type each, `kqueen_dto::clusters`).
+    let page = app.server_fn(&amy, "cluster", &[("id", id.as_str())]).await;
+    for field in ["operations", "events", "capabilities"] {
+        assert_eq!(page[field], ready[field], "{field}: {page}");
+    }
+    assert_eq!(page["operations"][0]["state"], "succeeded", "{page}");
     let messages: Vec<&str> = ready["events"]
         .as_array()
         .unwrap()

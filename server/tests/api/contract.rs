@@ -263,7 +263,7 @@ async fn oversized_bodies_are_refused_before_any_write() {
 }
 
 #[tokio::test]
-async fn the_portal_and_the_api_send_the_same_audit_entries_tenants_and_members() {
+async fn the_portal_and_the_api_send_the_same_audit_entries_tenants_members_and_tokens() {
     let app = TestApp::sqlite().await;
     let olga = app.user("olga", true, &[]).await;
     app.user("amy", false, &[]).await;
@@ -314,5 +314,41 @@ async fn the_portal_and_the_api_send_the_same_audit_entries_tenants_and_members(
     let portal = app.server_fn(&olga, "tenant", &[("slug", "team-a")]).await;
     assert_eq!(api, portal["members"]);
     assert_eq!(api[0]["username"], "amy", "{api}");
+    // API tokens, likewise (one active, one revoked).
+    for name in ["ci", "old"] {
+        let body = serde_json::json!({"name": name, "days": 30});
+        let (status, _) = call(&olga, &app, Method::POST, "/api/v1/tokens", Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED);
+    }
+    let (_, api) = call(&olga, &app, Method::GET, "/api/v1/tokens", None).await;
+    let old = api
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["name"] == "old")
+        .unwrap()["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let path = format!("/api/v1/tokens/{old}");
+    let (status, _) = call(&olga, &app, Method::DELETE, &path, None).await;
+    assert!(status.is_success(), "{status}");
+    let (_, api) = call(&olga, &app, Method::GET, "/api/v1/tokens", None).await;
+    let portal = app.server_fn(&olga, "tokens", &[]).await;
+    assert_eq!(api, portal["tokens"]);
+    let active: Vec<_> = api
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["name"].clone(), t["active"].clone()))
+        .collect();
+    assert!(
+        active.contains(&(serde_json::json!("ci"), serde_json::json!(true))),
+        "{api}"
+    );
+    assert!(
+        active.contains(&(serde_json::json!("old"), serde_json::json!(false))),
+        "{api}"
+    );
     app.stop().await;
 }

@@ -1,10 +1,11 @@
 //! The wire types of providers, templates, clusters, operations and quotas.
 
+pub use kqueen_dto::clusters::{
+    Capabilities as CapabilitiesOut, Event as EventOut, Operation as OperationOut,
+};
 use std::collections::BTreeMap;
 
-use kqueen_core::cluster::{
-    Cluster, ClusterEvent, Operation, Provider, ProviderInput, TemplateInput,
-};
+use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, TemplateInput};
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::{ClusterDetail, Error, KindInfo, TemplateView};
@@ -24,23 +25,6 @@ pub struct KindOut {
     /// Parameters of a cluster request.
     #[schema(value_type = Vec<Object>)]
     pub cluster_schema: serde_json::Value,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct CapabilitiesOut {
-    pub scale: bool,
-    pub upgrade: bool,
-    pub deletes_infrastructure: bool,
-}
-
-impl From<kqueen_core::provisioner::Capabilities> for CapabilitiesOut {
-    fn from(c: kqueen_core::provisioner::Capabilities) -> Self {
-        Self {
-            scale: c.scale,
-            upgrade: c.upgrade,
-            deletes_infrastructure: c.deletes_infrastructure,
-        }
-    }
 }
 
 pub(super) fn json_of<T: Serialize>(v: &T) -> serde_json::Value {
@@ -222,65 +206,6 @@ impl From<TemplateIn> for TemplateInput {
             timeout_minutes: t.timeout_minutes,
             admin_access: t.admin_access,
             disabled: t.disabled,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct OperationOut {
-    pub id: Uuid,
-    /// `create`, `delete`, `scale` or `upgrade`.
-    pub kind: String,
-    /// `pending`, `running`, `succeeded` or `failed`.
-    pub state: String,
-    pub step: String,
-    pub progress: u8,
-    pub attempts: u32,
-    pub error: Option<String>,
-    pub target: Option<String>,
-    pub requested_by: String,
-    pub created_at: String,
-    pub started_at: Option<String>,
-    pub finished_at: Option<String>,
-    pub deadline_at: String,
-}
-
-impl From<Operation> for OperationOut {
-    fn from(o: Operation) -> Self {
-        Self {
-            id: o.id,
-            kind: o.kind.to_string(),
-            state: o.state.to_string(),
-            step: o.step,
-            progress: o.progress,
-            attempts: o.attempts,
-            error: o.error,
-            target: o.target,
-            requested_by: o.requested_by,
-            created_at: o.created_at.to_rfc3339(),
-            started_at: o.started_at.map(|t| t.to_rfc3339()),
-            finished_at: o.finished_at.map(|t| t.to_rfc3339()),
-            deadline_at: o.deadline_at.to_rfc3339(),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct EventOut {
-    pub id: Uuid,
-    pub at: String,
-    /// `step`, `log`, `state` or `error`.
-    pub kind: String,
-    pub message: String,
-}
-
-impl From<ClusterEvent> for EventOut {
-    fn from(e: ClusterEvent) -> Self {
-        Self {
-            id: e.id,
-            at: e.occurred_at.to_rfc3339(),
-            kind: e.kind.to_string(),
-            message: e.message,
         }
     }
 }

@@ -1,0 +1,44 @@
+//! How the engine runs: its identity in leases, its pace and its limits.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How the engine runs.
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// This worker's identity in leases (unique per process).
+    pub owner: String,
+    /// How long a claim is valid without renewal.
+    pub lease: Duration,
+    /// How often idle workers look for work.
+    pub poll_interval: Duration,
+    /// Operations executed at the same time by this process.
+    pub concurrency: usize,
+    /// Attempts after which a transient error becomes a failure.
+    pub max_attempts: u32,
+    /// Where provisioners keep per-cluster working directories.
+    pub work_dir: PathBuf,
+    /// How often expired clusters are looked for.
+    pub ttl_sweep_interval: Duration,
+    /// Longest pause between two calls of a waiting provisioner.
+    pub max_wait: Duration,
+}
+
+impl EngineConfig {
+    pub fn new(work_dir: PathBuf) -> Self {
+        Self {
+            owner: format!(
+                "{}-{}",
+                std::process::id(),
+                &uuid::Uuid::new_v4().simple().to_string()[..8]
+            ),
+            lease: Duration::from_secs(30),
+            poll_interval: Duration::from_secs(1),
+            concurrency: 4,
+            max_attempts: 8,
+            work_dir,
+            ttl_sweep_interval: Duration::from_secs(60),
+            max_wait: Duration::from_secs(30),
+        }
+    }
+}

@@ -1,0 +1,236 @@
+//! Day-2 operations on a cluster (delete, scale, upgrade): checked against its template, then
+//! queued as durable operations.
+
+use super::Clusters;
+use crate::audit::{action, AuditEvent};
+use crate::cluster::{Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind};
+use crate::policy::Permission;
+use crate::provisioner::{ParamSchema, Params};
+use crate::service::templates::refined_schema;
+use crate::{Actor, Error, Result, ValidationError};
+
+impl Clusters {
+    /// Queues the deletion of a cluster.
+    pub async fn delete_cluster(&self, actor: &Actor, id: &str) -> Result<Operation> {
+        self.enqueue(
+            actor,
+            id,
+            OperationKind::Delete,
+            None,
+            action::CLUSTER_DELETE,
+        )
+        .await
+    }
+
+    /// Queues a change of the node count (provisioners that can scale).
+    pub async fn scale_cluster(&self, actor: &Actor, id: &str, nodes: u32) -> Result<Operation> {
+        if !(1..=1000).contains(&nodes) {
+            return Err(ValidationError::new("node_count", "must be between 1 and 1000").into());
+        }
+        self.enqueue(
+            actor,
+            id,
+            OperationKind::Scale,
+            Some(nodes.to_string()),
+            action::CLUSTER_SCALE,
+        )
+        .await
+    }
+
+    /// Queues a Kubernetes upgrade (provisioners that can upgrade).
+    pub async fn upgrade_cluster(
+        &self,
+        actor: &Actor,
+        id: &str,
+        version: &str,
+    ) -> Result<Operation> {
+        let v = version.trim();
+        if v.is_empty()
+            || v.len() > 20
+            || !v
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
+        {
+            return Err(ValidationError::new(
+                "kubernetes_version",
+                "must look like 1.34 or v1.34.2",
+            )
+            .into());
+        }
+        self.enqueue(
+            actor,
+            id,
+            OperationKind::Upgrade,
+            Some(v.to_owned()),
+            action::CLUSTER_UPGRADE,
+        )
+        .await
+    }
+
+    pub(super) async fn enqueue(
+        &self,
+        actor: &Actor,
+        id: &str,
+        kind: OperationKind,
+        target: Option<String>,
+        verb: &str,
+    ) -> Result<Operation> {
+        let cluster = self.visible_cluster(actor, id, verb).await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageClusters(cluster.tenant_id),
+                verb,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+            )
+            .await?;
+        let result = self.try_enqueue(actor, &cluster, kind, target, verb).await;
+        self.guard
+            .audited(
+                actor,
+                verb,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+                result,
+            )
+            .await
+    }
+
+    pub(super) async fn try_enqueue(
+        &self,
+        actor: &Actor,
+        cluster: &Cluster,
+        kind: OperationKind,
+        target: Option<String>,
+        verb: &str,
+    ) -> Result<Operation> {
+        let caps = self.capabilities_of(cluster).await?;
+        let state = match kind {
+            OperationKind::Delete => ClusterState::Deleting,
+            OperationKind::Scale if !caps.scale => {
+                return Err(Error::Conflict(format!(
+                    "{} clusters cannot be scaled",
+                    cluster.provider_kind
+                )))
+            }
+            OperationKind::Upgrade if !caps.upgrade => {
+                return Err(Error::Conflict(format!(
+                    "{} clusters cannot be upgraded",
+                    cluster.provider_kind
+                )))
+            }
+            _ if cluster.state != ClusterState::Ready => {
+                return Err(Error::Conflict(format!(
+                    "the cluster is {}; it can be changed when Ready",
+                    cluster.state.label()
+                )))
+            }
+            _ => ClusterState::Updating,
+        };
+        let target = match (kind, target) {
+            (OperationKind::Scale, Some(n)) => Some(
+                self.check_against_template(cluster, "node_count", &n)
+                    .await?,
+            ),
+            (OperationKind::Upgrade, Some(v)) => Some(
+                self.check_against_template(cluster, "kubernetes_version", &v)
+                    .await?,
+            ),
+            (_, target) => target,
+        };
+        // The node quota of a scale is checked by the store, in the transaction that queues it.
+        let now = crate::clock::now();
+        let who = actor.to_string();
+        let timeout = match cluster.template_id {
+            Some(t) => self
+                .deps
+                .store
+                .template(t)
+                .await
+                .map(|t| t.timeout_minutes)
+                .unwrap_or(60),
+            None => 60,
+        };
+        let op = Operation::new(
+            cluster.id,
+            kind,
+            target.clone(),
+            &who,
+            now,
+            chrono::Duration::minutes(i64::from(timeout)),
+        );
+        let what = match (&kind, &target) {
+            (OperationKind::Scale, Some(n)) => format!("Scale to {n} nodes requested by {who}"),
+            (OperationKind::Upgrade, Some(v)) => format!("Upgrade to {v} requested by {who}"),
+            _ => format!("Deletion requested by {who}"),
+        };
+        let event = ClusterEvent::new(cluster.id, Some(op.id), EventKind::State, what, now);
+        let mut audit =
+            AuditEvent::success(actor, verb, cluster.name.as_str()).in_tenant(cluster.tenant_id);
+        if let Some(t) = &target {
+            audit = audit.with_detail(t.clone());
+        }
+        self.deps
+            .store
+            .enqueue_operation(&op, state, &event, &audit)
+            .await?;
+        Ok(op)
+    }
+
+    /// A scale or upgrade target checked against what the cluster's template allows: a
+    /// parameter the template fixes cannot change, and a new value must be within the
+    /// template's range or among its options (the provisioner's schema when the template is
+    /// gone). Returns the value as the schema normalises it.
+    pub(super) async fn check_against_template(
+        &self,
+        cluster: &Cluster,
+        name: &'static str,
+        value: &str,
+    ) -> Result<String> {
+        let (schema, fixed, by) = self.template_schema(cluster).await?;
+        if let Some(v) = fixed.get(name) {
+            if v != value {
+                return Err(ValidationError::new(
+                    name,
+                    format!("is fixed at {v} by template {by}"),
+                )
+                .into());
+            }
+        }
+        let Some(spec) = schema.get(name) else {
+            return Ok(value.to_owned());
+        };
+        let one = ParamSchema::new(vec![spec.clone()]);
+        let input: Params = [(name.to_owned(), value.to_owned())].into();
+        let checked = one.validate(&input)?;
+        Ok(checked
+            .get(name)
+            .cloned()
+            .unwrap_or_else(|| value.to_owned()))
+    }
+
+    /// The cluster parameters its template allows (refined schema), the values it fixes, and
+    /// the template's name; the provisioner's schema when the template is gone.
+    pub(super) async fn template_schema(
+        &self,
+        cluster: &Cluster,
+    ) -> Result<(ParamSchema, Params, String)> {
+        let provisioner = self.catalog.provisioner(cluster.provider_kind)?;
+        let template = match cluster.template_id {
+            Some(id) => match self.deps.store.template(id).await {
+                Ok(t) => Some(t),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            None => None,
+        };
+        Ok(match template {
+            Some(t) => {
+                let (schema, fixed) = refined_schema(provisioner.as_ref(), &t)?;
+                (schema, fixed, t.name)
+            }
+            None => (provisioner.cluster_schema(), Params::new(), String::new()),
+        })
+    }
+}

@@ -1,0 +1,195 @@
+//! Clusters: request, list, view, scale, upgrade, delete. Kubeconfigs and per-user access
+//! are in `access.rs`, tenants' quotas in `quotas.rs`.
+
+mod day2;
+mod request;
+
+use uuid::Uuid;
+
+use super::cluster_admin::ClusterAdmin;
+use super::guard::Guard;
+use super::providers::Catalog;
+use super::tenants::Tenancy;
+use crate::audit::action;
+use crate::cluster::{Cluster, ClusterEvent, ClusterFilter, Operation};
+use crate::deps::Deps;
+use crate::page::Page;
+use crate::policy::{self, Permission};
+use crate::provisioner::{Capabilities, ParamKind};
+use crate::{Actor, Error, Result};
+
+/// A cluster with what its page shows.
+#[derive(Debug, Clone)]
+pub struct ClusterDetail {
+    pub cluster: Cluster,
+    pub capabilities: Capabilities,
+    /// Newest first.
+    pub operations: Vec<Operation>,
+    /// Oldest first (the newest entries).
+    pub events: Vec<ClusterEvent>,
+    /// Whether the caller gets the admin kubeconfig (operators) or a per-user one.
+    pub admin_kubeconfig: bool,
+    /// What a scale may ask for under the cluster's template (None: the template fixes the
+    /// node count, or the provisioner has no such parameter).
+    pub node_range: Option<(i64, i64)>,
+    /// The versions an upgrade may choose from (empty: any version-shaped text).
+    pub version_options: Vec<String>,
+    /// What tenant admins' personal kubeconfigs may do in the cluster (its template's
+    /// choice).
+    pub admin_access: crate::cluster::AdminAccess,
+}
+
+/// Where a secret cluster parameter (an uploaded kubeconfig) lives in the vault.
+/// Clusters: request, view, scale, upgrade, delete (as durable operations).
+#[derive(Clone)]
+pub struct Clusters {
+    deps: Deps,
+    guard: Guard,
+    tenancy: Tenancy,
+    catalog: Catalog,
+    admin: ClusterAdmin,
+}
+
+impl Clusters {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        tenancy: &Tenancy,
+        catalog: &Catalog,
+        admin: &ClusterAdmin,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            tenancy: tenancy.clone(),
+            catalog: catalog.clone(),
+            admin: admin.clone(),
+        }
+    }
+}
+
+impl Clusters {
+    /// What the cluster's provider can do with its current settings (nothing, when this
+    /// portal has no provisioner of its kind or the provider is gone).
+    async fn capabilities_of(&self, cluster: &Cluster) -> Result<Capabilities> {
+        Ok(self
+            .admin
+            .provisioner_of(cluster)
+            .await?
+            .map(|(p, config)| p.capabilities_for(&config))
+            .unwrap_or_default())
+    }
+
+    /// The tenants whose clusters the actor sees (`None`: all).
+    fn cluster_scope(&self, actor: &Actor) -> Result<Option<Vec<Uuid>>> {
+        if policy::check(actor, Permission::ListAllTenants).is_ok() {
+            return Ok(None);
+        }
+        match actor.identity() {
+            Some(who) => Ok(Some(who.memberships.iter().map(|m| m.tenant_id).collect())),
+            None => Err(Error::Unauthenticated),
+        }
+    }
+
+    /// Clusters the actor may see, filtered and paginated, with the total count.
+    pub async fn list_clusters(
+        &self,
+        actor: &Actor,
+        filter: &ClusterFilter,
+        page: Page,
+    ) -> Result<(Vec<Cluster>, u64)> {
+        let scope = match self.cluster_scope(actor) {
+            Ok(s) => s,
+            Err(e) => {
+                self.guard
+                    .audit_refusal(actor, action::CLUSTER_LIST, "clusters", None, &e)
+                    .await?;
+                return Err(e);
+            }
+        };
+        self.deps
+            .store
+            .list_clusters(filter, scope.as_deref(), page)
+            .await
+    }
+
+    /// A cluster the actor may view; others answer "not found" (and are audited).
+    pub(crate) async fn visible_cluster(
+        &self,
+        actor: &Actor,
+        id: &str,
+        action: &str,
+    ) -> Result<Cluster> {
+        let found = match Uuid::parse_str(id.trim()) {
+            Ok(uuid) => match self.deps.store.cluster(uuid).await {
+                Ok(c) => Some(c),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        };
+        let tenant = found.as_ref().map(|c| c.tenant_id);
+        let error = match found {
+            Some(c) => match policy::check(actor, Permission::ViewTenant(c.tenant_id)) {
+                Ok(()) => return Ok(c),
+                Err(Error::Unauthenticated) => Error::Unauthenticated,
+                Err(_) => Error::NotFound("cluster"),
+            },
+            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
+            None => Error::NotFound("cluster"),
+        };
+        self.guard
+            .audit_refusal(actor, action, id, tenant, &error)
+            .await?;
+        Err(error)
+    }
+
+    pub async fn cluster_detail(&self, actor: &Actor, id: &str) -> Result<ClusterDetail> {
+        let cluster = self
+            .visible_cluster(actor, id, action::CLUSTER_VIEW)
+            .await?;
+        let capabilities = self.capabilities_of(&cluster).await?;
+        let operations = self.deps.store.operations_of(cluster.id, 10).await?;
+        let events = self.deps.store.events_of(cluster.id, None, 300).await?;
+        let (mut node_range, mut version_options) = (None, Vec::new());
+        if capabilities.scale || capabilities.upgrade {
+            let (schema, fixed, _) = self.template_schema(&cluster).await?;
+            if !fixed.contains_key("node_count") {
+                if let Some(ParamKind::Integer { min, max, .. }) =
+                    schema.get("node_count").map(|s| &s.kind)
+                {
+                    node_range = Some((min.unwrap_or(1).max(1), max.unwrap_or(1000).min(1000)));
+                }
+            }
+            if let Some(ParamKind::Enum { options, .. }) =
+                schema.get("kubernetes_version").map(|s| &s.kind)
+            {
+                version_options = options.clone();
+            }
+        }
+        let admin_access = self.admin.admin_access_of(&cluster).await?;
+        Ok(ClusterDetail {
+            node_range,
+            version_options,
+            admin_access,
+            admin_kubeconfig: policy::check(actor, Permission::AdminKubeconfig).is_ok(),
+            cluster,
+            capabilities,
+            operations,
+            events,
+        })
+    }
+
+    /// Timeline entries after `after` (for live updates).
+    pub async fn cluster_events(
+        &self,
+        actor: &Actor,
+        id: &str,
+        after: Option<Uuid>,
+    ) -> Result<Vec<ClusterEvent>> {
+        let cluster = self
+            .visible_cluster(actor, id, action::CLUSTER_VIEW)
+            .await?;
+        self.deps.store.events_of(cluster.id, after, 500).await
+    }
+}

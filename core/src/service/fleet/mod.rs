@@ -1,0 +1,190 @@
+//! Use cases of the fleet inventory: syncing clusters, the cluster page's inventory, the fleet
+//! dashboard and the fleet audit queries (images, versions, findings).
+
+mod sync;
+mod views;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use super::cluster_admin::ClusterAdmin;
+use super::clusters::Clusters;
+use super::guard::Guard;
+use super::providers::Catalog;
+use crate::deps::Deps;
+use crate::inventory::fleet::FleetCluster;
+use crate::inventory::{minor_version, Resources};
+use crate::page::Page;
+use crate::provisioner::ParamKind;
+use crate::Result;
+use std::sync::Arc;
+
+/// How the inventory sync runs.
+#[derive(Debug, Clone)]
+pub struct InventorySettings {
+    /// Clusters synced at the same time.
+    pub concurrency: usize,
+    /// Time allowed for one cluster's whole sync.
+    pub timeout: Duration,
+    /// A cluster whose last good sync is older than this is shown as stale.
+    pub stale_after: Duration,
+    /// Image sources allowed by the registry check (empty: check off).
+    pub allowed_registries: Vec<String>,
+    /// The oldest supported Kubernetes minor version; none: two minors behind the newest
+    /// version offered by a template (upstream supports three). What clusters report never
+    /// counts: one cluster reporting v1.99 must not make every other cluster unsupported.
+    pub min_kubernetes: Option<(u32, u32)>,
+}
+
+impl Default for InventorySettings {
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            timeout: Duration::from_secs(30),
+            stale_after: Duration::from_secs(30 * 60),
+            allowed_registries: Vec::new(),
+            min_kubernetes: None,
+        }
+    }
+}
+
+/// How one cluster's sync went.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClusterSync {
+    pub cluster_id: Uuid,
+    pub cluster: String,
+    pub tenant: String,
+    pub error: Option<String>,
+    pub duration_ms: u64,
+}
+
+/// Counts by a label (state, provider, version), biggest first.
+pub type Tally = Vec<(String, u64)>;
+
+/// Node totals over the visible fleet.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetTotals {
+    pub clusters: u64,
+    pub nodes: u64,
+    pub nodes_ready: u64,
+    pub capacity: Resources,
+    pub allocatable: Resources,
+    pub requested: Resources,
+    /// Over the clusters that report usage.
+    pub used: Option<Resources>,
+}
+
+/// A cluster and why it needs attention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attention {
+    pub cluster: FleetCluster,
+    pub reasons: Vec<String>,
+}
+
+/// The fleet dashboard.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FleetOverview {
+    pub by_state: Tally,
+    pub by_provider: Tally,
+    /// By Kubernetes minor version (`1.33`), `unknown` for clusters never synced.
+    pub by_version: Tally,
+    pub totals: FleetTotals,
+    pub attention: Vec<Attention>,
+    /// The newest minor version offered by a template or configured as the minimum (`1.34`).
+    pub newest_version: Option<String>,
+    pub clusters: Vec<FleetCluster>,
+}
+
+fn tally(items: impl IntoIterator<Item = String>) -> Tally {
+    let mut map: BTreeMap<String, u64> = BTreeMap::new();
+    for i in items {
+        *map.entry(i).or_default() += 1;
+    }
+    let mut v: Tally = map.into_iter().collect();
+    v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    v
+}
+
+fn format_minor((major, minor): (u32, u32)) -> String {
+    format!("{major}.{minor}")
+}
+
+/// Inventories of the clusters (sync, the cluster page's view) and the fleet views over them.
+#[derive(Clone)]
+pub struct Fleet {
+    deps: Deps,
+    guard: Guard,
+    clusters: Clusters,
+    catalog: Catalog,
+    admin: ClusterAdmin,
+    settings: Arc<InventorySettings>,
+}
+
+impl Fleet {
+    pub(super) fn new(
+        deps: &Deps,
+        guard: &Guard,
+        clusters: &Clusters,
+        catalog: &Catalog,
+        admin: &ClusterAdmin,
+        settings: Arc<InventorySettings>,
+    ) -> Self {
+        Self {
+            deps: deps.clone(),
+            guard: guard.clone(),
+            clusters: clusters.clone(),
+            catalog: catalog.clone(),
+            admin: admin.clone(),
+            settings,
+        }
+    }
+}
+
+impl Fleet {
+    /// The version the fleet is measured against: the newest minor version a template offers,
+    /// or the configured minimum when that is newer. Versions reported by clusters are not
+    /// trusted for this: any cluster could claim v1.99.
+    async fn newest_version(&self) -> Result<Option<(u32, u32)>> {
+        Ok(self
+            .newest_offered_version()
+            .await?
+            .max(self.settings.min_kubernetes))
+    }
+
+    /// The newest `kubernetes_version` any enabled template offers (its options or default).
+    async fn newest_offered_version(&self) -> Result<Option<(u32, u32)>> {
+        let mut newest = None;
+        for t in self
+            .deps
+            .store
+            .list_templates(None, Page::first(Page::MAX_LIMIT))
+            .await?
+        {
+            if t.disabled {
+                continue;
+            }
+            let Ok(view) = self.catalog.template_view(t).await else {
+                continue;
+            };
+            for p in &view.schema.0 {
+                if p.name != "kubernetes_version" {
+                    continue;
+                }
+                let offered: Vec<&str> = match &p.kind {
+                    ParamKind::Enum { options, .. } => options.iter().map(String::as_str).collect(),
+                    ParamKind::String {
+                        default: Some(d), ..
+                    } => vec![d.as_str()],
+                    _ => Vec::new(),
+                };
+                for v in offered {
+                    newest = newest.max(minor_version(v));
+                }
+            }
+        }
+        Ok(newest)
+    }
+}

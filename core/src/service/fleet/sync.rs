@@ -1,0 +1,160 @@
+//! Syncing clusters' inventories: every Ready cluster in the background, or one on request,
+//! each judged by the audit checks.
+
+use std::time::Instant;
+
+use futures::stream::{self, StreamExt};
+
+use super::{ClusterSync, Fleet};
+use crate::audit::{action, AuditEvent, Outcome};
+use crate::cluster::{Cluster, ClusterState};
+use crate::inventory::checks::{self, AuditCheck, CheckSettings};
+use crate::policy::Permission;
+use crate::{Actor, Error, Result};
+
+impl Fleet {
+    /// Syncs every Ready cluster, `concurrency` at a time, each within `timeout`: one dead
+    /// cluster costs its own timeout and nothing else. A system task (the server's timer).
+    pub async fn sync_inventory(&self) -> Result<Vec<ClusterSync>> {
+        let clusters = self.deps.store.ready_clusters().await?;
+        let checks = self.audit_checks().await?;
+        Ok(stream::iter(clusters)
+            .map(|c| {
+                let checks = &checks;
+                async move { self.sync_one(&c, checks).await }
+            })
+            .buffer_unordered(self.settings.concurrency.max(1))
+            .collect::<Vec<_>>()
+            .await)
+    }
+
+    /// Syncs one cluster now (any member of its tenant; audited).
+    pub async fn sync_cluster_inventory(&self, actor: &Actor, id: &str) -> Result<ClusterSync> {
+        let cluster = self
+            .clusters
+            .visible_cluster(actor, id, action::INVENTORY_SYNC)
+            .await?;
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageClusters(cluster.tenant_id),
+                action::INVENTORY_SYNC,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+            )
+            .await?;
+        if cluster.state != ClusterState::Ready {
+            let e = Error::Conflict(format!(
+                "the cluster is {}; only Ready clusters are synced",
+                cluster.state.label()
+            ));
+            self.guard
+                .audit_refusal(
+                    actor,
+                    action::INVENTORY_SYNC,
+                    cluster.name.as_str(),
+                    Some(cluster.tenant_id),
+                    &e,
+                )
+                .await?;
+            return Err(e);
+        }
+        let checks = self.audit_checks().await?;
+        let result = self.sync_one(&cluster, &checks).await;
+        let outcome = if result.error.is_none() {
+            Outcome::Success
+        } else {
+            Outcome::Failure
+        };
+        let mut event = AuditEvent::now(
+            actor,
+            action::INVENTORY_SYNC,
+            cluster.name.to_string(),
+            outcome,
+        );
+        event.tenant_id = Some(cluster.tenant_id);
+        if let Some(e) = &result.error {
+            event = event.with_detail(e.clone());
+        }
+        self.deps.store.record_audit(&event).await?;
+        Ok(result)
+    }
+
+    /// Reads one cluster and stores the result. Every failure, storing included, is this
+    /// cluster's result (recorded as its sync error when the store takes it), never an error
+    /// that would fail the other clusters' syncs.
+    pub(super) async fn sync_one(
+        &self,
+        cluster: &Cluster,
+        checks: &[Box<dyn AuditCheck>],
+    ) -> ClusterSync {
+        let started = Instant::now();
+        let timeout = self.settings.timeout;
+        let read = async {
+            let (client, _) = self.admin.admin_client(cluster).await?;
+            crate::inventory::collect(&client)
+                .await
+                .map_err(|e| Error::Conflict(e.to_string()))
+        };
+        let outcome = match tokio::time::timeout(timeout, read).await {
+            Ok(Ok(snapshot)) => Ok(snapshot),
+            Ok(Err(e)) => Err(match e {
+                Error::Conflict(m) => m,
+                other => other.to_string(),
+            }),
+            Err(_) => Err(format!("timed out after {} s", timeout.as_secs())),
+        };
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let now = crate::clock::now();
+        let outcome = match outcome {
+            Ok(snapshot) => {
+                let findings = checks::run_all(checks, &snapshot);
+                self.deps.store
+                    .save_inventory(cluster.id, &snapshot, &findings, now, duration_ms)
+                    .await
+                    .map_err(|e| {
+                        tracing::error!(cluster = %cluster.name, tenant = %cluster.tenant_slug, error = %e, "storing the inventory failed");
+                        "storing the inventory failed".to_owned()
+                    })
+            }
+            Err(e) => Err(e),
+        };
+        let error = match outcome {
+            Ok(()) => None,
+            Err(e) => {
+                tracing::warn!(cluster = %cluster.name, tenant = %cluster.tenant_slug, error = %e, "inventory sync failed");
+                if let Err(store) = self
+                    .deps
+                    .store
+                    .save_sync_failure(cluster.id, &e, now, duration_ms)
+                    .await
+                {
+                    tracing::error!(cluster = %cluster.name, error = %store, "recording the sync failure failed");
+                }
+                Some(e)
+            }
+        };
+        ClusterSync {
+            cluster_id: cluster.id,
+            cluster: cluster.name.to_string(),
+            tenant: cluster.tenant_slug.clone(),
+            error,
+            duration_ms,
+        }
+    }
+
+    /// The configured checks, with the version floor derived when not configured.
+    pub(super) async fn audit_checks(&self) -> Result<Vec<Box<dyn AuditCheck>>> {
+        let min_kubernetes = match self.settings.min_kubernetes {
+            Some(v) => Some(v),
+            None => self
+                .newest_offered_version()
+                .await?
+                .map(|(major, minor)| (major, minor.saturating_sub(2))),
+        };
+        Ok(checks::builtin(&CheckSettings {
+            allowed_registries: self.settings.allowed_registries.clone(),
+            min_kubernetes,
+        }))
+    }
+}

@@ -1,0 +1,50 @@
+//! A cluster's operations, timeline and what its provider can do.
+
+use serde::{Deserialize, Serialize};
+
+/// What the cluster's provider can do with its current settings.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Capabilities {
+    pub scale: bool,
+    pub upgrade: bool,
+    /// Deleting the cluster removes machines (not only KQueen's record).
+    pub deletes_infrastructure: bool,
+}
+
+/// A durable operation on a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Operation {
+    /// UUID.
+    pub id: String,
+    /// `create`, `delete`, `scale` or `upgrade`.
+    pub kind: String,
+    /// `pending`, `running`, `succeeded` or `failed`.
+    pub state: String,
+    pub step: String,
+    pub progress: u8,
+    pub attempts: u32,
+    pub error: Option<String>,
+    /// The node count or version a scale or upgrade aims at.
+    pub target: Option<String>,
+    pub requested_by: String,
+    /// RFC 3339 (UTC), like every time below.
+    pub created_at: String,
+    pub started_at: Option<String>,
+    pub finished_at: Option<String>,
+    pub deadline_at: String,
+}
+
+/// One entry of a cluster's timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Event {
+    /// UUID (v7: ordered by time).
+    pub id: String,
+    /// RFC 3339 (UTC).
+    pub at: String,
+    /// `step`, `log`, `state` or `error`.
+    pub kind: String,
+    pub message: String,
+}
