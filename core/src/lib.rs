@@ -13,6 +13,7 @@ mod dto;
 pub mod engine;
 mod error;
 pub mod export;
+pub mod hosted;
 pub mod identity;
 pub mod inventory;
 pub mod kubernetes;

@@ -4,4 +4,6 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
 pub mod apiserver;
+pub mod tls_etcd;
+#[allow(unused_imports)]
 pub use kqueen_testkit::fake_kube;
