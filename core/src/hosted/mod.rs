@@ -3,5 +3,6 @@
 //! each control plane's PKI ([`pki`]) and its key space, role and user in the shared etcd
 //! ([`etcd`]).
 
+pub mod control_plane;
 pub mod etcd;
 pub mod pki;

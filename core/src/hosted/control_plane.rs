@@ -1,0 +1,177 @@
+//! How a hosted control plane's processes are started: the files they read (certificates and
+//! keys written with mode 0600 into the cluster's own directory) and their command lines.
+//!
+//! kube-apiserver stores everything under its key space of the shared etcd
+//! (`--etcd-prefix`), authenticates there with its client certificate (whose common name is
+//! its etcd user), and never compacts (`--etcd-compaction-interval=0`): a user confined to a
+//! prefix may not, so etcd compacts itself (`--auto-compaction-*`). kube-controller-manager
+//! runs beside it so that namespaces are finalised, service-account tokens and the bootstrap
+//! signer work.
+
+use std::net::IpAddr;
+use std::path::{Path, PathBuf};
+
+use super::etcd::KeySpace;
+use super::pki::{self, CertKey, ControlPlanePki};
+
+/// Where a control plane's API server listens and what it stores where.
+#[derive(Debug, Clone)]
+pub struct ControlPlaneSpec {
+    pub etcd_endpoints: Vec<String>,
+    pub key_space: KeySpace,
+    /// The address it binds and advertises.
+    pub address: IpAddr,
+    pub port: u16,
+    /// The service range (its first address is in the serving certificate).
+    pub service_cidr: String,
+    /// The Kubernetes version the binaries are (major, minor): flags differ between them.
+    pub version: (u32, u32),
+}
+
+impl ControlPlaneSpec {
+    /// `https://<address>:<port>`.
+    pub fn endpoint(&self) -> String {
+        match self.address {
+            IpAddr::V6(a) => format!("https://[{a}]:{}", self.port),
+            IpAddr::V4(a) => format!("https://{a}:{}", self.port),
+        }
+    }
+}
+
+/// The files of one control plane, by what they are.
+#[derive(Debug, Clone)]
+pub struct ControlPlaneFiles {
+    pub dir: PathBuf,
+}
+
+impl ControlPlaneFiles {
+    fn path(&self, name: &str) -> String {
+        self.dir.join(name).display().to_string()
+    }
+
+    /// Writes every certificate and key, the etcd client credentials and the controller
+    /// manager's kubeconfig into `dir` (created, mode 0700; files 0600).
+    pub fn write(
+        dir: &Path,
+        pki: &ControlPlanePki,
+        etcd_server_ca: &str,
+        etcd_client: &CertKey,
+        spec: &ControlPlaneSpec,
+    ) -> std::io::Result<Self> {
+        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        let files = Self {
+            dir: dir.to_path_buf(),
+        };
+        let pairs: [(&str, &CertKey); 6] = [
+            ("ca", &pki.ca),
+            ("apiserver", &pki.apiserver),
+            ("apiserver-kubelet-client", &pki.apiserver_kubelet_client),
+            ("front-proxy-ca", &pki.front_proxy_ca),
+            ("front-proxy-client", &pki.front_proxy_client),
+            ("etcd-client", etcd_client),
+        ];
+        let cm_kubeconfig = pki::kubeconfig(
+            "hosted",
+            &spec.endpoint(),
+            &pki.ca.cert_pem,
+            &pki.controller_manager,
+        );
+        let mut contents: Vec<(String, &[u8])> = Vec::new();
+        for (name, pair) in pairs {
+            contents.push((format!("{name}.crt"), pair.cert_pem.as_bytes()));
+            contents.push((format!("{name}.key"), pair.key_pem.expose()));
+        }
+        contents.push(("sa.key".into(), pki.service_account_key.expose()));
+        contents.push(("sa.pub".into(), pki.service_account_pub.as_bytes()));
+        contents.push(("etcd-ca.crt".into(), etcd_server_ca.as_bytes()));
+        contents.push((
+            "controller-manager.kubeconfig".into(),
+            cm_kubeconfig.expose(),
+        ));
+        for (name, body) in contents {
+            let path = dir.join(name);
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create(true)
+                .truncate(true)
+                .mode(0o600)
+                .open(&path)?;
+            std::io::Write::write_all(&mut file, body)?;
+        }
+        Ok(files)
+    }
+
+    /// kube-apiserver's command line (without the binary).
+    pub fn apiserver_args(&self, spec: &ControlPlaneSpec) -> Vec<String> {
+        let p = |name: &str| self.path(name);
+        vec![
+            format!("--etcd-servers={}", spec.etcd_endpoints.join(",")),
+            format!("--etcd-prefix={}", spec.key_space.prefix()),
+            format!("--etcd-cafile={}", p("etcd-ca.crt")),
+            format!("--etcd-certfile={}", p("etcd-client.crt")),
+            format!("--etcd-keyfile={}", p("etcd-client.key")),
+            "--etcd-compaction-interval=0".into(),
+            format!("--bind-address={}", spec.address),
+            format!("--advertise-address={}", spec.address),
+            format!("--secure-port={}", spec.port),
+            format!("--cert-dir={}", p("serving")),
+            format!("--tls-cert-file={}", p("apiserver.crt")),
+            format!("--tls-private-key-file={}", p("apiserver.key")),
+            format!("--client-ca-file={}", p("ca.crt")),
+            format!(
+                "--kubelet-client-certificate={}",
+                p("apiserver-kubelet-client.crt")
+            ),
+            format!("--kubelet-client-key={}", p("apiserver-kubelet-client.key")),
+            format!("--requestheader-client-ca-file={}", p("front-proxy-ca.crt")),
+            format!("--proxy-client-cert-file={}", p("front-proxy-client.crt")),
+            format!("--proxy-client-key-file={}", p("front-proxy-client.key")),
+            "--requestheader-allowed-names=front-proxy-client".into(),
+            "--requestheader-username-headers=X-Remote-User".into(),
+            "--requestheader-group-headers=X-Remote-Group".into(),
+            "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
+            "--authorization-mode=Node,RBAC".into(),
+            "--enable-bootstrap-token-auth=true".into(),
+            "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
+            format!("--service-account-key-file={}", p("sa.pub")),
+            format!("--service-account-signing-key-file={}", p("sa.key")),
+            format!("--service-cluster-ip-range={}", spec.service_cidr),
+            "--allow-privileged=true".into(),
+        ]
+    }
+
+    /// kube-controller-manager's command line (without the binary).
+    pub fn controller_manager_args(&self, spec: &ControlPlaneSpec) -> Vec<String> {
+        let p = |name: &str| self.path(name);
+        let mut args = vec![
+            format!("--kubeconfig={}", p("controller-manager.kubeconfig")),
+            format!(
+                "--authentication-kubeconfig={}",
+                p("controller-manager.kubeconfig")
+            ),
+            format!(
+                "--authorization-kubeconfig={}",
+                p("controller-manager.kubeconfig")
+            ),
+            format!("--service-account-private-key-file={}", p("sa.key")),
+            format!("--root-ca-file={}", p("ca.crt")),
+            format!("--cluster-signing-cert-file={}", p("ca.crt")),
+            format!("--cluster-signing-key-file={}", p("ca.key")),
+            "--use-service-account-credentials=true".into(),
+            "--controllers=*,bootstrapsigner,tokencleaner".into(),
+            // Its own HTTPS port (health, metrics) is not used: several control planes on
+            // one host would collide on it.
+            "--secure-port=0".into(),
+            "--leader-elect=false".into(),
+        ];
+        if spec.version < (1, 24) {
+            // Before 1.24 it also serves an insecure port (10252) by default.
+            args.push("--port=0".into());
+        }
+        args
+    }
+}
