@@ -17,6 +17,7 @@ use k8s_openapi::api::core::v1::Namespace;
 use kqueen_core::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
 use kqueen_core::hosted::pki::{self, PkiRequest};
+use kqueen_core::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
 use kube::api::{Api, DeleteParams, PostParams};
 use support::tls_etcd::TlsEtcd;
 
@@ -65,8 +66,15 @@ fn spawn(binary: &str, args: Vec<String>, log: std::path::PathBuf) -> Child {
         .unwrap_or_else(|e| panic!("start {binary}: {e}"))
 }
 
-async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
-    let binary = std::env::var(APISERVER).unwrap();
+/// A control plane's files and admin client, ready to start.
+struct Prepared {
+    dir: tempfile::TempDir,
+    files: ControlPlaneFiles,
+    spec: ControlPlaneSpec,
+    client: kube::Client,
+}
+
+async fn prepare(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Prepared {
     let dir = tempfile::tempdir().unwrap();
     let spec = ControlPlaneSpec {
         etcd_endpoints: vec![etcd.endpoint.clone()],
@@ -92,6 +100,52 @@ async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
             .permissions(),
     );
     assert_eq!(mode & 0o777, 0o600, "keys are readable by their owner only");
+    let kubeconfig = pki::kubeconfig(name, &spec.endpoint(), &pki.ca.cert_pem, &pki.admin);
+    let parsed = kqueen_core::kubernetes::parse_kubeconfig(
+        std::str::from_utf8(kubeconfig.expose()).unwrap(),
+        None,
+        false,
+    )
+    .unwrap();
+    let client = kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
+        .await
+        .unwrap();
+    Prepared {
+        dir,
+        files,
+        spec,
+        client,
+    }
+}
+
+/// Waits for `/readyz`; `log` explains a timeout.
+async fn wait_ready(client: &kube::Client, name: &str, log: &dyn Fn() -> String) {
+    let started = Instant::now();
+    loop {
+        let request = http::Request::get("/readyz").body(Vec::new()).unwrap();
+        if let Ok(text) = client.request_text(request).await {
+            if text.trim() == "ok" {
+                println!("{name}: ready in {:?}", started.elapsed());
+                return;
+            }
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "{name} not ready:\n{}",
+            log()
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
+    let binary = std::env::var(APISERVER).unwrap();
+    let Prepared {
+        dir,
+        files,
+        spec,
+        client,
+    } = prepare(etcd, space, name).await;
     let mut children = vec![spawn(
         &binary,
         files.apiserver_args(&spec),
@@ -104,43 +158,13 @@ async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
             dir.path().join("controller-manager.log"),
         ));
     }
-    let kubeconfig = pki::kubeconfig(name, &spec.endpoint(), &pki.ca.cert_pem, &pki.admin);
-    let parsed = kqueen_core::kubernetes::parse_kubeconfig(
-        std::str::from_utf8(kubeconfig.expose()).unwrap(),
-        None,
-        false,
-    )
-    .unwrap();
-    let client = kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
-        .await
-        .unwrap();
-    let mut running = Running {
+    let running = Running {
         children,
         client,
         dir,
     };
-    let started = Instant::now();
-    loop {
-        if let Ok(Some(exit)) = running.children[0].try_wait() {
-            panic!(
-                "kube-apiserver exited ({exit}):\n{}",
-                running.log("apiserver.log")
-            );
-        }
-        let request = http::Request::get("/readyz").body(Vec::new()).unwrap();
-        if let Ok(text) = running.client.request_text(request).await {
-            if text.trim() == "ok" {
-                println!("{name}: ready in {:?}", started.elapsed());
-                return running;
-            }
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "{name} not ready:\n{}",
-            running.log("apiserver.log")
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
+    wait_ready(&running.client, name, &|| running.log("apiserver.log")).await;
+    running
 }
 
 async fn create_namespace(c: &kube::Client, name: &str) -> Result<Namespace, kube::Error> {
@@ -258,4 +282,160 @@ async fn two_tenants_control_planes_share_one_etcd_and_cannot_see_each_other() {
     assert!(removed > 20, "{removed}");
     assert_eq!(admin.usage(&a).await.unwrap().keys, 0);
     assert!(namespaces(&two.client).await.contains(&"only-in-b".into()));
+}
+
+/// Waits for the next event about `name`, skipping others.
+async fn event_of(
+    rx: &mut tokio::sync::mpsc::UnboundedReceiver<SupervisorEvent>,
+    name: &str,
+) -> SupervisorEvent {
+    loop {
+        let e = tokio::time::timeout(Duration::from_secs(30), rx.recv())
+            .await
+            .expect("an event within 30 s")
+            .expect("the supervisor is alive");
+        let of = match &e {
+            SupervisorEvent::Started { name, .. }
+            | SupervisorEvent::Adopted { name, .. }
+            | SupervisorEvent::Exited { name, .. }
+            | SupervisorEvent::Restarting { name, .. }
+            | SupervisorEvent::Stopped { name, .. } => name.clone(),
+        };
+        if of == name {
+            return e;
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kqueen_and_an_upgrade(
+) {
+    let Ok(binary) = std::env::var(APISERVER) else {
+        println!("skipped: {APISERVER} not set (the real kube-apiserver binary)");
+        return;
+    };
+    let etcd = TlsEtcd::start().await;
+    let admin = SharedEtcd::connect(&etcd.root_access(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let space = KeySpace::for_cluster(uuid::Uuid::now_v7());
+    admin.open(&space).await.unwrap();
+    let p = prepare(&etcd, &space, "team-a-dev").await;
+    let run_dir = p.dir.path().join("run");
+    // Supervised processes outlive their supervisor: kill them if this test fails midway.
+    let _guard = KillOnDrop(run_dir.clone());
+    let specs = |apiserver: &str| {
+        let mut specs = vec![ProcessSpec {
+            name: "kube-apiserver".into(),
+            binary: apiserver.into(),
+            args: p.files.apiserver_args(&p.spec),
+            dir: run_dir.clone(),
+        }];
+        if let Ok(cm) = std::env::var(CONTROLLER_MANAGER) {
+            specs.push(ProcessSpec {
+                name: "kube-controller-manager".into(),
+                binary: cm.into(),
+                args: p.files.controller_manager_args(&p.spec),
+                dir: run_dir.clone(),
+            });
+        }
+        specs
+    };
+    let log = || {
+        std::fs::read_to_string(run_dir.join("kube-apiserver.log"))
+            .unwrap_or_default()
+            .lines()
+            .rev()
+            .take(40)
+            .collect::<Vec<_>>()
+            .join("\n")
+    };
+    let backoff = Backoff {
+        first: Duration::from_millis(200),
+        ..Backoff::default()
+    };
+    let key = "team-a-dev";
+    let (first, mut rx) = Supervisor::new(backoff);
+    first.run(key, specs(&binary)).await.unwrap();
+    wait_ready(&p.client, key, &log).await;
+    create_namespace(&p.client, "kept").await.unwrap();
+
+    // A killed API server is started again and has its data.
+    let pid = first.pids(key)["kube-apiserver"];
+    let victim = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
+    rustix::process::kill_process(victim, rustix::process::Signal::KILL).unwrap();
+    loop {
+        if let SupervisorEvent::Exited { status, .. } = event_of(&mut rx, "kube-apiserver").await {
+            assert_eq!(status, "was killed by signal 9");
+            break;
+        }
+    }
+    wait_ready(&p.client, key, &log).await;
+    assert_ne!(first.pids(key)["kube-apiserver"], pid);
+    assert!(namespaces(&p.client).await.contains(&"kept".into()));
+
+    // KQueen restarts: the next supervisor adopts the running processes.
+    let running = first.pids(key);
+    first.release(key).await;
+    drop(first);
+    let (second, mut rx) = Supervisor::new(backoff);
+    second.run(key, specs(&binary)).await.unwrap();
+    match event_of(&mut rx, "kube-apiserver").await {
+        SupervisorEvent::Adopted { pid, .. } => assert_eq!(pid, running["kube-apiserver"]),
+        other => panic!("not adopted: {other:?}"),
+    }
+    wait_ready(&p.client, key, &log).await;
+    assert!(namespaces(&p.client).await.contains(&"kept".into()));
+
+    // An upgrade: other binaries (a copy here: one version is available), same data.
+    let v2 = p.dir.path().join("v2");
+    std::fs::create_dir_all(&v2).unwrap();
+    let copy = v2.join("kube-apiserver");
+    std::fs::copy(&binary, &copy).unwrap();
+    second
+        .run(key, specs(copy.to_str().unwrap()))
+        .await
+        .unwrap();
+    match event_of(&mut rx, "kube-apiserver").await {
+        SupervisorEvent::Started { pid, .. } => assert_ne!(pid, running["kube-apiserver"]),
+        other => panic!("not restarted: {other:?}"),
+    }
+    wait_ready(&p.client, key, &log).await;
+    assert!(namespaces(&p.client).await.contains(&"kept".into()));
+
+    // Delete: the processes stop and the key space is emptied.
+    let pids = second.pids(key);
+    second.stop(key).await;
+    for pid in pids.values() {
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
+                || std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                    .unwrap_or_default()
+                    .contains(") Z"),
+            "{pid} still runs"
+        );
+    }
+    assert!(admin.remove(&space).await.unwrap() > 20);
+}
+
+/// Kills the processes named by the pid files in a directory.
+struct KillOnDrop(std::path::PathBuf);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let Ok(entries) = std::fs::read_dir(&self.0) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            if entry.path().extension().is_some_and(|e| e == "pid") {
+                let pid = std::fs::read_to_string(entry.path())
+                    .ok()
+                    .and_then(|s| s.trim().parse::<i32>().ok())
+                    .and_then(rustix::process::Pid::from_raw);
+                if let Some(pid) = pid {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+                }
+            }
+        }
+    }
 }

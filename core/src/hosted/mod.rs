@@ -6,3 +6,4 @@
 pub mod control_plane;
 pub mod etcd;
 pub mod pki;
+pub mod supervisor;
