@@ -323,7 +323,7 @@ async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kq
     let p = prepare(&etcd, &space, "team-a-dev").await;
     let run_dir = p.dir.path().join("run");
     // Supervised processes outlive their supervisor: kill them if this test fails midway.
-    let _guard = KillOnDrop(run_dir.clone());
+    let _guard = support::processes::KillOnDrop(run_dir.clone());
     let specs = |apiserver: &str| {
         let mut specs = vec![ProcessSpec {
             name: "kube-apiserver".into(),
@@ -416,26 +416,4 @@ async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kq
         );
     }
     assert!(admin.remove(&space).await.unwrap() > 20);
-}
-
-/// Kills the processes named by the pid files in a directory.
-struct KillOnDrop(std::path::PathBuf);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        let Ok(entries) = std::fs::read_dir(&self.0) else {
-            return;
-        };
-        for entry in entries.flatten() {
-            if entry.path().extension().is_some_and(|e| e == "pid") {
-                let pid = std::fs::read_to_string(entry.path())
-                    .ok()
-                    .and_then(|s| s.trim().parse::<i32>().ok())
-                    .and_then(rustix::process::Pid::from_raw);
-                if let Some(pid) = pid {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                }
-            }
-        }
-    }
 }

@@ -141,6 +141,14 @@ fn a_control_plane_pki_is_what_kubernetes_checks() {
         "the public key belongs to the private one"
     );
 
+    // Sealed as one secret and read back whole.
+    let back = pki::ControlPlanePki::from_secret(&p.to_secret()).unwrap();
+    assert_eq!(back.admin.cert_pem, p.admin.cert_pem);
+    assert_eq!(back.ca.key_pem, p.ca.key_pem);
+    assert_eq!(back.service_account_pub, p.service_account_pub);
+    let garbage = kqueen_core::vault::Secret::new(b"{}".to_vec());
+    assert!(pki::ControlPlanePki::from_secret(&garbage).is_err());
+
     // Keys never show in Debug output.
     let debug = format!("{p:?}");
     assert!(!debug.contains("PRIVATE KEY"), "{debug}");

@@ -101,6 +101,7 @@ fn kind_label(kind: &str) -> String {
         "import" => "import — an existing cluster's kubeconfig".into(),
         "command" => "command — an installer command (kubeadm, kind, k3d, terraform…)".into(),
         "jenkins" => "jenkins — a parameterized Jenkins job".into(),
+        "hosted" => "hosted — control planes KQueen runs on a shared etcd".into(),
         other => other.into(),
     }
 }

@@ -11,13 +11,15 @@ pub enum ProviderKind {
     Import,
     Command,
     Jenkins,
+    Hosted,
 }
 
 impl ProviderKind {
-    pub const ALL: [ProviderKind; 3] = [
+    pub const ALL: [ProviderKind; 4] = [
         ProviderKind::Import,
         ProviderKind::Command,
         ProviderKind::Jenkins,
+        ProviderKind::Hosted,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -25,6 +27,7 @@ impl ProviderKind {
             ProviderKind::Import => "import",
             ProviderKind::Command => "command",
             ProviderKind::Jenkins => "jenkins",
+            ProviderKind::Hosted => "hosted",
         }
     }
 

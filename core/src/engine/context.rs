@@ -38,6 +38,11 @@ pub(crate) async fn op_context(
         }
     }
     ctx.cluster_state = cluster.provisioner_state.clone();
+    ctx.cluster_vault = Some(crate::provisioner::ClusterVault::new(
+        deps.vault.clone(),
+        cluster.tenant_id,
+        cluster.id,
+    ));
     if op.kind != OperationKind::Create {
         ctx.admin_kubeconfig = deps
             .vault
@@ -81,8 +86,8 @@ pub(crate) async fn provider_secrets(
     Ok(out)
 }
 
-/// Removes a deleted cluster's secrets from the vault: its kubeconfig and its secret
-/// parameters. Best effort: a failure is logged, the cluster stays deleted.
+/// Removes a deleted cluster's secrets from the vault: its kubeconfig, its secret
+/// parameters and what its provisioner kept. Best effort: a failure is logged, the cluster stays deleted.
 pub(crate) async fn forget_cluster_secrets(deps: &Deps, cluster: &Cluster) {
     let mut refs = vec![names::cluster_kubeconfig(cluster.tenant_id, cluster.id)];
     if let Some(p) = deps.registry.get(cluster.provider_kind) {
@@ -91,6 +96,13 @@ pub(crate) async fn forget_cluster_secrets(deps: &Deps, cluster: &Cluster) {
                 cluster.tenant_id,
                 cluster.id,
                 &spec.name,
+            ));
+        }
+        for name in p.cluster_secret_names() {
+            refs.push(names::cluster_provisioner_secret(
+                cluster.tenant_id,
+                cluster.id,
+                name,
             ));
         }
     }

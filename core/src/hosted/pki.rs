@@ -301,3 +301,77 @@ pub fn public_key_of(private_pem: &str) -> Result<String, PkiError> {
         .map(|k| k.public_key_pem())
         .map_err(|_| PkiError::Invalid("not a PEM private key".into()))
 }
+
+/// The PKI as one secret (PEMs in JSON), for the vault.
+#[derive(serde::Serialize, serde::Deserialize)]
+struct Bundle {
+    pairs: std::collections::BTreeMap<String, (String, String)>,
+    service_account_key: String,
+    service_account_pub: String,
+}
+
+const PAIRS: [&str; 7] = [
+    "ca",
+    "apiserver",
+    "apiserver-kubelet-client",
+    "front-proxy-ca",
+    "front-proxy-client",
+    "admin",
+    "controller-manager",
+];
+
+impl ControlPlanePki {
+    fn pairs(&self) -> [&CertKey; 7] {
+        [
+            &self.ca,
+            &self.apiserver,
+            &self.apiserver_kubelet_client,
+            &self.front_proxy_ca,
+            &self.front_proxy_client,
+            &self.admin,
+            &self.controller_manager,
+        ]
+    }
+
+    /// Everything as one secret, to seal in the vault.
+    pub fn to_secret(&self) -> Secret {
+        let text = |s: &Secret| String::from_utf8_lossy(s.expose()).into_owned();
+        let bundle = Bundle {
+            pairs: PAIRS
+                .iter()
+                .zip(self.pairs())
+                .map(|(n, p)| ((*n).to_owned(), (p.cert_pem.clone(), text(&p.key_pem))))
+                .collect(),
+            service_account_key: text(&self.service_account_key),
+            service_account_pub: self.service_account_pub.clone(),
+        };
+        Secret::new(serde_json::to_vec(&bundle).unwrap_or_default())
+    }
+
+    /// The PKI from [`ControlPlanePki::to_secret`].
+    pub fn from_secret(secret: &Secret) -> Result<Self, PkiError> {
+        let bundle: Bundle = serde_json::from_slice(secret.expose())
+            .map_err(|_| PkiError::Invalid("the stored PKI is unreadable".into()))?;
+        let pair = |name: &str| -> Result<CertKey, PkiError> {
+            let (cert, key) = bundle
+                .pairs
+                .get(name)
+                .ok_or_else(|| PkiError::Invalid(format!("the stored PKI lacks {name}")))?;
+            Ok(CertKey {
+                cert_pem: cert.clone(),
+                key_pem: Secret::new(key.clone().into_bytes()),
+            })
+        };
+        Ok(Self {
+            ca: pair("ca")?,
+            apiserver: pair("apiserver")?,
+            apiserver_kubelet_client: pair("apiserver-kubelet-client")?,
+            front_proxy_ca: pair("front-proxy-ca")?,
+            front_proxy_client: pair("front-proxy-client")?,
+            admin: pair("admin")?,
+            controller_manager: pair("controller-manager")?,
+            service_account_key: Secret::new(bundle.service_account_key.clone().into_bytes()),
+            service_account_pub: bundle.service_account_pub.clone(),
+        })
+    }
+}

@@ -10,6 +10,7 @@
 //! (persisted by the engine between calls).
 
 pub mod command;
+pub mod hosted;
 pub mod import;
 pub mod jenkins;
 
@@ -157,7 +158,55 @@ pub struct OpContext {
     pub checkpoint: serde_json::Value,
     /// A working directory that survives restarts (under the data dir), one per cluster.
     pub work_dir: std::path::PathBuf,
+    /// The cluster's own vault slots for this provisioner (see
+    /// [`Provisioner::cluster_secret_names`]); None outside an operation.
+    pub cluster_vault: Option<ClusterVault>,
     pub reporter: Reporter,
+}
+
+/// The vault slots a provisioner keeps for one cluster: sealed like every secret, removed
+/// when the cluster is.
+#[derive(Clone)]
+pub struct ClusterVault {
+    vault: crate::vault::Vault,
+    tenant: Uuid,
+    cluster: Uuid,
+}
+
+impl fmt::Debug for ClusterVault {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClusterVault")
+            .field("cluster", &self.cluster)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ClusterVault {
+    pub fn new(vault: crate::vault::Vault, tenant: Uuid, cluster: Uuid) -> Self {
+        Self {
+            vault,
+            tenant,
+            cluster,
+        }
+    }
+
+    fn at(&self, name: &str) -> crate::vault::SecretRef {
+        crate::vault::names::cluster_provisioner_secret(self.tenant, self.cluster, name)
+    }
+
+    pub async fn put(&self, name: &str, secret: &Secret) -> Result<(), ProvisionError> {
+        self.vault
+            .put(&self.at(name), secret)
+            .await
+            .map_err(|e| ProvisionError::Transient(format!("cannot seal '{name}': {e}")))
+    }
+
+    pub async fn get(&self, name: &str) -> Result<Option<Secret>, ProvisionError> {
+        self.vault
+            .get(&self.at(name))
+            .await
+            .map_err(|e| ProvisionError::Transient(format!("cannot read '{name}': {e}")))
+    }
 }
 
 impl OpContext {
@@ -186,6 +235,7 @@ impl OpContext {
             admin_kubeconfig: None,
             checkpoint: serde_json::Value::Null,
             work_dir,
+            cluster_vault: None,
             reporter: Reporter::discard(),
         }
     }
@@ -236,6 +286,12 @@ pub trait Provisioner: Send + Sync + 'static {
     /// parses and its API server answers). Runs inside the request: keep it short.
     async fn check_request(&self, _ctx: &OpContext) -> Result<(), crate::ValidationError> {
         Ok(())
+    }
+
+    /// The names of the vault slots it keeps per cluster through [`OpContext::cluster_vault`]
+    /// (removed with the cluster).
+    fn cluster_secret_names(&self) -> Vec<&'static str> {
+        Vec::new()
     }
 
     /// Builds the cluster; called until it returns `Done`.
@@ -289,6 +345,7 @@ impl Registry {
         r.register(Arc::new(jenkins::JenkinsProvisioner::new(
             options.jenkins.clone(),
         )));
+        r.register(hosted::provisioner(&options.hosted));
         r
     }
 
@@ -312,4 +369,5 @@ pub struct RegistryOptions {
     pub import: import::ImportOptions,
     pub command: command::CommandOptions,
     pub jenkins: jenkins::JenkinsOptions,
+    pub hosted: hosted::HostedOptions,
 }

@@ -20,6 +20,11 @@ pub fn cluster_param(tenant: Uuid, cluster: Uuid, name: &str) -> SecretRef {
     SecretRef::tenant(tenant, format!("cluster/{cluster}/param/{name}"))
 }
 
+/// A secret a provisioner keeps for one of its clusters (a hosted control plane's PKI).
+pub fn cluster_provisioner_secret(tenant: Uuid, cluster: Uuid, name: &str) -> SecretRef {
+    SecretRef::tenant(tenant, format!("cluster/{cluster}/provisioner/{name}"))
+}
+
 /// A secret field of a provider's settings (credentials of the system it drives).
 pub fn provider_field(provider: Uuid, field: &str) -> SecretRef {
     SecretRef::global(format!("provider/{provider}/{field}"))
@@ -40,6 +45,10 @@ mod tests {
         assert_eq!(
             cluster_param(t, c, "kubeconfig"),
             SecretRef::tenant(t, format!("cluster/{c}/param/kubeconfig"))
+        );
+        assert_eq!(
+            cluster_provisioner_secret(t, c, "pki"),
+            SecretRef::tenant(t, format!("cluster/{c}/provisioner/pki"))
         );
         assert_eq!(
             provider_field(c, "token"),

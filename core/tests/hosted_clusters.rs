@@ -1,0 +1,237 @@
+//! The `hosted` provisioner end to end in the domain: an operator defines a hosted provider
+//! on a shared etcd (TLS, client certificates, auth on) and a template; a tenant member
+//! requests a cluster; the engine runs it to Ready with the real kube-apiserver and
+//! kube-controller-manager (`KQUEEN_TEST_KUBE_APISERVER`, `KQUEEN_TEST_KUBE_CONTROLLER_MANAGER`);
+//! the admin kubeconfig and the member's personal kubeconfig work; an upgrade to another
+//! offered version (a copy of the same binaries: one version is available here) keeps the
+//! data; delete stops the processes and leaves no key, role, user or sealed PKI behind.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kqueen_core::cluster::{ClusterRequest, ClusterState};
+use kqueen_core::engine::EngineConfig;
+use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
+use kqueen_core::identity::GroupMap;
+use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kube::api::{Api, PostParams};
+use support::tls_etcd::TlsEtcd;
+
+const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
+const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
+
+async fn client_of(yaml: &[u8]) -> kube::Client {
+    let parsed =
+        kqueen_core::kubernetes::parse_kubeconfig(std::str::from_utf8(yaml).unwrap(), None, false)
+            .unwrap();
+    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
+        .await
+        .unwrap()
+}
+
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat"))
+        .map(|s| {
+            !s.rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+        .unwrap_or(false)
+}
+
+/// Runs the engine until the cluster is in `want` (or gone, for `None`).
+async fn converge(
+    k: &Kqueen,
+    engine: &kqueen_core::engine::Engine,
+    id: &str,
+    want: Option<ClusterState>,
+) {
+    let ops = Actor::cli(Some("ops".into()));
+    let started = Instant::now();
+    loop {
+        engine.run_until_idle().await.unwrap();
+        let state = match k.clusters().cluster_detail(&ops, id).await {
+            Ok(d) => {
+                if d.cluster.state == ClusterState::Error {
+                    panic!("the cluster failed: {:?}\n{:#?}", d.cluster.error, d.events);
+                }
+                Some(d.cluster.state)
+            }
+            Err(kqueen_core::Error::NotFound(_)) => None,
+            Err(e) => panic!("{e}"),
+        };
+        if state == want {
+            println!("{want:?} after {:?}", started.elapsed());
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "still {state:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
+    let (Ok(apiserver), Ok(cm)) = (std::env::var(APISERVER), std::env::var(CONTROLLER_MANAGER))
+    else {
+        println!("skipped: {APISERVER} and {CONTROLLER_MANAGER} name the real binaries");
+        return;
+    };
+    let etcd = TlsEtcd::start().await;
+    let db = kqueen_testkit::TestDatabase::sqlite();
+    let work = tempfile::tempdir().unwrap();
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
+    let alice = Actor::user(
+        k.auth()
+            .login_external(
+                &ExternalLogin {
+                    issuer: "http://idp.test".into(),
+                    subject: "alice".into(),
+                    preferred_username: Some("alice".into()),
+                    groups: vec!["team-a".into()],
+                    ..Default::default()
+                },
+                None,
+            )
+            .await
+            .unwrap(),
+    );
+    let ops = Actor::cli(Some("ops".into()));
+
+    // The operator: a provider on the shared etcd offering 1.20 and "1.21" (a copy).
+    let copies = work.path().join("v121");
+    std::fs::create_dir_all(&copies).unwrap();
+    std::fs::copy(&apiserver, copies.join("kube-apiserver")).unwrap();
+    std::fs::copy(&cm, copies.join("kube-controller-manager")).unwrap();
+    let versions = format!(
+        "1.20 {apiserver} {cm}\n1.21 {} {}\n",
+        copies.join("kube-apiserver").display(),
+        copies.join("kube-controller-manager").display()
+    );
+    let root = etcd.root_access();
+    let client_ca = etcd.client_ca.cert_key();
+    let pem = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
+    let (client_ca_key, admin_key) = (pem(&client_ca.key_pem), pem(&root.client.key_pem));
+    kqueen_testkit::catalog::offer(
+        &k,
+        &ops,
+        (
+            "hosted",
+            "shared",
+            &[
+                ("etcd_endpoints", etcd.endpoint.as_str()),
+                ("etcd_ca", root.server_ca_pem.as_str()),
+                ("etcd_client_ca", client_ca.cert_pem.as_str()),
+                ("etcd_client_ca_key", client_ca_key.as_str()),
+                ("etcd_admin_cert", root.client.cert_pem.as_str()),
+                ("etcd_admin_key", admin_key.as_str()),
+                ("versions", versions.as_str()),
+            ],
+        ),
+        ("hosted-small", ""),
+    )
+    .await;
+
+    // The member requests a cluster; an unknown version is refused at once.
+    let request = |version: &str| ClusterRequest {
+        tenant: Some("team-a".into()),
+        name: "dev".into(),
+        template: "hosted-small".into(),
+        parameters: [("kubernetes_version".to_owned(), version.to_owned())].into(),
+    };
+    let refused = k.clusters().request_cluster(&alice, request("1.99")).await;
+    assert!(
+        matches!(&refused, Err(kqueen_core::Error::Invalid(v)) if v.to_string().contains("not offered")),
+        "{refused:?}"
+    );
+    let (cluster, _) = k
+        .clusters()
+        .request_cluster(&alice, request("1.20"))
+        .await
+        .unwrap();
+    let id = cluster.id.to_string();
+    let _guard = support::processes::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
+    let mut config = EngineConfig::new(work.path().join("clusters"));
+    config.poll_interval = Duration::from_millis(50);
+    let engine = k.engine(config);
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+
+    // The admin kubeconfig works; so does the member's personal one.
+    let admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
+    let admin = client_of(admin.yaml.expose()).await;
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}})).unwrap();
+    Api::<Namespace>::all(admin.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+        .unwrap();
+    let mine = k.access().kubeconfig(&alice, &id).await.unwrap();
+    let mine = client_of(mine.yaml.expose()).await;
+    let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(mine, "kept");
+    // Its RoleBinding is new: the API server's RBAC cache may take a moment to see it.
+    let started = Instant::now();
+    while let Err(e) = cms.list(&Default::default()).await {
+        assert!(started.elapsed() < Duration::from_secs(15), "{e}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
+    let space = KeySpace::for_cluster(cluster.id);
+    let shared = SharedEtcd::connect(&root, Duration::from_secs(5))
+        .await
+        .unwrap();
+    assert!(shared.usage(&space).await.unwrap().keys > 20);
+
+    // Upgrade to the other offered version: restarted, data kept.
+    let pid_file = work
+        .path()
+        .join("clusters")
+        .join(&id)
+        .join("run/kube-apiserver.pid");
+    let before: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    k.clusters()
+        .upgrade_cluster(&ops, &id, "1.21")
+        .await
+        .unwrap();
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+    let after: u32 = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    assert_ne!(before, after);
+    assert!(!alive(before));
+    let cmdline = std::fs::read(format!("/proc/{after}/cmdline")).unwrap();
+    assert!(String::from_utf8_lossy(&cmdline).contains("v121"));
+    let names: Vec<String> = Api::<Namespace>::all(admin.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(names.contains(&"kept".into()), "{names:?}");
+
+    // Delete: processes stopped, key space, role and user gone, sealed PKI removed.
+    k.clusters().delete_cluster(&ops, &id).await.unwrap();
+    converge(&k, &engine, &id, None).await;
+    assert!(!alive(after));
+    assert_eq!(shared.usage(&space).await.unwrap().keys, 0);
+    assert_eq!(shared.writable(&space).await.unwrap(), None);
+    let sealed =
+        kqueen_core::vault::names::cluster_provisioner_secret(cluster.tenant_id, cluster.id, "pki");
+    assert!(k.vault().get(&sealed).await.unwrap().is_none());
+}
