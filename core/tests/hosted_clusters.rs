@@ -4,7 +4,9 @@
 //! kube-controller-manager (`KQUEEN_TEST_KUBE_APISERVER`, `KQUEEN_TEST_KUBE_CONTROLLER_MANAGER`);
 //! the admin kubeconfig and the member's personal kubeconfig work; an upgrade to another
 //! offered version (a copy of the same binaries: one version is available here) keeps the
-//! data; delete stops the processes and leaves no key, role, user or sealed PKI behind.
+//! data; after a restart of KQueen the engine adopts the running control plane and
+//! restarts its API server when killed; delete stops the processes and leaves no key,
+//! role, user or sealed PKI behind.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod support;
@@ -17,6 +19,8 @@ use kqueen_core::cluster::{ClusterRequest, ClusterState};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
 use kqueen_core::identity::GroupMap;
+use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
+use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, ExternalLogin, Kqueen};
 use kube::api::{Api, PostParams};
 use support::tls_etcd::TlsEtcd;
@@ -88,7 +92,11 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
     let etcd = TlsEtcd::start().await;
     let db = kqueen_testkit::TestDatabase::sqlite();
     let work = tempfile::tempdir().unwrap();
+    let hosted = Arc::new(HostedProvisioner::new(HostedOptions::default()));
+    let mut registry = Registry::new();
+    registry.register(hosted.clone());
     let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_registry(registry)
         .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
     let alice = Actor::user(
         k.auth()
@@ -224,6 +232,46 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         .filter_map(|n| n.metadata.name)
         .collect();
     assert!(names.contains(&"kept".into()), "{names:?}");
+
+    // KQueen restarts (another process: another supervisor, the same database and vault):
+    // the engine's start adopts the running control plane, at the upgraded version.
+    hosted.supervisor().release(&id).await;
+    let hosted = Arc::new(HostedProvisioner::new(HostedOptions::default()));
+    let mut registry = Registry::new();
+    registry.register(hosted.clone());
+    let k = Kqueen::new(k.store().clone())
+        .with_vault(k.vault().clone())
+        .with_registry(registry);
+    let mut config = EngineConfig::new(work.path().join("clusters"));
+    config.poll_interval = Duration::from_millis(50);
+    let engine = k.engine(config);
+    assert_eq!(engine.resume_clusters().await, 1);
+    assert_eq!(
+        hosted.supervisor().pids(&id)["kube-apiserver"],
+        after,
+        "adopted"
+    );
+    // The new supervisor restarts a killed API server.
+    let victim = rustix::process::Pid::from_raw(i32::try_from(after).unwrap()).unwrap();
+    rustix::process::kill_process(victim, rustix::process::Signal::KILL).unwrap();
+    let started = Instant::now();
+    let after = loop {
+        let pid = hosted.supervisor().pids(&id)["kube-apiserver"];
+        if pid != after && alive(pid) {
+            break pid;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "not restarted");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    };
+    let started = Instant::now();
+    while Api::<Namespace>::all(admin.clone())
+        .get("kept")
+        .await
+        .is_err()
+    {
+        assert!(started.elapsed() < Duration::from_secs(60), "not back");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
 
     // Delete: processes stopped, key space, role and user gone, sealed PKI removed.
     k.clusters().delete_cluster(&ops, &id).await.unwrap();

@@ -18,36 +18,10 @@ pub(crate) async fn op_context(
     op: &Operation,
     work_root: &Path,
 ) -> Result<OpContext> {
-    let provider = deps.store.provider(cluster.provider_id).await?;
-    let mut ctx = OpContext::new(
-        cluster.name.as_str(),
-        &cluster.tenant_slug,
-        work_root.join(cluster.id.to_string()),
-    );
+    let mut ctx = cluster_context(deps, cluster, work_root).await?;
     ctx.operation_id = op.id;
-    ctx.cluster_id = cluster.id;
-    ctx.params = cluster.parameters.clone();
-    ctx.provider_config = provider.config.clone();
-    ctx.provider_secrets = provider_secrets(&deps.vault, &provider).await?;
-    if let Some(p) = deps.registry.get(provider.kind) {
-        for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
-            let at = names::cluster_param(cluster.tenant_id, cluster.id, &spec.name);
-            if let Some(s) = deps.vault.get(&at).await? {
-                ctx.param_secrets.insert(spec.name.clone(), s);
-            }
-        }
-    }
-    ctx.cluster_state = cluster.provisioner_state.clone();
-    ctx.cluster_vault = Some(crate::provisioner::ClusterVault::new(
-        deps.vault.clone(),
-        cluster.tenant_id,
-        cluster.id,
-    ));
     if op.kind != OperationKind::Create {
-        ctx.admin_kubeconfig = deps
-            .vault
-            .get(&names::cluster_kubeconfig(cluster.tenant_id, cluster.id))
-            .await?;
+        ctx.admin_kubeconfig = admin_kubeconfig(deps, cluster).await?;
     }
     if op.kind == OperationKind::Delete {
         let ops = deps.store.operations_of(cluster.id, 50).await?;
@@ -67,6 +41,47 @@ pub(crate) async fn op_context(
         .cloned()
         .unwrap_or(serde_json::Value::Null);
     Ok(ctx)
+}
+
+/// The context of a call about `cluster` outside any operation (resume after a restart):
+/// its parameters, settings, secrets and state.
+pub(crate) async fn cluster_context(
+    deps: &Deps,
+    cluster: &Cluster,
+    work_root: &Path,
+) -> Result<OpContext> {
+    let provider = deps.store.provider(cluster.provider_id).await?;
+    let mut ctx = OpContext::new(
+        cluster.name.as_str(),
+        &cluster.tenant_slug,
+        work_root.join(cluster.id.to_string()),
+    );
+    ctx.cluster_id = cluster.id;
+    ctx.params = cluster.parameters.clone();
+    ctx.provider_config = provider.config.clone();
+    ctx.provider_secrets = provider_secrets(&deps.vault, &provider).await?;
+    if let Some(p) = deps.registry.get(provider.kind) {
+        for spec in p.cluster_schema().specs().iter().filter(|s| s.secret) {
+            let at = names::cluster_param(cluster.tenant_id, cluster.id, &spec.name);
+            if let Some(s) = deps.vault.get(&at).await? {
+                ctx.param_secrets.insert(spec.name.clone(), s);
+            }
+        }
+    }
+    ctx.cluster_state = cluster.provisioner_state.clone();
+    ctx.cluster_vault = Some(crate::provisioner::ClusterVault::new(
+        deps.vault.clone(),
+        cluster.tenant_id,
+        cluster.id,
+    ));
+    Ok(ctx)
+}
+
+/// The cluster's stored admin kubeconfig.
+pub(crate) async fn admin_kubeconfig(deps: &Deps, cluster: &Cluster) -> Result<Option<Secret>> {
+    deps.vault
+        .get(&names::cluster_kubeconfig(cluster.tenant_id, cluster.id))
+        .await
 }
 
 /// The stored secret fields of a provider's settings.

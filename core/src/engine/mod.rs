@@ -85,6 +85,7 @@ impl Engine {
         let mut running = JoinSet::new();
         let mut last_sweep: Option<tokio::time::Instant> = None;
         tracing::info!(owner = %self.config.owner, "operation engine started");
+        self.resume_clusters().await;
         loop {
             if *shutdown.borrow() {
                 break;
@@ -118,6 +119,54 @@ impl Engine {
         }
         running.shutdown().await;
         tracing::info!("operation engine stopped");
+    }
+
+    /// Brings back what Ready clusters run through KQueen (hosted control planes) after a
+    /// start: every provisioner that resumes is called for each of its Ready clusters (an
+    /// unfinished operation brings its own cluster back when it resumes). Failures are
+    /// logged and the pass goes on. Returns how many were resumed.
+    pub async fn resume_clusters(&self) -> usize {
+        let kinds: Vec<_> = self
+            .deps
+            .registry
+            .kinds()
+            .filter(|k| self.deps.registry.get(*k).is_some_and(|p| p.resumes()))
+            .collect();
+        if kinds.is_empty() {
+            return 0;
+        }
+        let clusters = match self.deps.store.ready_clusters().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot list the clusters to resume");
+                return 0;
+            }
+        };
+        let mut resumed = 0;
+        for cluster in clusters {
+            if !kinds.contains(&cluster.provider_kind) {
+                continue;
+            }
+            let Some(p) = self.deps.registry.get(cluster.provider_kind) else {
+                continue;
+            };
+            let result = async {
+                let mut ctx =
+                    context::cluster_context(&self.deps, &cluster, &self.config.work_dir).await?;
+                ctx.admin_kubeconfig = context::admin_kubeconfig(&self.deps, &cluster).await?;
+                p.resume(&mut ctx)
+                    .await
+                    .map_err(|e| Error::Backend(e.to_string()))
+            }
+            .await;
+            match result {
+                Ok(()) => resumed += 1,
+                Err(e) => {
+                    tracing::warn!(cluster = %cluster.name, error = %e, "cannot resume a cluster")
+                }
+            }
+        }
+        resumed
     }
 
     /// Claims one runnable operation, if any. Each claim holds its own lease token (this

@@ -294,6 +294,19 @@ pub trait Provisioner: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Brings a Ready cluster's running parts back after KQueen started (a hosted control
+    /// plane's processes: adopted when still running, else started). Called by the engine
+    /// at its start for every Ready or Updating cluster of this kind, without an operation
+    /// (`ctx.checkpoint` is null). Defaults to nothing: most clusters run without KQueen.
+    async fn resume(&self, _ctx: &mut OpContext) -> Result<(), ProvisionError> {
+        Ok(())
+    }
+
+    /// Whether [`Provisioner::resume`] does anything (the engine skips the others).
+    fn resumes(&self) -> bool {
+        false
+    }
+
     /// Builds the cluster; called until it returns `Done`.
     async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError>;
 

@@ -371,6 +371,25 @@ impl Provisioner for HostedProvisioner {
         })
     }
 
+    fn resumes(&self) -> bool {
+        true
+    }
+
+    /// Adopts the control plane's processes when they still run, else starts them again
+    /// (the data is in etcd; the files are written again from the vault).
+    async fn resume(&self, ctx: &mut OpContext) -> Result<(), ProvisionError> {
+        self.forward_events();
+        let version = ctx.params.get("kubernetes_version").cloned();
+        let port = ctx
+            .cluster_state
+            .get("port")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+            .ok_or_else(|| failed("the cluster's state has no port"))?;
+        start(&self.supervisor, ctx, version.as_deref(), port).await?;
+        Ok(())
+    }
+
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
         ctx.reporter.step("Stopping the control plane");
         self.supervisor.stop(&key(ctx)).await;
