@@ -73,6 +73,9 @@ pub mod action {
     pub const CLUSTER_SCALE: &str = "cluster.scale";
     pub const CLUSTER_UPGRADE: &str = "cluster.upgrade";
     pub const CLUSTER_EXPIRE: &str = "cluster.expire";
+    /// A node join token handed out (hosted clusters), or revoked.
+    pub const CLUSTER_JOIN: &str = "cluster.join";
+    pub const CLUSTER_JOIN_REVOKE: &str = "cluster.join.revoke";
     pub const KUBECONFIG_ADMIN: &str = "kubeconfig.admin";
     pub const KUBECONFIG_ISSUE: &str = "kubeconfig.issue";
     pub const ACCESS_REVOKE: &str = "access.revoke";

@@ -97,7 +97,7 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
     registry.register(hosted.clone());
     let k = Kqueen::new(Arc::new(db.connect().await))
         .with_registry(registry)
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
+        .with_group_map(GroupMap::parse("team-a=team-a:member,team-b=team-b:member").unwrap());
     let alice = Actor::user(
         k.auth()
             .login_external(
@@ -106,6 +106,21 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
                     subject: "alice".into(),
                     preferred_username: Some("alice".into()),
                     groups: vec!["team-a".into()],
+                    ..Default::default()
+                },
+                None,
+            )
+            .await
+            .unwrap(),
+    );
+    let bob = Actor::user(
+        k.auth()
+            .login_external(
+                &ExternalLogin {
+                    issuer: "http://idp.test".into(),
+                    subject: "bob".into(),
+                    preferred_username: Some("bob".into()),
+                    groups: vec!["team-b".into()],
                     ..Default::default()
                 },
                 None,
@@ -191,6 +206,107 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         assert!(started.elapsed() < Duration::from_secs(15), "{e}");
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+
+    // Worker nodes: the join command with a bootstrap token, the same token when asked again;
+    // another tenant's member does not even see the cluster.
+    let join = k.clusters().join_info(&alice, &id).await.unwrap();
+    assert_eq!(
+        k.clusters().join_info(&alice, &id).await.unwrap().token,
+        join.token
+    );
+    assert!(matches!(
+        k.clusters().join_info(&bob, &id).await,
+        Err(kqueen_core::Error::NotFound(_))
+    ));
+    let port = join.endpoint.rsplit(':').next().unwrap();
+    assert_eq!(
+        join.command,
+        format!(
+            "kubeadm join 127.0.0.1:{port} --token {} --discovery-token-ca-cert-hash {}",
+            join.token, join.ca_cert_hash
+        )
+    );
+    assert!(join.expires_at > chrono::Utc::now() + chrono::Duration::hours(23));
+    // The hash is the CA's public key's, derived here from the CA's private key.
+    let sealed = k
+        .vault()
+        .get(&kqueen_core::vault::names::cluster_provisioner_secret(
+            cluster.tenant_id,
+            cluster.id,
+            "pki",
+        ))
+        .await
+        .unwrap()
+        .unwrap();
+    let pki = kqueen_core::hosted::pki::ControlPlanePki::from_secret(&sealed).unwrap();
+    let ca_key = rcgen_spki(std::str::from_utf8(pki.ca.key_pem.expose()).unwrap());
+    assert_eq!(join.ca_cert_hash, format!("sha256:{ca_key}"));
+    // What kubeadm reads before it has credentials: cluster-info, signed for the token by the
+    // controller manager's bootstrap signer.
+    let endpoint = format!("https://{}", join.endpoint);
+    let anonymous = reqwest::Client::builder()
+        .add_root_certificate(reqwest::Certificate::from_pem(pki.ca.cert_pem.as_bytes()).unwrap())
+        .build()
+        .unwrap();
+    let url = format!("{endpoint}/api/v1/namespaces/kube-public/configmaps/cluster-info");
+    let started = Instant::now();
+    loop {
+        let body: serde_json::Value = anonymous
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if body["data"][format!("jws-kubeconfig-{}", join.token_id)].is_string() {
+            assert!(body["data"]["kubeconfig"]
+                .as_str()
+                .unwrap()
+                .contains(&endpoint));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "not signed: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    // The token authenticates as a bootstrapper: it reads kubeadm-config, not other maps.
+    let as_token = |path: &str| {
+        anonymous
+            .get(format!("{endpoint}{path}"))
+            .bearer_auth(&join.token)
+            .send()
+    };
+    let config_map = "/api/v1/namespaces/kube-system/configmaps/kubeadm-config";
+    assert_eq!(as_token(config_map).await.unwrap().status(), 200);
+    let all_maps = "/api/v1/namespaces/kube-system/configmaps";
+    assert_eq!(as_token(all_maps).await.unwrap().status(), 403);
+    // Revoked: it no longer authenticates.
+    assert!(k
+        .clusters()
+        .revoke_join_token(&alice, &id, &join.token_id)
+        .await
+        .unwrap());
+    let started = Instant::now();
+    while as_token(config_map).await.unwrap().status() != 401 {
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "still accepted"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    assert!(!k
+        .clusters()
+        .revoke_join_token(&alice, &id, &join.token_id)
+        .await
+        .unwrap());
+    assert!(k
+        .clusters()
+        .revoke_join_token(&alice, &id, "../etc")
+        .await
+        .is_err());
 
     let space = KeySpace::for_cluster(cluster.id);
     let shared = SharedEtcd::connect(&root, Duration::from_secs(5))
@@ -282,4 +398,23 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
     let sealed =
         kqueen_core::vault::names::cluster_provisioner_secret(cluster.tenant_id, cluster.id, "pki");
     assert!(k.vault().get(&sealed).await.unwrap().is_none());
+}
+
+/// Hex SHA-256 of the public key (SubjectPublicKeyInfo DER) of a PEM private key.
+fn rcgen_spki(private_pem: &str) -> String {
+    use sha2::Digest;
+    let public = kqueen_core::hosted::pki::public_key_of(private_pem).unwrap();
+    let der = pem_body(&public);
+    sha2::Sha256::digest(der)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+fn pem_body(pem: &str) -> Vec<u8> {
+    use base64::Engine;
+    let b64: String = pem.lines().filter(|l| !l.starts_with("-----")).collect();
+    base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap()
 }

@@ -5,5 +5,6 @@
 
 pub mod control_plane;
 pub mod etcd;
+pub mod join;
 pub mod pki;
 pub mod supervisor;

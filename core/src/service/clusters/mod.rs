@@ -2,6 +2,7 @@
 //! are in `access.rs`, tenants' quotas in `quotas.rs`.
 
 mod day2;
+mod join;
 mod request;
 
 use uuid::Uuid;
