@@ -75,6 +75,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters") view=clusters::Clusters ssr=SsrMode::Async />
                     <Route path=path!("/clusters/new") view=clusters::NewCluster ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id") view=clusters::ClusterView ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/:id/join") view=clusters::ClusterJoin ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
                     <Route path=path!("/fleet") view=fleet::Fleet ssr=SsrMode::Async />
                     <Route path=path!("/fleet/images") view=fleet::FleetImages ssr=SsrMode::Async />

@@ -97,3 +97,16 @@ impl From<crate::token::ApiToken> for tokens::Token {
         }
     }
 }
+
+impl From<crate::hosted::join::JoinInfo> for clusters::Join {
+    fn from(j: crate::hosted::join::JoinInfo) -> Self {
+        Self {
+            endpoint: j.endpoint,
+            token: j.token,
+            token_id: j.token_id,
+            expires_at: j.expires_at.to_rfc3339(),
+            ca_cert_hash: j.ca_cert_hash,
+            command: j.command,
+        }
+    }
+}

@@ -48,3 +48,20 @@ pub struct Event {
     pub kind: String,
     pub message: String,
 }
+
+/// What a worker node needs to join a hosted cluster (`kubeadm join`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Join {
+    /// `host:port` of the API server.
+    pub endpoint: String,
+    /// The bootstrap token `<id>.<secret>`: lets a machine join until it expires.
+    pub token: String,
+    pub token_id: String,
+    /// RFC 3339 (UTC).
+    pub expires_at: String,
+    /// `sha256:<hex>` of the cluster CA's public key.
+    pub ca_cert_hash: String,
+    /// The command to run on the node.
+    pub command: String,
+}

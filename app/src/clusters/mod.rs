@@ -2,11 +2,13 @@
 
 pub mod actions;
 pub mod dto;
+pub mod join;
 mod list;
 pub(crate) mod request;
 pub mod sfn;
 mod view;
 
+pub use join::ClusterJoin;
 pub use list::Clusters;
 pub use request::NewCluster;
 pub use view::ClusterView;

@@ -153,6 +153,9 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         </ActionForm>
                     }
                 })}
+                {(page.can_manage && ready && c.kind == "hosted").then(|| view! {
+                    <p><a href=format!("/clusters/{}/join", c.id) id="join-link">"Add worker nodes (kubeadm join)"</a></p>
+                })}
                 {(page.can_manage && c.state != "deleting").then(|| view! {
                     <ActionForm action=writes.delete attr:id="delete-form">
                         <input type="hidden" name="id" value=id_delete />

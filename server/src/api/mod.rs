@@ -78,6 +78,8 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::upgrade_cluster))
         .routes(routes!(clusters::kubeconfig))
         .routes(routes!(clusters::revoke_access))
+        .routes(routes!(clusters::join_info))
+        .routes(routes!(clusters::revoke_join_token))
         .routes(routes!(clusters::get_quota, clusters::put_quota))
         .routes(routes!(fleet::cluster_inventory))
         .routes(routes!(fleet::sync_cluster))

@@ -395,6 +395,29 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
         assert_eq!(page[field], ready[field], "{field}: {page}");
     }
     assert_eq!(page["operations"][0]["state"], "succeeded", "{page}");
+    // Worker nodes join hosted clusters only; another tenant does not see the cluster.
+    let join = format!("/api/v1/clusters/{id}/join");
+    let (status, body) = call(&amy, &app, Method::GET, &join, None).await;
+    assert_eq!(status, StatusCode::CONFLICT, "{body}");
+    assert!(
+        body["error"]
+            .as_str()
+            .unwrap()
+            .contains("only hosted clusters"),
+        "{body}"
+    );
+    let (status, _) = call(&bea, &app, Method::GET, &join, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&amy, &app, Method::DELETE, &format!("{join}/abcdef"), None).await;
+    assert_eq!(status, StatusCode::CONFLICT);
+    // The portal's join page says the same.
+    let html = app
+        .get_as(&amy, &format!("/clusters/{id}/join"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(html.contains("only hosted clusters"), "{html}");
     let messages: Vec<&str> = ready["events"]
         .as_array()
         .unwrap()
@@ -535,6 +558,8 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
         "/api/v1/clusters/{id}",
         "/api/v1/clusters/{id}/kubeconfig",
         "/api/v1/clusters/{id}/events",
+        "/api/v1/clusters/{id}/join",
+        "/api/v1/clusters/{id}/join/{token_id}",
         "/api/v1/clusters/{id}/scale",
         "/api/v1/tenants/{slug}/quota",
         "/api/v1/provider-kinds",

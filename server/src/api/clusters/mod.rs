@@ -1,7 +1,9 @@
 //! Clusters: request, list, view, timeline, scale, upgrade, delete, kubeconfigs, access,
-//! quotas. Providers and templates are in their own files; the wire types in `dto.rs`.
+//! quotas. Providers, templates and worker nodes (`join.rs`) are in their own files; the
+//! wire types in `dto.rs`.
 
 mod dto;
+mod join;
 mod providers;
 mod templates;
 
@@ -17,6 +19,7 @@ use crate::api::{ApiJson, ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 
 pub use dto::*;
+pub use join::*;
 pub use providers::*;
 pub use templates::*;
 

@@ -1,0 +1,48 @@
+//! Worker nodes of hosted clusters: the `kubeadm join` command with a bootstrap token, and
+//! revoking a token.
+
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use axum::{Extension, Json};
+use kqueen_core::Actor;
+
+use crate::api::{ApiResult, ErrorOut};
+use crate::state::AppState;
+
+pub use kqueen_dto::clusters::Join as JoinOut;
+
+/// The `kubeadm join` command for a worker node of a hosted cluster, with a bootstrap token
+/// valid for a day (the same token while it has an hour or more left). Audited.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/join", tag = "clusters", params(("id" = String, Path)),
+    responses((status = 200, body = JoinOut), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+pub async fn join_info(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<JoinOut>> {
+    let info = state.kqueen.clusters().join_info(&actor, &id).await?;
+    Ok(Json(info.into()))
+}
+
+/// Revokes a join token: machines that have not joined cannot join with it any more.
+#[utoipa::path(delete, path = "/api/v1/clusters/{id}/join/{token_id}", tag = "clusters",
+    params(("id" = String, Path), ("token_id" = String, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut)))]
+pub async fn revoke_join_token(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, token_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let existed = state
+        .kqueen
+        .clusters()
+        .revoke_join_token(&actor, &id, &token_id)
+        .await?;
+    Ok(if existed {
+        StatusCode::NO_CONTENT
+    } else {
+        StatusCode::NOT_FOUND
+    })
+}
