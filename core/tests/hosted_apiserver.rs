@@ -18,8 +18,8 @@ use kqueen_core::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
 use kqueen_core::hosted::pki::{self, PkiRequest};
 use kqueen_core::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
+use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, DeleteParams, PostParams};
-use support::tls_etcd::TlsEtcd;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";

@@ -22,8 +22,8 @@ use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
-use support::tls_etcd::TlsEtcd;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";

@@ -4,13 +4,11 @@
 //! space leaves no key, no role and no user.
 #![allow(clippy::unwrap_used)]
 
-mod support;
-
 use std::time::Duration;
 
 use etcd_client::{DeleteOptions, GetOptions};
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd, SpaceUsage};
-use support::tls_etcd::TlsEtcd;
+use kqueen_testkit::tls_etcd::TlsEtcd;
 
 const TIMEOUT: Duration = Duration::from_secs(5);
 

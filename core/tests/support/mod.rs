@@ -5,6 +5,5 @@
 
 pub mod apiserver;
 pub mod processes;
-pub mod tls_etcd;
 #[allow(unused_imports)]
 pub use kqueen_testkit::fake_kube;

@@ -9,6 +9,7 @@ mod clusters;
 mod contract;
 mod fleet;
 mod helpers;
+mod hosted;
 mod oidc;
 mod portal;
 mod provider;

@@ -16,7 +16,7 @@ use uuid::Uuid;
 /// A provisioner kind: what it can do and the schemas of its settings and requests.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KindOut {
-    /// `import`, `command` or `jenkins`.
+    /// `import`, `command`, `jenkins` or `hosted`.
     pub kind: String,
     pub capabilities: CapabilitiesOut,
     /// Settings of a provider of this kind (`[{name, label, type, ...}]`).
