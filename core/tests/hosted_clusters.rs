@@ -379,6 +379,29 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         assert!(started.elapsed() < Duration::from_secs(30), "not restarted");
         tokio::time::sleep(Duration::from_millis(100)).await;
     };
+    // The timeline tells why, with the end of the API server's log, and the restart.
+    let started = Instant::now();
+    loop {
+        let events = k.clusters().cluster_detail(&ops, &id).await.unwrap().events;
+        let died = events.iter().any(|e| {
+            e.kind == kqueen_core::cluster::EventKind::Error
+                // Adopted: not KQueen's child any more, so no exit status.
+                && e.message.starts_with("kube-apiserver exited (adopted")
+                && e.message.contains("; its log ends:\n")
+        });
+        let restarted = events
+            .iter()
+            .any(|e| e.message == format!("kube-apiserver started (pid {after})"));
+        if died && restarted {
+            assert!(
+                events.iter().any(|e| e.message.contains("adopted")),
+                "{events:#?}"
+            );
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(30), "{events:#?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let started = Instant::now();
     while Api::<Namespace>::all(admin.clone())
         .get("kept")

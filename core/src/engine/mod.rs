@@ -126,6 +126,7 @@ impl Engine {
     /// unfinished operation brings its own cluster back when it resumes). Failures are
     /// logged and the pass goes on. Returns how many were resumed.
     pub async fn resume_clusters(&self) -> usize {
+        self.record_notices();
         let kinds: Vec<_> = self
             .deps
             .registry
@@ -167,6 +168,32 @@ impl Engine {
             }
         }
         resumed
+    }
+
+    /// Records in the clusters' timelines what provisioners tell about them outside
+    /// operations (each provisioner's notices are taken once, by the first engine).
+    pub fn record_notices(&self) {
+        for kind in self.deps.registry.kinds().collect::<Vec<_>>() {
+            let Some(mut rx) = self.deps.registry.get(kind).and_then(|p| p.notices()) else {
+                continue;
+            };
+            let store = self.deps.store.clone();
+            tokio::spawn(async move {
+                while let Some(n) = rx.recv().await {
+                    let event = ClusterEvent::new(
+                        n.cluster_id,
+                        None,
+                        n.kind,
+                        n.message,
+                        crate::clock::now(),
+                    );
+                    if let Err(e) = store.append_events(&[event]).await {
+                        tracing::warn!(cluster = %n.cluster_id, error = %e,
+                            "cannot record a notice in the timeline");
+                    }
+                }
+            });
+        }
     }
 
     /// Claims one runnable operation, if any. Each claim holds its own lease token (this

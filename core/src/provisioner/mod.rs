@@ -86,6 +86,15 @@ pub enum ProvisionError {
     Unsupported(&'static str),
 }
 
+/// Something that happened to a cluster outside any operation (a hosted control plane's
+/// process died and was restarted), for the cluster's timeline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub cluster_id: Uuid,
+    pub kind: crate::cluster::EventKind,
+    pub message: String,
+}
+
 /// A progress report from a running call; the engine records it in the cluster's timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Report {
@@ -305,6 +314,12 @@ pub trait Provisioner: Send + Sync + 'static {
     /// Whether [`Provisioner::resume`] does anything (the engine skips the others).
     fn resumes(&self) -> bool {
         false
+    }
+
+    /// What it will tell about its clusters outside operations, once: the engine takes the
+    /// receiver at its start and records each notice in the cluster's timeline.
+    fn notices(&self) -> Option<mpsc::Receiver<Notice>> {
+        None
     }
 
     /// Builds the cluster; called until it returns `Done`.

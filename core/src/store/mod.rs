@@ -200,6 +200,8 @@ pub trait QuotaStore: Send + Sync {
 /// A cluster's operations and events.
 #[async_trait]
 pub trait TimelineStore: Send + Sync {
+    /// Adds entries that belong to no operation (a hosted control plane's process died).
+    async fn append_events(&self, events: &[ClusterEvent]) -> Result<()>;
     /// Newest first.
     async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>>;
     async fn operation(&self, id: Uuid) -> Result<Operation>;

@@ -23,7 +23,7 @@ use async_trait::async_trait;
 use serde_json::json;
 
 use super::{
-    Capabilities, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,
+    Capabilities, Notice, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,
     ProvisionError, Provisioned, Provisioner, Step,
 };
 use crate::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
@@ -47,17 +47,25 @@ pub struct HostedOptions {
 /// Runs hosted control planes.
 pub struct HostedProvisioner {
     supervisor: Supervisor,
-    /// Supervisor events until a task forwards them (started with the first use, inside
-    /// the runtime).
+    /// Supervisor events until a task turns them into notices (started with the first use,
+    /// inside the runtime).
     events: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<SupervisorEvent>>>,
+    notices_tx: tokio::sync::mpsc::Sender<Notice>,
+    notices_rx: Mutex<Option<tokio::sync::mpsc::Receiver<Notice>>>,
 }
+
+/// Notices waiting for the engine; more are dropped (and logged) rather than kept.
+const NOTICE_BACKLOG: usize = 1024;
 
 impl HostedProvisioner {
     pub fn new(options: HostedOptions) -> Self {
         let (supervisor, events) = Supervisor::new(options.backoff);
+        let (notices_tx, notices_rx) = tokio::sync::mpsc::channel(NOTICE_BACKLOG);
         Self {
             supervisor,
             events: Mutex::new(Some(events)),
+            notices_tx,
+            notices_rx: Mutex::new(Some(notices_rx)),
         }
     }
 
@@ -67,28 +75,77 @@ impl HostedProvisioner {
     }
 
     fn forward_events(&self) {
-        let taken = self
-            .events
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .take();
-        if let Some(mut rx) = taken {
-            tokio::spawn(async move {
-                while let Some(e) = rx.recv().await {
-                    match e {
-                        SupervisorEvent::Exited {
-                            key,
-                            name,
-                            status,
-                            log_tail,
-                        } => tracing::warn!(cluster = %key, process = %name, %status,
-                            log = %log_tail, "a hosted control plane process exited"),
-                        other => tracing::info!(event = ?other, "hosted control plane"),
+        let taken = lock(&self.events).take();
+        let Some(mut rx) = taken else {
+            return;
+        };
+        let tx = self.notices_tx.clone();
+        tokio::spawn(async move {
+            while let Some(e) = rx.recv().await {
+                if let SupervisorEvent::Exited {
+                    key,
+                    name,
+                    status,
+                    log_tail,
+                } = &e
+                {
+                    tracing::warn!(cluster = %key, process = %name, %status,
+                        log = %log_tail, "a hosted control plane process exited");
+                } else {
+                    tracing::info!(event = ?e, "hosted control plane");
+                }
+                if let Some(notice) = notice(e) {
+                    if tx.try_send(notice).is_err() {
+                        tracing::warn!("a hosted control plane notice was dropped (none taken)");
                     }
                 }
-            });
-        }
+            }
+        });
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// A supervisor event as the cluster's timeline shows it.
+fn notice(e: SupervisorEvent) -> Option<Notice> {
+    use crate::cluster::EventKind;
+    let (key, kind, message) = match e {
+        SupervisorEvent::Started { key, name, pid } => {
+            (key, EventKind::Log, format!("{name} started (pid {pid})"))
+        }
+        SupervisorEvent::Adopted { key, name, pid } => (
+            key,
+            EventKind::Log,
+            format!("{name} still runs after a restart of KQueen (pid {pid}): adopted"),
+        ),
+        SupervisorEvent::Exited {
+            key,
+            name,
+            status,
+            log_tail,
+        } => (
+            key,
+            EventKind::Error,
+            if log_tail.is_empty() {
+                format!("{name} {status}")
+            } else {
+                format!("{name} {status}; its log ends:\n{log_tail}")
+            },
+        ),
+        SupervisorEvent::Restarting { key, name, after } => (
+            key,
+            EventKind::Log,
+            format!("{name} restarts in {:.1} s", after.as_secs_f64()),
+        ),
+        SupervisorEvent::Stopped { key, name } => (key, EventKind::Log, format!("{name} stopped")),
+    };
+    Some(Notice {
+        cluster_id: key.parse().ok()?,
+        kind,
+        message,
+    })
 }
 
 /// Where one cluster's control plane lives on this host.
@@ -332,6 +389,10 @@ impl Provisioner for HostedProvisioner {
 
     fn cluster_secret_names(&self) -> Vec<&'static str> {
         vec![PKI]
+    }
+
+    fn notices(&self) -> Option<tokio::sync::mpsc::Receiver<Notice>> {
+        lock(&self.notices_rx).take()
     }
 
     async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {

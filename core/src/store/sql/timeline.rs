@@ -3,7 +3,7 @@
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::operations::{EventRow, OperationRow, OP_COLS};
+use super::operations::{insert_events, EventRow, OperationRow, OP_COLS};
 use super::{Pool, SqlStore};
 use crate::cluster::{ClusterEvent, EventKind, Operation};
 use crate::store::TimelineStore;
@@ -11,6 +11,14 @@ use crate::{Error, Result};
 
 #[async_trait]
 impl TimelineStore for SqlStore {
+    async fn append_events(&self, events: &[ClusterEvent]) -> Result<()> {
+        in_tx!(self, |tx| {
+            insert_events!(tx, events);
+            tx.commit().await?;
+        });
+        Ok(())
+    }
+
     async fn operations_of(&self, cluster_id: Uuid, limit: u32) -> Result<Vec<Operation>> {
         let sql = format!(
             "SELECT {OP_COLS} FROM operations WHERE cluster_id = $1 \
