@@ -150,3 +150,218 @@ async fn members_get_hosted_clusters_and_their_join_command() {
     }
     panic!("the hosted cluster was not deleted");
 }
+
+/// A `kqueen serve` process and what it printed.
+struct Portal {
+    child: std::process::Child,
+    url: String,
+    password: Option<String>,
+}
+
+fn serve(data_dir: &std::path::Path) -> Portal {
+    use std::io::{BufRead, BufReader};
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kqueen"))
+        .arg("serve")
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("KQUEEN_DATA_DIR", data_dir)
+        .env("KQUEEN_LISTEN", "127.0.0.1:0")
+        .env("NO_COLOR", "1")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (lines, rx) = std::sync::mpsc::channel();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = lines.send(line);
+        }
+    });
+    let (mut url, mut password, mut log) = (None, None, String::new());
+    while url.is_none() {
+        let line = rx
+            .recv_timeout(std::time::Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("{log}"));
+        log.push_str(&line);
+        log.push('\n');
+        if let Some(p) = line.trim().strip_prefix("password: ") {
+            password = Some(p.to_owned());
+        }
+        if let Some(at) = line.find("listening on http://") {
+            let rest = &line[at + "listening on ".len()..];
+            url = rest.split_whitespace().next().map(str::to_owned);
+        }
+    }
+    Portal {
+        child,
+        url: url.unwrap(),
+        password,
+    }
+}
+
+#[tokio::test]
+#[allow(clippy::print_stdout)]
+async fn a_hosted_cluster_survives_a_killed_portal() {
+    let (Ok(apiserver), Ok(cm)) = (
+        std::env::var("KQUEEN_TEST_KUBE_APISERVER"),
+        std::env::var("KQUEEN_TEST_KUBE_CONTROLLER_MANAGER"),
+    ) else {
+        println!(
+            "skipped: KQUEEN_TEST_KUBE_APISERVER and _CONTROLLER_MANAGER name the real binaries"
+        );
+        return;
+    };
+    let etcd = TlsEtcd::start().await;
+    let dir = tempfile::tempdir().unwrap();
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_kqueen"))
+        .args(["tenant", "create", "team-a"])
+        .env_clear()
+        .env("KQUEEN_DATA_DIR", dir.path())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let mut portal = serve(dir.path());
+    let _guard = crate::hosted_support::KillOnDrop(dir.path().join("work"));
+
+    // The first-start operator signs in and makes an API token.
+    let mut origin = reqwest::header::HeaderMap::new();
+    origin.insert(reqwest::header::ORIGIN, portal.url.parse().unwrap());
+    let browser = reqwest::Client::builder()
+        .cookie_store(true)
+        .default_headers(origin)
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let password = portal.password.clone().unwrap();
+    let res = browser
+        .post(format!("{}/auth/local", portal.url))
+        .form(&[
+            ("username", "admin"),
+            ("password", password.as_str()),
+            ("next", "/"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    let created: serde_json::Value = browser
+        .post(format!("{}/api/v1/tokens", portal.url))
+        .json(&json!({"name": "test", "days": 1}))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let token = created["secret"].as_str().unwrap().to_owned();
+    let api = |url: &str, method: Method, path: &str, body: Option<serde_json::Value>| {
+        let mut req = reqwest::Client::new()
+            .request(method, format!("{url}{path}"))
+            .bearer_auth(&token);
+        if let Some(b) = body {
+            req = req.json(&b);
+        }
+        async move {
+            let res = req.send().await.unwrap();
+            let status = res.status();
+            let text = res.text().await.unwrap();
+            (
+                status,
+                serde_json::from_str::<serde_json::Value>(&text).unwrap_or(json!(text)),
+            )
+        }
+    };
+
+    let root = etcd.root_access();
+    let client_ca = etcd.client_ca.cert_key();
+    let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
+    let provider = json!({"name": "shared", "kind": "hosted", "settings": {
+        "etcd_endpoints": etcd.endpoint,
+        "etcd_ca": root.server_ca_pem,
+        "etcd_client_ca": client_ca.cert_pem,
+        "etcd_client_ca_key": text(&client_ca.key_pem),
+        "etcd_admin_cert": root.client.cert_pem,
+        "etcd_admin_key": text(&root.client.key_pem),
+        "versions": format!("1.20 {apiserver} {cm}"),
+    }});
+    let url = portal.url.clone();
+    let (status, body) = api(&url, Method::POST, "/api/v1/providers", Some(provider)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let template = json!({"name": "hosted", "provider": "shared"});
+    let (status, body) = api(&url, Method::POST, "/api/v1/templates", Some(template)).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let req = json!({"tenant": "team-a", "name": "dev", "template": "hosted"});
+    let (status, body) = api(&url, Method::POST, "/api/v1/clusters", Some(req)).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["cluster"]["id"].as_str().unwrap().to_owned();
+    let cluster = format!("/api/v1/clusters/{id}");
+    let started = std::time::Instant::now();
+    loop {
+        let (_, body) = api(&url, Method::GET, &cluster, None).await;
+        if body["state"] == "ready" {
+            break;
+        }
+        assert_ne!(body["state"], "error", "{body}");
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(90),
+            "{body}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let (status, yaml) = api(&url, Method::GET, &format!("{cluster}/kubeconfig"), None).await;
+    assert_eq!(status, StatusCode::OK);
+    // A hosted cluster's admin kubeconfig is JSON (which is YAML): it arrives parsed here.
+    let text = yaml
+        .as_str()
+        .map(str::to_owned)
+        .unwrap_or_else(|| yaml.to_string());
+    let parsed = kqueen_core::kubernetes::parse_kubeconfig(&text, None, false).unwrap();
+    let kube = kqueen_core::kubernetes::client(&parsed, std::time::Duration::from_secs(5))
+        .await
+        .unwrap();
+    let namespaces = kube::Api::<k8s_openapi::api::core::v1::Namespace>::all(kube);
+    let ns = serde_json::from_value(json!({"metadata": {"name": "survives"}})).unwrap();
+    namespaces.create(&Default::default(), &ns).await.unwrap();
+
+    // SIGKILL: the portal is gone at once; the control plane goes on serving.
+    portal.child.kill().unwrap();
+    portal.child.wait().unwrap();
+    assert!(namespaces.get("survives").await.is_ok());
+
+    // Started again: the cluster is Ready, its processes adopted, its data there.
+    let mut portal = serve(dir.path());
+    let url = portal.url.clone();
+    let started = std::time::Instant::now();
+    loop {
+        let (_, events) = api(&url, Method::GET, &format!("{cluster}/events"), None).await;
+        let adopted = events.as_array().is_some_and(|e| {
+            e.iter()
+                .any(|e| e["message"].as_str().is_some_and(|m| m.contains("adopted")))
+        });
+        if adopted {
+            break;
+        }
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(30),
+            "{events}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    let (_, body) = api(&url, Method::GET, &cluster, None).await;
+    assert_eq!(body["state"], "ready", "{body}");
+    assert!(namespaces.get("survives").await.is_ok());
+
+    let (status, _) = api(&url, Method::DELETE, &cluster, None).await;
+    assert_eq!(status, StatusCode::ACCEPTED);
+    let started = std::time::Instant::now();
+    while api(&url, Method::GET, &cluster, None).await.0 != StatusCode::NOT_FOUND {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(60),
+            "not deleted"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    }
+    portal.child.kill().unwrap();
+    portal.child.wait().unwrap();
+}

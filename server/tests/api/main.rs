@@ -10,6 +10,7 @@ mod contract;
 mod fleet;
 mod helpers;
 mod hosted;
+mod hosted_support;
 mod oidc;
 mod portal;
 mod provider;
