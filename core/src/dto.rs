@@ -110,3 +110,14 @@ impl From<crate::hosted::join::JoinInfo> for clusters::Join {
         }
     }
 }
+
+impl From<crate::provisioner::SharedStorageReading> for clusters::SharedStorage {
+    fn from(r: crate::provisioner::SharedStorageReading) -> Self {
+        Self {
+            keys: r.usage.keys,
+            bytes: r.usage.bytes,
+            writable: r.usage.writable,
+            measured_at: r.measured_at.to_rfc3339(),
+        }
+    }
+}

@@ -330,6 +330,7 @@ async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kq
             binary: apiserver.into(),
             args: p.files.apiserver_args(&p.spec),
             dir: run_dir.clone(),
+            marker: p.dir.path().display().to_string(),
         }];
         if let Ok(cm) = std::env::var(CONTROLLER_MANAGER) {
             specs.push(ProcessSpec {
@@ -337,6 +338,7 @@ async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kq
                 binary: cm.into(),
                 args: p.files.controller_manager_args(&p.spec),
                 dir: run_dir.clone(),
+                marker: p.dir.path().display().to_string(),
             });
         }
         specs

@@ -308,6 +308,21 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         .await
         .is_err());
 
+    // The inventory sync measures the cluster's etcd key space; operators see it.
+    let synced = k.fleet().sync_inventory().await.unwrap();
+    assert!(synced.iter().all(|s| s.error.is_none()), "{synced:?}");
+    let reading = k
+        .clusters()
+        .cluster_detail(&ops, &id)
+        .await
+        .unwrap()
+        .shared_storage
+        .expect("measured");
+    assert!(reading.usage.keys > 20 && reading.usage.bytes > reading.usage.keys * 50);
+    assert!(reading.usage.writable);
+    let members_view = k.clusters().cluster_detail(&alice, &id).await.unwrap();
+    assert!(members_view.shared_storage.is_none(), "operators only");
+
     let space = KeySpace::for_cluster(cluster.id);
     let shared = SharedEtcd::connect(&root, Duration::from_secs(5))
         .await

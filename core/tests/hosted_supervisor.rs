@@ -2,7 +2,9 @@
 //! keeps dying is restarted with doubling pauses and its log tail reported; stop ends it and
 //! removes its pid file; released processes keep running and a new supervisor (KQueen
 //! restarted) adopts them, notices when one dies and starts it again; a changed command line
-//! (an upgrade while KQueen was down) replaces the old process. The same with the real
+//! (an upgrade while KQueen was down) replaces the old process, and a stale pid file naming
+//! another process (no marker on its command line) is left alone; dropping a supervisor
+//! stops nothing. The same with the real
 //! kube-apiserver is in `hosted_apiserver.rs`.
 #![allow(clippy::unwrap_used)]
 
@@ -17,6 +19,7 @@ fn spec(dir: &std::path::Path, name: &str, binary: &str, args: &[&str]) -> Proce
         binary: binary.into(),
         args: args.iter().map(|a| (*a).to_owned()).collect(),
         dir: dir.to_path_buf(),
+        marker: dir.display().to_string(),
     }
 }
 
@@ -101,7 +104,22 @@ async fn released_processes_keep_running_and_are_adopted_restarted_and_replaced(
         first: Duration::from_millis(50),
         ..Backoff::default()
     };
-    let sleeper = spec(dir.path(), "sleeper", "/bin/sleep", &["300"]);
+    // A shell loop whose command line names the directory (the marker), as a control
+    // plane's name their files; it exits on SIGTERM.
+    let marker = dir.path().display().to_string();
+    let looping = |n: &str| {
+        spec(
+            dir.path(),
+            "sleeper",
+            "/bin/sh",
+            &[
+                "-c",
+                &format!("trap 'exit 0' TERM; while :; do sleep 0.1; done # {n}"),
+                &marker,
+            ],
+        )
+    };
+    let sleeper = looping("v1");
     let (first, mut rx1) = Supervisor::new(backoff);
     first.run("c1", vec![sleeper.clone()]).await.unwrap();
     let SupervisorEvent::Started { pid, .. } = next(&mut rx1).await else {
@@ -144,7 +162,7 @@ async fn released_processes_keep_running_and_are_adopted_restarted_and_replaced(
 
     // Another command line (an upgrade while KQueen was down): the old process is stopped
     // and the new one started.
-    let upgraded = spec(dir.path(), "sleeper", "/bin/sleep", &["301"]);
+    let upgraded = looping("v2");
     let (third, mut rx3) = Supervisor::new(backoff);
     third.run("c1", vec![upgraded]).await.unwrap();
     let SupervisorEvent::Started { pid: new, .. } = next(&mut rx3).await else {
@@ -155,4 +173,45 @@ async fn released_processes_keep_running_and_are_adopted_restarted_and_replaced(
     third.stop("c1").await;
     assert!(!alive(new));
     assert!(!dir.path().join("sleeper.pid").exists());
+}
+
+#[tokio::test]
+async fn a_stale_pid_file_is_not_trusted_and_dropping_the_supervisor_stops_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    // Another process (not this control plane's: no marker on its command line) happens to
+    // have the pid in the file, as after a reboot.
+    // The same binary, as another cluster's API server would be.
+    let mut stranger = std::process::Command::new("/bin/sh")
+        .args(["-c", "sleep 30; :"])
+        .spawn()
+        .unwrap();
+    std::fs::write(dir.path().join("worker.pid"), stranger.id().to_string()).unwrap();
+    let (sup, mut rx) = Supervisor::new(Backoff::default());
+    let worker = spec(
+        dir.path(),
+        "worker",
+        "/bin/sh",
+        &[
+            "-c",
+            "trap 'exit 0' TERM; while :; do sleep 0.1; done",
+            &dir.path().display().to_string(),
+        ],
+    );
+    sup.run("c9", vec![worker.clone()]).await.unwrap();
+    let SupervisorEvent::Started { pid, .. } = next(&mut rx).await else {
+        panic!("not started")
+    };
+    assert!(alive(stranger.id()), "the stranger was left alone");
+    assert_ne!(pid, stranger.id());
+    // Dropped without stop or release (KQueen shutting down): the process goes on.
+    drop(sup);
+    drop(rx);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(alive(pid));
+    // A delete from another KQueen stops it by its pid file.
+    let (other, _rx) = Supervisor::new(Backoff::default());
+    other.stop_unsupervised(&[worker]).await;
+    assert!(!alive(pid));
+    stranger.kill().unwrap();
+    stranger.wait().unwrap();
 }

@@ -49,8 +49,9 @@ pub struct Event {
     pub message: String,
 }
 
-/// What a worker node needs to join a hosted cluster (`kubeadm join`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What a worker node needs to join a hosted cluster (`kubeadm join`). `Debug` leaves out
+/// the token's secret.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Join {
     /// `host:port` of the API server.
@@ -64,4 +65,28 @@ pub struct Join {
     pub ca_cert_hash: String,
     /// The command to run on the node.
     pub command: String,
+}
+
+/// What a cluster keeps in storage shared with other clusters (a hosted control plane's
+/// key space in the shared etcd), as last measured. Operators only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct SharedStorage {
+    pub keys: u64,
+    /// Keys plus values.
+    pub bytes: u64,
+    /// False: read only (its tenant is over its storage quota).
+    pub writable: bool,
+    /// RFC 3339 (UTC).
+    pub measured_at: String,
+}
+
+impl std::fmt::Debug for Join {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Join")
+            .field("endpoint", &self.endpoint)
+            .field("token_id", &self.token_id)
+            .field("expires_at", &self.expires_at)
+            .finish_non_exhaustive()
+    }
 }

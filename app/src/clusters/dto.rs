@@ -89,4 +89,6 @@ pub struct ClusterPageDto {
     pub admin_access: (String, String),
     /// The stored inventory (nodes, workloads, charts), once the cluster was synced.
     pub inventory: Option<crate::fleet::dto::InventoryDto>,
+    /// Operators, hosted clusters: the etcd key space, last measured.
+    pub shared_storage: Option<kqueen_dto::clusters::SharedStorage>,
 }

@@ -189,6 +189,7 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         .is_some_and(|o| matches!(o.state, OperationState::Pending | OperationState::Running));
     let can_manage = check(&actor, Permission::ManageClusters(d.cluster.tenant_id)).is_ok();
     let mut page = ClusterPageDto {
+        shared_storage: d.shared_storage.map(Into::into),
         node_range: d.node_range,
         version_options: d.version_options.clone(),
         admin_access: (

@@ -102,6 +102,16 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                     <dt>"Tenant admins' access"</dt><dd id="cluster-admin-access" data-access=page.admin_access.0.clone()>{page.admin_access.1.clone()}</dd>
                     <dt>"Nodes"</dt><dd>{c.node_count}</dd>
                     <dt>"Created"</dt><dd>{format!("{} by {}", c.created, page.created_by)}</dd>
+                    {page.shared_storage.clone().map(|s| view! {
+                        <dt>"etcd"</dt>
+                        <dd id="shared-storage">{format!(
+                            "{} keys, {:.1} MiB{}, measured {} UTC",
+                            s.keys,
+                            s.bytes as f64 / 1_048_576.0,
+                            if s.writable { "" } else { " (read only)" },
+                            to_minute(&s.measured_at)
+                        )}</dd>
+                    })}
                     <dt>"Time-to-live"</dt><dd id="expires">{c.expires.clone().map_or_else(|| "none".to_owned(), |e| format!("deleted automatically at {e}"))}</dd>
                     {page.parameters.iter().map(|(k, v)| view! { <dt>{k.clone()}</dt><dd>{v.clone()}</dd> }).collect_view()}
                 </dl>

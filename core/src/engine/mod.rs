@@ -14,7 +14,7 @@
 //! clusters whose time-to-live ran out.
 
 mod config;
-mod context;
+pub(crate) mod context;
 mod finish;
 mod hooks;
 mod tracker;

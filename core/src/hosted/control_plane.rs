@@ -100,6 +100,8 @@ impl ControlPlaneFiles {
                 .truncate(true)
                 .mode(0o600)
                 .open(&path)?;
+            // An existing file keeps its old mode through open(): set it.
+            file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
             std::io::Write::write_all(&mut file, body)?;
         }
         Ok(files)
@@ -135,6 +137,8 @@ impl ControlPlaneFiles {
             "--requestheader-group-headers=X-Remote-Group".into(),
             "--requestheader-extra-headers-prefix=X-Remote-Extra-".into(),
             "--authorization-mode=Node,RBAC".into(),
+            // Nodes may change only themselves and their pods (kubeadm sets it too).
+            "--enable-admission-plugins=NodeRestriction".into(),
             "--enable-bootstrap-token-auth=true".into(),
             "--service-account-issuer=https://kubernetes.default.svc.cluster.local".into(),
             format!("--service-account-key-file={}", p("sa.pub")),

@@ -213,15 +213,12 @@ impl SharedEtcd {
         }
     }
 
-    /// Removes every key of the key space, then its user and its role. Returns how many keys
+    /// Removes the key space's user and role, then every key under it. Returns how many keys
     /// were deleted. Idempotent.
     pub async fn remove(&self, space: &KeySpace) -> Result<u64, EtcdError> {
         let mut c = self.client.clone();
-        let deleted = c
-            .delete(space.prefix(), Some(DeleteOptions::new().with_prefix()))
-            .await
-            .map_err(etcd)?
-            .deleted();
+        // The user and its role first: an API server still running cannot write keys back
+        // between the delete of the range and the end.
         for result in [
             c.user_delete(space.user()).await.map(drop),
             c.role_delete(space.user()).await.map(drop),
@@ -232,6 +229,11 @@ impl SharedEtcd {
                 }
             }
         }
+        let deleted = c
+            .delete(space.prefix(), Some(DeleteOptions::new().with_prefix()))
+            .await
+            .map_err(etcd)?
+            .deleted();
         Ok(u64::try_from(deleted).unwrap_or(0))
     }
 }

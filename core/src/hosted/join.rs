@@ -25,8 +25,9 @@ pub const REUSE_WHEN_LEFT: Duration = Duration::from_secs(3600);
 const MANAGER: &str = "kqueen";
 const TOKEN_LABEL: &str = "kqueen.io/join-token";
 
-/// What the cluster page and `/api/v1/clusters/{id}/join` show.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What the cluster page and `/api/v1/clusters/{id}/join` show. `Debug` leaves out the
+/// token's secret (and the command that holds it).
+#[derive(Clone, PartialEq, Eq)]
 pub struct JoinInfo {
     /// `host:port` of the API server, as `kubeadm join` takes it.
     pub endpoint: String,
@@ -38,6 +39,27 @@ pub struct JoinInfo {
     pub ca_cert_hash: String,
     /// The whole command for the node.
     pub command: String,
+}
+
+impl std::fmt::Debug for JoinInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("JoinInfo")
+            .field("endpoint", &self.endpoint)
+            .field("token_id", &self.token_id)
+            .field("expires_at", &self.expires_at)
+            .field("ca_cert_hash", &self.ca_cert_hash)
+            .finish_non_exhaustive()
+    }
+}
+
+/// `<id>` and `<secret>` as bootstrap tokens have them: 6 and 16 of `[a-z0-9]`.
+fn token_shaped(id: &str, secret: &str) -> bool {
+    let ok = |s: &str, n: usize| {
+        s.len() == n
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+    };
+    ok(id, 6) && ok(secret, 16)
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -115,11 +137,7 @@ pub async fn prepare(
 
 /// Revokes a join token (its Secret). Whether there was one.
 pub async fn revoke(client: kube::Client, token_id: &str) -> Result<bool, JoinError> {
-    let valid = token_id.len() == 6
-        && token_id
-            .bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
-    if !valid {
+    if !token_shaped(token_id, "0000000000000000") {
         return Err(JoinError::Invalid(format!(
             "'{token_id}' is not a token id (6 of a-z and 0-9)"
         )));
@@ -159,7 +177,10 @@ async fn token(
         if let (Some(id), Some(secret), Some(expires)) =
             (text("token-id"), text("token-secret"), expires)
         {
-            if expires > reuse_after {
+            // Whoever may write Secrets in kube-system could have labelled one: only a
+            // well-formed token under its own name goes into a command run as root.
+            let named = s.metadata.name.as_deref() == Some(&format!("bootstrap-token-{id}"));
+            if named && token_shaped(&id, &secret) && expires > reuse_after {
                 return Ok((id, secret, expires.with_timezone(&Utc)));
             }
         }

@@ -24,6 +24,10 @@ pub struct ProcessSpec {
     pub args: Vec<String>,
     /// Where its output goes (appended) and where its pid is kept.
     pub dir: PathBuf,
+    /// Text only this control plane's command lines hold (its own directory): a process
+    /// found through a pid file is stopped or replaced only when its command line holds it
+    /// (after a reboot, a stale pid may name another cluster's process).
+    pub marker: String,
 }
 
 impl ProcessSpec {
@@ -205,10 +209,23 @@ impl Supervisor {
     }
 
     async fn forget(&self, key: &str) {
-        if let Some(s) = lock(&self.running).remove(key) {
+        let removed = lock(&self.running).remove(key);
+        if let Some(s) = removed {
             for task in s.tasks {
                 task.abort();
+                // Wait until it is gone: a watcher must not restart a process after this.
+                let _ = task.await;
             }
+        }
+    }
+
+    /// Stops the processes named by `specs`' pid files that this supervisor does not hold
+    /// (another KQueen started them, or they were never resumed), when their command line
+    /// holds the spec's marker. For a delete.
+    pub async fn stop_unsupervised(&self, specs: &[ProcessSpec]) {
+        for spec in specs {
+            stop_stale(spec).await;
+            let _ = std::fs::remove_file(spec.pid_path());
         }
     }
 
@@ -263,7 +280,7 @@ impl Watcher {
             let pid = current.pid();
             let ended = tokio::select! {
                 status = exited(&mut current) => Some(status),
-                _ = self.stop.wait_for(|s| *s) => None,
+                _ = stop_requested(&mut self.stop) => None,
             };
             let Some(status) = ended else {
                 terminate(pid, &mut current).await;
@@ -290,7 +307,7 @@ impl Watcher {
             });
             let stopped = tokio::select! {
                 _ = tokio::time::sleep(pause) => false,
-                _ = self.stop.wait_for(|s| *s) => true,
+                _ = stop_requested(&mut self.stop) => true,
             };
             if stopped {
                 let _ = std::fs::remove_file(self.spec.pid_path());
@@ -424,15 +441,26 @@ async fn stop_stale(spec: &ProcessSpec) {
     else {
         return;
     };
-    let binary = std::fs::read(format!("/proc/{pid}/cmdline"))
-        .ok()
-        .and_then(|c| c.split(|b| *b == 0).next().map(<[u8]>::to_vec));
-    let ours = binary.is_some_and(|b| {
-        let path = Path::new(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&b));
-        path.file_name() == spec.binary.file_name()
+    let ours = std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| {
+        !spec.marker.is_empty()
+            && c.windows(spec.marker.len())
+                .any(|w| w == spec.marker.as_bytes())
     });
     if ours && alive(pid) {
         terminate(pid, &mut Running::Adopted(pid)).await;
+    }
+}
+
+/// Resolves when a stop is asked for; never when the supervisor is merely dropped (KQueen
+/// shutting down leaves control planes running).
+async fn stop_requested(rx: &mut watch::Receiver<bool>) {
+    loop {
+        if *rx.borrow_and_update() {
+            return;
+        }
+        if rx.changed().await.is_err() {
+            std::future::pending::<()>().await;
+        }
     }
 }
 

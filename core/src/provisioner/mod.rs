@@ -86,6 +86,23 @@ pub enum ProvisionError {
     Unsupported(&'static str),
 }
 
+/// What a cluster keeps in a store KQueen shares between clusters (a hosted control plane's
+/// key space in the shared etcd), and whether it may write there.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct SharedStorage {
+    pub keys: u64,
+    /// Keys plus values.
+    pub bytes: u64,
+    pub writable: bool,
+}
+
+/// A [`SharedStorage`] measurement and when it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SharedStorageReading {
+    pub usage: SharedStorage,
+    pub measured_at: chrono::DateTime<chrono::Utc>,
+}
+
 /// Something that happened to a cluster outside any operation (a hosted control plane's
 /// process died and was restarted), for the cluster's timeline.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -314,6 +331,15 @@ pub trait Provisioner: Send + Sync + 'static {
     /// Whether [`Provisioner::resume`] does anything (the engine skips the others).
     fn resumes(&self) -> bool {
         false
+    }
+
+    /// What the cluster keeps in storage shared with other clusters (None: nothing of the
+    /// kind). Measured at every inventory sync.
+    async fn shared_storage(
+        &self,
+        _ctx: &OpContext,
+    ) -> Result<Option<SharedStorage>, ProvisionError> {
+        Ok(None)
     }
 
     /// What it will tell about its clusters outside operations, once: the engine takes the

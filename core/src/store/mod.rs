@@ -214,6 +214,22 @@ pub trait TimelineStore: Send + Sync {
     ) -> Result<Vec<ClusterEvent>>;
 }
 
+/// What clusters keep in storage shared between clusters (a hosted control plane's etcd key
+/// space), as last measured.
+#[async_trait]
+pub trait SharedStorageStore: Send + Sync {
+    async fn put_shared_storage(
+        &self,
+        cluster_id: Uuid,
+        usage: &crate::provisioner::SharedStorage,
+        at: DateTime<Utc>,
+    ) -> Result<()>;
+    async fn shared_storage(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Option<(crate::provisioner::SharedStorage, DateTime<Utc>)>>;
+}
+
 /// Clusters.
 #[async_trait]
 pub trait ClusterStore: Send + Sync {
@@ -447,6 +463,7 @@ pub trait Store:
     + ClusterStore
     + QuotaStore
     + TimelineStore
+    + SharedStorageStore
     + AccessStore
     + OperationStore
     + InventoryStore

@@ -94,6 +94,43 @@ async fn members_get_hosted_clusters_and_their_join_command() {
         "{ready}"
     );
 
+    // An inventory sync measures the etcd key space: operators see it, members do not.
+    let sync = format!("/api/v1/clusters/{id}/inventory/sync");
+    let (status, body) = call(&olga, &app, Method::POST, &sync, None).await;
+    assert!(status.is_success(), "{status} {body}");
+    let (_, detail) = call(
+        &olga,
+        &app,
+        Method::GET,
+        &format!("/api/v1/clusters/{id}"),
+        None,
+    )
+    .await;
+    assert!(
+        detail["shared_storage"]["keys"].as_u64().unwrap() > 20,
+        "{detail}"
+    );
+    assert_eq!(detail["shared_storage"]["writable"], true);
+    let (_, mine) = call(
+        &amy,
+        &app,
+        Method::GET,
+        &format!("/api/v1/clusters/{id}"),
+        None,
+    )
+    .await;
+    assert!(mine.get("shared_storage").is_none(), "{mine}");
+    let page = app
+        .get_as(&olga, &format!("/clusters/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains("id=\"shared-storage\""),
+        "the cluster page shows it"
+    );
+
     let join = format!("/api/v1/clusters/{id}/join");
     let (status, body) = call(&amy, &app, Method::GET, &join, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");

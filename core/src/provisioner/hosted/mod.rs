@@ -24,7 +24,7 @@ use serde_json::json;
 
 use super::{
     Capabilities, Notice, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,
-    ProvisionError, Provisioned, Provisioner, Step,
+    ProvisionError, Provisioned, Provisioner, SharedStorage, Step,
 };
 use crate::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use crate::hosted::etcd::{KeySpace, SharedEtcd};
@@ -167,6 +167,28 @@ fn key(ctx: &OpContext) -> String {
     ctx.cluster_id.to_string()
 }
 
+/// What only this cluster's processes have on their command lines: its own directory.
+fn marker(ctx: &OpContext) -> String {
+    ctx.work_dir.display().to_string()
+}
+
+/// The version the cluster runs: its parameter, else what create chose (the newest offered
+/// then), never "the newest now" (that would upgrade it behind the tenant's back).
+fn running_version(ctx: &OpContext) -> Result<String, ProvisionError> {
+    ctx.params
+        .get("kubernetes_version")
+        .map(|v| v.trim().to_owned())
+        .filter(|v| !v.is_empty())
+        .or_else(|| {
+            ctx.cluster_state
+                .get("version")
+                .and_then(|v| v.as_str())
+                .filter(|v| !v.is_empty())
+                .map(str::to_owned)
+        })
+        .ok_or_else(|| failed("the cluster's Kubernetes version is not known"))
+}
+
 fn failed(e: impl std::fmt::Display) -> ProvisionError {
     ProvisionError::Failed(e.to_string())
 }
@@ -220,7 +242,8 @@ async fn start(
     port: u16,
 ) -> Result<(u32, u32), ProvisionError> {
     let (version, binaries) = settings::binaries(&ctx.provider_config, version).map_err(failed)?;
-    let pki = cluster_pki(ctx, true).await?;
+    // Never generated here: a new CA would break the stored kubeconfig and joined nodes.
+    let pki = cluster_pki(ctx, false).await?;
     let space = KeySpace::for_cluster(ctx.cluster_id);
     let etcd_cert = settings::client_ca(ctx)?
         .client(&space.user(), None, 1825)
@@ -248,12 +271,14 @@ async fn start(
             binary: binaries.apiserver,
             args: files.apiserver_args(&spec),
             dir: layout.run_dir.clone(),
+            marker: marker(ctx),
         },
         ProcessSpec {
             name: "kube-controller-manager".into(),
             binary: binaries.controller_manager,
             args: files.controller_manager_args(&spec),
             dir: layout.run_dir,
+            marker: marker(ctx),
         },
     ];
     sup.run(&key(ctx), specs)
@@ -391,6 +416,23 @@ impl Provisioner for HostedProvisioner {
         vec![PKI]
     }
 
+    async fn shared_storage(
+        &self,
+        ctx: &OpContext,
+    ) -> Result<Option<SharedStorage>, ProvisionError> {
+        let etcd = SharedEtcd::connect(&settings::etcd_access(ctx)?, ETCD_TIMEOUT)
+            .await
+            .map_err(transient)?;
+        let space = KeySpace::for_cluster(ctx.cluster_id);
+        let usage = etcd.usage(&space).await.map_err(transient)?;
+        let writable = etcd.writable(&space).await.map_err(transient)?;
+        Ok(Some(SharedStorage {
+            keys: usage.keys,
+            bytes: usage.bytes,
+            writable: writable.unwrap_or(false),
+        }))
+    }
+
     fn notices(&self) -> Option<tokio::sync::mpsc::Receiver<Notice>> {
         lock(&self.notices_rx).take()
     }
@@ -440,7 +482,7 @@ impl Provisioner for HostedProvisioner {
     /// (the data is in etcd; the files are written again from the vault).
     async fn resume(&self, ctx: &mut OpContext) -> Result<(), ProvisionError> {
         self.forward_events();
-        let version = ctx.params.get("kubernetes_version").cloned();
+        let version = Some(running_version(ctx)?);
         let port = ctx
             .cluster_state
             .get("port")
@@ -454,6 +496,19 @@ impl Provisioner for HostedProvisioner {
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
         ctx.reporter.step("Stopping the control plane");
         self.supervisor.stop(&key(ctx)).await;
+        // Also what this supervisor does not hold (started by another KQueen process).
+        let run_dir = Layout::of(ctx).run_dir;
+        let leftovers: Vec<ProcessSpec> = ["kube-apiserver", "kube-controller-manager"]
+            .into_iter()
+            .map(|name| ProcessSpec {
+                name: name.into(),
+                binary: PathBuf::new(),
+                args: Vec::new(),
+                dir: run_dir.clone(),
+                marker: marker(ctx),
+            })
+            .collect();
+        self.supervisor.stop_unsupervised(&leftovers).await;
         ctx.reporter.progress(40);
         ctx.reporter
             .step("Removing the key space, role and user from the shared etcd");

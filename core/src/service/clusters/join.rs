@@ -81,14 +81,24 @@ impl Clusters {
                 })
                 .and_then(|b| String::from_utf8(b).ok())
                 .ok_or_else(|| Error::Corrupt("the stored kubeconfig has no cluster CA".into()))?;
+            // The version parameter, else what create chose (the newest offered then).
+            let chosen = cluster
+                .provisioner_state
+                .get("version")
+                .and_then(|v| v.as_str());
             let version = cluster
                 .parameters
                 .get("kubernetes_version")
+                .map(String::as_str)
+                .filter(|v| !v.trim().is_empty())
+                .or(chosen)
                 .and_then(|v| {
-                    let mut parts = v.trim_start_matches('v').split('.');
+                    let mut parts = v.trim().trim_start_matches('v').split('.');
                     Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
                 })
-                .unwrap_or((1, 20));
+                .ok_or_else(|| {
+                    Error::Corrupt("the cluster's Kubernetes version is not known".into())
+                })?;
             join::prepare(client, &endpoint.server, &ca, version, JOIN_TOKEN_TTL)
                 .await
                 .map_err(join_error)

@@ -38,6 +38,9 @@ pub struct ClusterDetail {
     /// What tenant admins' personal kubeconfigs may do in the cluster (its template's
     /// choice).
     pub admin_access: crate::cluster::AdminAccess,
+    /// Operators: what the cluster keeps in storage shared with other clusters (a hosted
+    /// control plane's etcd key space), as last measured, and when.
+    pub shared_storage: Option<crate::provisioner::SharedStorageReading>,
 }
 
 /// Where a secret cluster parameter (an uploaded kubeconfig) lives in the vault.
@@ -169,7 +172,20 @@ impl Clusters {
             }
         }
         let admin_access = self.admin.admin_access_of(&cluster).await?;
+        let shared_storage = match policy::check(actor, Permission::ListAllTenants) {
+            Ok(()) => self
+                .deps
+                .store
+                .shared_storage(cluster.id)
+                .await?
+                .map(|(usage, at)| crate::provisioner::SharedStorageReading {
+                    usage,
+                    measured_at: at,
+                }),
+            Err(_) => None,
+        };
         Ok(ClusterDetail {
+            shared_storage,
             node_range,
             version_options,
             admin_access,

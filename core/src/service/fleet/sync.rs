@@ -105,6 +105,7 @@ impl Fleet {
             Err(_) => Err(format!("timed out after {} s", timeout.as_secs())),
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.measure_shared_storage(cluster, timeout).await;
         let now = crate::clock::now();
         let outcome = match outcome {
             Ok(snapshot) => {
@@ -140,6 +141,45 @@ impl Fleet {
             tenant: cluster.tenant_slug.clone(),
             error,
             duration_ms,
+        }
+    }
+
+    /// Measures and keeps what the cluster stores in storage shared with other clusters (a
+    /// hosted control plane's etcd key space), when its provisioner has such a thing. A
+    /// failure is logged; the inventory sync goes on.
+    async fn measure_shared_storage(&self, cluster: &Cluster, within: std::time::Duration) {
+        let Some(p) = self.deps.registry.get(cluster.provider_kind) else {
+            return;
+        };
+        let work_root = self.deps.settings.work_dir.clone();
+        let measured = tokio::time::timeout(within, async {
+            let ctx =
+                crate::engine::context::cluster_context(&self.deps, cluster, &work_root).await?;
+            p.shared_storage(&ctx)
+                .await
+                .map_err(|e| Error::Backend(e.to_string()))
+        })
+        .await;
+        let usage = match measured {
+            Ok(Ok(Some(usage))) => usage,
+            Ok(Ok(None)) => return,
+            Ok(Err(e)) => {
+                tracing::warn!(cluster = %cluster.name, error = %e, "cannot measure shared storage");
+                return;
+            }
+            Err(_) => {
+                tracing::warn!(cluster = %cluster.name, "measuring shared storage timed out");
+                return;
+            }
+        };
+        let now = crate::clock::now();
+        if let Err(e) = self
+            .deps
+            .store
+            .put_shared_storage(cluster.id, &usage, now)
+            .await
+        {
+            tracing::error!(cluster = %cluster.name, error = %e, "storing shared storage usage failed");
         }
     }
 

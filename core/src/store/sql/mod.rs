@@ -138,6 +138,7 @@ mod inventory;
 mod list_cache;
 mod secrets;
 mod sessions;
+mod shared_storage;
 mod tenants;
 mod timeline;
 mod tokens;

@@ -2,6 +2,7 @@
 
 pub use kqueen_dto::clusters::{
     Capabilities as CapabilitiesOut, Event as EventOut, Operation as OperationOut,
+    SharedStorage as SharedStorageOut,
 };
 use std::collections::BTreeMap;
 
@@ -268,12 +269,16 @@ pub struct ClusterDetailOut {
     /// Members always get `edit` in the tenant's namespaces.
     #[schema(example = "namespaced")]
     pub admin_access: String,
+    /// Operators, hosted clusters: the etcd key space's keys and bytes, last measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_storage: Option<SharedStorageOut>,
 }
 
 impl From<ClusterDetail> for ClusterDetailOut {
     fn from(d: ClusterDetail) -> Self {
         Self {
             admin_access: d.admin_access.to_string(),
+            shared_storage: d.shared_storage.map(Into::into),
             cluster: ClusterOut::new(d.cluster, d.operations.first()),
             capabilities: d.capabilities.into(),
             operations: d.operations.into_iter().map(Into::into).collect(),

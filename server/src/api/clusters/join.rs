@@ -20,9 +20,11 @@ pub async fn join_info(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(id): Path<String>,
-) -> ApiResult<Json<JoinOut>> {
+) -> ApiResult<impl axum::response::IntoResponse> {
     let info = state.kqueen.clusters().join_info(&actor, &id).await?;
-    Ok(Json(info.into()))
+    // It carries a credential: never kept by caches.
+    let no_store = [(axum::http::header::CACHE_CONTROL, "no-store")];
+    Ok((no_store, Json(JoinOut::from(info))))
 }
 
 /// Revokes a join token: machines that have not joined cannot join with it any more.
