@@ -323,7 +323,7 @@ async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kq
     let p = prepare(&etcd, &space, "team-a-dev").await;
     let run_dir = p.dir.path().join("run");
     // Supervised processes outlive their supervisor: kill them if this test fails midway.
-    let _guard = support::processes::KillOnDrop(run_dir.clone());
+    let _guard = kqueen_testkit::process::KillOnDrop(run_dir.clone());
     let specs = |apiserver: &str| {
         let mut specs = vec![ProcessSpec {
             name: "kube-apiserver".into(),

@@ -22,6 +22,7 @@ use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_testkit::process::alive;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 
@@ -35,18 +36,6 @@ async fn client_of(yaml: &[u8]) -> kube::Client {
     kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
         .await
         .unwrap()
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
 }
 
 /// Runs the engine until the cluster is in `want` (or gone, for `None`).
@@ -182,7 +171,8 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         .await
         .unwrap();
     let id = cluster.id.to_string();
-    let _guard = support::processes::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
+    let _guard =
+        kqueen_testkit::process::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
     let mut config = EngineConfig::new(work.path().join("clusters"));
     config.poll_interval = Duration::from_millis(50);
     let engine = k.engine(config);

@@ -11,6 +11,7 @@
 use std::time::Duration;
 
 use kqueen_core::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
+use kqueen_testkit::process::{alive, kill};
 use tokio::sync::mpsc::UnboundedReceiver;
 
 fn spec(dir: &std::path::Path, name: &str, binary: &str, args: &[&str]) -> ProcessSpec {
@@ -28,23 +29,6 @@ async fn next(rx: &mut UnboundedReceiver<SupervisorEvent>) -> SupervisorEvent {
         .await
         .expect("an event within 10 s")
         .expect("the supervisor is alive")
-}
-
-fn alive(pid: u32) -> bool {
-    std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .map(|s| {
-            !s.rsplit(')')
-                .next()
-                .unwrap_or("")
-                .trim_start()
-                .starts_with('Z')
-        })
-        .unwrap_or(false)
-}
-
-fn kill(pid: u32) {
-    let pid = rustix::process::Pid::from_raw(i32::try_from(pid).unwrap()).unwrap();
-    rustix::process::kill_process(pid, rustix::process::Signal::KILL).unwrap();
 }
 
 #[tokio::test]

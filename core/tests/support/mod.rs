@@ -4,6 +4,5 @@
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
 pub mod apiserver;
-pub mod processes;
 #[allow(unused_imports)]
 pub use kqueen_testkit::fake_kube;

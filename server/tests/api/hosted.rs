@@ -11,16 +11,41 @@ use crate::clusters::{call, wait_for_state};
 use crate::helpers::TestApp;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 
-#[tokio::test]
+/// The real binaries, or None after saying why the test is skipped.
 #[allow(clippy::print_stdout)]
-async fn members_get_hosted_clusters_and_their_join_command() {
-    let (Ok(apiserver), Ok(cm)) = (
+fn binaries() -> Option<(String, String)> {
+    let found = (
         std::env::var("KQUEEN_TEST_KUBE_APISERVER"),
         std::env::var("KQUEEN_TEST_KUBE_CONTROLLER_MANAGER"),
-    ) else {
-        println!(
-            "skipped: KQUEEN_TEST_KUBE_APISERVER and _CONTROLLER_MANAGER name the real binaries"
-        );
+    );
+    match found {
+        (Ok(apiserver), Ok(cm)) => Some((apiserver, cm)),
+        _ => {
+            println!("skipped: KQUEEN_TEST_KUBE_APISERVER and _CONTROLLER_MANAGER name the real binaries");
+            None
+        }
+    }
+}
+
+/// A hosted provider `shared` on `etcd`, offering 1.20 with these binaries.
+fn hosted_provider(etcd: &TlsEtcd, apiserver: &str, cm: &str) -> serde_json::Value {
+    let root = etcd.root_access();
+    let client_ca = etcd.client_ca.cert_key();
+    let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
+    json!({"name": "shared", "kind": "hosted", "settings": {
+        "etcd_endpoints": etcd.endpoint,
+        "etcd_ca": root.server_ca_pem,
+        "etcd_client_ca": client_ca.cert_pem,
+        "etcd_client_ca_key": text(&client_ca.key_pem),
+        "etcd_admin_cert": root.client.cert_pem,
+        "etcd_admin_key": text(&root.client.key_pem),
+        "versions": format!("1.20 {apiserver} {cm}"),
+    }})
+}
+
+#[tokio::test]
+async fn members_get_hosted_clusters_and_their_join_command() {
+    let Some((apiserver, cm)) = binaries() else {
         return;
     };
     let etcd = TlsEtcd::start().await;
@@ -44,18 +69,7 @@ async fn members_get_hosted_clusters_and_their_join_command() {
         assert!(fields.contains(&f), "{f} in {hosted}");
     }
 
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    let provider = json!({"name": "shared", "kind": "hosted", "settings": {
-        "etcd_endpoints": etcd.endpoint,
-        "etcd_ca": root.server_ca_pem,
-        "etcd_client_ca": client_ca.cert_pem,
-        "etcd_client_ca_key": text(&client_ca.key_pem),
-        "etcd_admin_cert": root.client.cert_pem,
-        "etcd_admin_key": text(&root.client.key_pem),
-        "versions": format!("1.20 {apiserver} {cm}"),
-    }});
+    let provider = hosted_provider(&etcd, &apiserver, &cm);
     let (status, body) = call(
         &olga,
         &app,
@@ -238,15 +252,8 @@ fn serve(data_dir: &std::path::Path) -> Portal {
 }
 
 #[tokio::test]
-#[allow(clippy::print_stdout)]
 async fn a_hosted_cluster_survives_a_killed_portal() {
-    let (Ok(apiserver), Ok(cm)) = (
-        std::env::var("KQUEEN_TEST_KUBE_APISERVER"),
-        std::env::var("KQUEEN_TEST_KUBE_CONTROLLER_MANAGER"),
-    ) else {
-        println!(
-            "skipped: KQUEEN_TEST_KUBE_APISERVER and _CONTROLLER_MANAGER name the real binaries"
-        );
+    let Some((apiserver, cm)) = binaries() else {
         return;
     };
     let etcd = TlsEtcd::start().await;
@@ -259,7 +266,7 @@ async fn a_hosted_cluster_survives_a_killed_portal() {
         .unwrap();
     assert!(status.success());
     let mut portal = serve(dir.path());
-    let _guard = crate::hosted_support::KillOnDrop(dir.path().join("work"));
+    let _guard = kqueen_testkit::process::KillOnDrop(dir.path().join("work"));
 
     // The first-start operator signs in and makes an API token.
     let mut origin = reqwest::header::HeaderMap::new();
@@ -310,18 +317,7 @@ async fn a_hosted_cluster_survives_a_killed_portal() {
         }
     };
 
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    let provider = json!({"name": "shared", "kind": "hosted", "settings": {
-        "etcd_endpoints": etcd.endpoint,
-        "etcd_ca": root.server_ca_pem,
-        "etcd_client_ca": client_ca.cert_pem,
-        "etcd_client_ca_key": text(&client_ca.key_pem),
-        "etcd_admin_cert": root.client.cert_pem,
-        "etcd_admin_key": text(&root.client.key_pem),
-        "versions": format!("1.20 {apiserver} {cm}"),
-    }});
+    let provider = hosted_provider(&etcd, &apiserver, &cm);
     let url = portal.url.clone();
     let (status, body) = api(&url, Method::POST, "/api/v1/providers", Some(provider)).await;
     assert_eq!(status, StatusCode::CREATED, "{body}");

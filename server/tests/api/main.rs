@@ -10,7 +10,6 @@ mod contract;
 mod fleet;
 mod helpers;
 mod hosted;
-mod hosted_support;
 mod oidc;
 mod portal;
 mod provider;
