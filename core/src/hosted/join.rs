@@ -105,6 +105,28 @@ fn apply() -> PatchParams {
     PatchParams::apply(MANAGER).force()
 }
 
+/// The kubeadm configuration API a node's kubeadm of this version reads: v1beta2 until
+/// 1.21, v1beta3 from 1.22 (v1beta2 is gone in 1.26), v1beta4 from 1.31.
+fn kubeadm_api(version: (u32, u32)) -> &'static str {
+    match version {
+        v if v < (1, 22) => "kubeadm.k8s.io/v1beta2",
+        v if v < (1, 31) => "kubeadm.k8s.io/v1beta3",
+        _ => "kubeadm.k8s.io/v1beta4",
+    }
+}
+
+/// Where kubeadm of this version reads the kubelet's configuration: `kubelet-config-1.N`
+/// before 1.24, `kubelet-config` since (both are written from 1.24 to 1.25, when either
+/// may be read).
+fn kubelet_maps((major, minor): (u32, u32)) -> Vec<String> {
+    let versioned = format!("kubelet-config-{major}.{minor}");
+    match (major, minor) {
+        v if v < (1, 24) => vec![versioned],
+        v if v < (1, 26) => vec!["kubelet-config".into(), versioned],
+        _ => vec!["kubelet-config".into()],
+    }
+}
+
 /// Writes what `kubeadm join` reads and hands out a bootstrap token valid for `ttl`.
 /// `server` is the API server URL (`https://host:port`), `ca_pem` the cluster CA.
 pub async fn prepare(
@@ -237,21 +259,24 @@ async fn write_cluster_objects(
     maps.insert(
         ("kube-system", "kubeadm-config".into()),
         json!({"ClusterConfiguration": format!(
-            "apiVersion: kubeadm.k8s.io/v1beta2\nkind: ClusterConfiguration\n\
+            "apiVersion: {}\nkind: ClusterConfiguration\n\
              kubernetesVersion: v{major}.{minor}.0\ncontrolPlaneEndpoint: {}\n\
              networking:\n  serviceSubnet: 10.96.0.0/12\n  dnsDomain: cluster.local\n",
+            kubeadm_api((major, minor)),
             server.trim_start_matches("https://")
         )}),
     );
-    let kubelet_map = format!("kubelet-config-{major}.{minor}");
-    maps.insert(
-        ("kube-system", kubelet_map.clone()),
-        json!({"kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
-             authentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n  \
-             x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\nauthorization:\n  mode: Webhook\n\
-             cgroupDriver: systemd\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n\
-             rotateCertificates: true\n"}),
-    );
+    let kubelet_maps = kubelet_maps((major, minor));
+    for map in &kubelet_maps {
+        maps.insert(
+            ("kube-system", map.clone()),
+            json!({"kubelet": "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n\
+                 authentication:\n  anonymous:\n    enabled: false\n  webhook:\n    enabled: true\n  \
+                 x509:\n    clientCAFile: /etc/kubernetes/pki/ca.crt\nauthorization:\n  mode: Webhook\n\
+                 cgroupDriver: systemd\nclusterDNS:\n- 10.96.0.10\nclusterDomain: cluster.local\n\
+                 rotateCertificates: true\n"}),
+        );
+    }
     for ((namespace, name), data) in &maps {
         let body = json!({
             "apiVersion": "v1", "kind": "ConfigMap",
@@ -295,13 +320,13 @@ async fn write_cluster_objects(
         (
             "kube-public",
             "kubeadm:bootstrap-signer-clusterinfo",
-            "cluster-info".to_owned(),
+            vec!["cluster-info".to_owned()],
             json!([{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "system:anonymous"}]),
         ),
         (
             "kube-system",
             "kubeadm:nodes-kubeadm-config",
-            "kubeadm-config".to_owned(),
+            vec!["kubeadm-config".to_owned()],
             json!([
                 {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": BOOTSTRAP_GROUP},
                 {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"},
@@ -310,19 +335,19 @@ async fn write_cluster_objects(
         (
             "kube-system",
             "kubeadm:kubelet-config",
-            kubelet_map,
+            kubelet_maps,
             json!([
                 {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": BOOTSTRAP_GROUP},
                 {"apiGroup": "rbac.authorization.k8s.io", "kind": "Group", "name": "system:nodes"},
             ]),
         ),
     ];
-    for (namespace, name, map, subjects) in roles {
+    for (namespace, name, maps, subjects) in roles {
         let role = json!({
             "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
             "metadata": {"name": name, "namespace": namespace},
             "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"],
-                       "resourceNames": [map]}],
+                       "resourceNames": maps}],
         });
         Api::<Role>::namespaced(client.clone(), namespace)
             .patch(name, &apply(), &Patch::Apply(&role))
@@ -338,4 +363,39 @@ async fn write_cluster_objects(
             .await?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{kubeadm_api, kubelet_maps, token_shaped};
+
+    #[test]
+    fn the_formats_follow_the_nodes_kubeadm() {
+        assert_eq!(kubeadm_api((1, 20)), "kubeadm.k8s.io/v1beta2");
+        assert_eq!(kubeadm_api((1, 22)), "kubeadm.k8s.io/v1beta3");
+        assert_eq!(kubeadm_api((1, 30)), "kubeadm.k8s.io/v1beta3");
+        assert_eq!(kubeadm_api((1, 33)), "kubeadm.k8s.io/v1beta4");
+        assert_eq!(kubelet_maps((1, 20)), ["kubelet-config-1.20"]);
+        assert_eq!(
+            kubelet_maps((1, 24)),
+            ["kubelet-config", "kubelet-config-1.24"]
+        );
+        assert_eq!(kubelet_maps((1, 33)), ["kubelet-config"]);
+    }
+
+    #[test]
+    fn tokens_are_six_and_sixteen_lowercase_letters_and_digits() {
+        assert!(token_shaped("abc123", "0123456789abcdef"));
+        for (id, secret) in [
+            ("abc12", "0123456789abcdef"),
+            ("ABC123", "0123456789abcdef"),
+            ("abc123", "0123456789abcde"),
+            ("abc123", "0123456789abcd;f"),
+            ("abc123", "$(reboot)0123456"),
+        ] {
+            assert!(!token_shaped(id, secret), "{id}.{secret}");
+        }
+        let (id, secret) = super::new_token();
+        assert!(token_shaped(&id, &secret), "{id}.{secret}");
+    }
 }
