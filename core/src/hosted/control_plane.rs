@@ -31,10 +31,15 @@ pub struct ControlPlaneSpec {
 impl ControlPlaneSpec {
     /// `https://<address>:<port>`.
     pub fn endpoint(&self) -> String {
-        match self.address {
-            IpAddr::V6(a) => format!("https://[{a}]:{}", self.port),
-            IpAddr::V4(a) => format!("https://{a}:{}", self.port),
-        }
+        endpoint(self.address, self.port)
+    }
+}
+
+/// `https://<address>:<port>` (IPv6 addresses in brackets).
+pub fn endpoint(address: IpAddr, port: u16) -> String {
+    match address {
+        IpAddr::V6(a) => format!("https://[{a}]:{port}"),
+        IpAddr::V4(a) => format!("https://{a}:{port}"),
     }
 }
 

@@ -185,7 +185,7 @@ impl SharedEtcd {
     /// Counts the keys and bytes under the key space, a page at a time.
     pub async fn usage(&self, space: &KeySpace) -> Result<SpaceUsage, EtcdError> {
         let prefix = space.prefix().into_bytes();
-        let end = prefix_end(&prefix);
+        let end = crate::vault::range_end(&prefix);
         let mut from = prefix.clone();
         let mut usage = SpaceUsage::default();
         loop {
@@ -238,18 +238,6 @@ impl SharedEtcd {
     }
 }
 
-/// The first key after every key that starts with `prefix`.
-fn prefix_end(prefix: &[u8]) -> Vec<u8> {
-    let mut end = prefix.to_vec();
-    while let Some(last) = end.pop() {
-        if last < 0xff {
-            end.push(last + 1);
-            return end;
-        }
-    }
-    vec![0]
-}
-
 fn already_exists(e: &etcd_client::Error) -> bool {
     e.to_string().contains("already exists")
 }
@@ -261,7 +249,8 @@ fn not_found(e: &etcd_client::Error) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)]
 mod tests {
-    use super::{prefix_end, KeySpace};
+    use super::KeySpace;
+    use crate::vault::range_end as prefix_end;
 
     #[test]
     fn key_spaces_end_in_a_slash_and_never_cover_each_other() {

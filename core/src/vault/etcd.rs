@@ -274,7 +274,7 @@ fn unparsable(key: &str) -> Error {
 }
 
 /// The end of the range that holds every key starting with `prefix`.
-fn range_end(prefix: &[u8]) -> Vec<u8> {
+pub(crate) fn range_end(prefix: &[u8]) -> Vec<u8> {
     let mut end = prefix.to_vec();
     while let Some(last) = end.pop() {
         if last < 0xff {

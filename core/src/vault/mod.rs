@@ -16,6 +16,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
+/// The first key after every key with a prefix (etcd range ends), also for hosted key spaces.
+pub(crate) use etcd::range_end;
 pub use etcd::EtcdBackend;
 pub use keyring::{Keyring, VaultError};
 

@@ -15,6 +15,8 @@
 
 mod settings;
 
+pub(crate) use settings::parse_minor;
+
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -218,13 +220,17 @@ async fn cluster_pki(ctx: &OpContext, generate: bool) -> Result<ControlPlanePki,
     Ok(made)
 }
 
-/// The port of the cluster's API server: from the checkpoint or state, else a free one.
-fn port(ctx: &OpContext) -> Result<u16, ProvisionError> {
-    let known = [&ctx.checkpoint, &ctx.cluster_state]
+/// The port the cluster's API server was given: from the checkpoint, else the state.
+fn known_port(ctx: &OpContext) -> Option<u16> {
+    [&ctx.checkpoint, &ctx.cluster_state]
         .into_iter()
         .find_map(|v| v.get("port").and_then(serde_json::Value::as_u64))
-        .and_then(|p| u16::try_from(p).ok());
-    if let Some(p) = known {
+        .and_then(|p| u16::try_from(p).ok())
+}
+
+/// The port of the cluster's API server: the one it was given, else a free one.
+fn port(ctx: &OpContext) -> Result<u16, ProvisionError> {
+    if let Some(p) = known_port(ctx) {
         return Ok(p);
     }
     let address = settings::address(&ctx.provider_config).map_err(failed)?;
@@ -294,10 +300,7 @@ fn admin_kubeconfig(
     port: u16,
 ) -> Result<(crate::vault::Secret, String), ProvisionError> {
     let address = settings::address(&ctx.provider_config).map_err(failed)?;
-    let endpoint = match address {
-        std::net::IpAddr::V6(a) => format!("https://[{a}]:{port}"),
-        std::net::IpAddr::V4(a) => format!("https://{a}:{port}"),
-    };
+    let endpoint = crate::hosted::control_plane::endpoint(address, port);
     let name = format!("{}-{}", ctx.tenant, ctx.cluster_name);
     Ok((
         pki::kubeconfig(&name, &endpoint, &pki.ca.cert_pem, &pki.admin),
@@ -483,12 +486,8 @@ impl Provisioner for HostedProvisioner {
     async fn resume(&self, ctx: &mut OpContext) -> Result<(), ProvisionError> {
         self.forward_events();
         let version = Some(running_version(ctx)?);
-        let port = ctx
-            .cluster_state
-            .get("port")
-            .and_then(serde_json::Value::as_u64)
-            .and_then(|p| u16::try_from(p).ok())
-            .ok_or_else(|| failed("the cluster's state has no port"))?;
+        // Outside an operation the checkpoint is null: the port create chose, from the state.
+        let port = known_port(ctx).ok_or_else(|| failed("the cluster's state has no port"))?;
         start(&self.supervisor, ctx, version.as_deref(), port).await?;
         Ok(())
     }

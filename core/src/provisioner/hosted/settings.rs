@@ -123,7 +123,7 @@ pub(super) fn parse_versions(text: &str) -> Result<BTreeMap<(u32, u32), Binaries
 }
 
 /// `1.33` or `v1.33.2` → (1, 33).
-pub(super) fn parse_minor(v: &str) -> Option<(u32, u32)> {
+pub(crate) fn parse_minor(v: &str) -> Option<(u32, u32)> {
     let mut parts = v.trim().trim_start_matches('v').split('.');
     let major = parts.next()?.parse().ok()?;
     let minor = parts.next()?.parse().ok()?;

@@ -92,10 +92,7 @@ impl Clusters {
                 .map(String::as_str)
                 .filter(|v| !v.trim().is_empty())
                 .or(chosen)
-                .and_then(|v| {
-                    let mut parts = v.trim().trim_start_matches('v').split('.');
-                    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
-                })
+                .and_then(crate::provisioner::hosted::parse_minor)
                 .ok_or_else(|| {
                     Error::Corrupt("the cluster's Kubernetes version is not known".into())
                 })?;
