@@ -82,6 +82,10 @@ pub mod action {
     /// The access sweep changed users' bindings in a cluster (new namespaces, migration).
     pub const ACCESS_SYNC: &str = "access.sync";
     pub const INVENTORY_SYNC: &str = "inventory.sync";
+    /// The cluster lost write access to its shared storage (its tenant is over its storage
+    /// quota), or got it back; by `system`, at the end of an inventory round.
+    pub const CLUSTER_STORAGE_READ_ONLY: &str = "cluster.storage.read_only";
+    pub const CLUSTER_STORAGE_WRITABLE: &str = "cluster.storage.writable";
     pub const FLEET_VIEW: &str = "fleet.view";
 }
 

@@ -631,7 +631,7 @@ async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase)
     let q = Quota {
         max_clusters: None,
         max_nodes: Some(5),
-        cluster_ttl_hours: None,
+        ..Quota::default()
     };
     s.k.tenancy().set_quota(&ops, "team-a", q).await.unwrap();
     let a = s.request("ok-a").await.unwrap();
@@ -847,12 +847,36 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
         max_clusters: Some(2),
         max_nodes: Some(4),
         cluster_ttl_hours: Some(1),
+        max_shared_storage_bytes: Some(3 << 30),
     };
     assert!(matches!(
         s.k.tenancy().set_quota(&s.alice, "team-a", q).await,
         Err(Error::Forbidden)
     ));
+    for bad in [0, (1 << 50) + 1, u64::MAX] {
+        let refused =
+            s.k.tenancy()
+                .set_quota(
+                    &ops,
+                    "team-a",
+                    Quota {
+                        max_shared_storage_bytes: Some(bad),
+                        ..q
+                    },
+                )
+                .await;
+        assert!(
+            matches!(&refused, Err(Error::Invalid(v)) if v.field == "max_shared_storage_bytes"),
+            "{bad}: {refused:?}"
+        );
+    }
     s.k.tenancy().set_quota(&ops, "team-a", q).await.unwrap();
+    let (stored, used) = s.k.tenancy().quota(&s.alice, "team-a").await.unwrap();
+    assert_eq!(
+        stored, q,
+        "every field is kept, the storage quota as a 64-bit number"
+    );
+    assert_eq!(used.shared_storage_bytes, 0);
     let first = s.request_nodes("ok-a", "3").await.unwrap();
     assert!(
         first.expires_at.is_some(),

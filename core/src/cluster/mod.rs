@@ -7,6 +7,7 @@ mod kind;
 mod operation;
 pub mod params;
 mod quota;
+pub mod storage_quota;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -272,13 +273,14 @@ mod tests {
         let q = Quota {
             max_clusters: Some(2),
             max_nodes: Some(10),
-            cluster_ttl_hours: None,
+            ..Quota::default()
         };
         assert!(q
             .admit(
                 Usage {
                     clusters: 1,
-                    nodes: 5
+                    nodes: 5,
+                    ..Usage::default()
                 },
                 5
             )
@@ -287,7 +289,8 @@ mod tests {
             .admit(
                 Usage {
                     clusters: 2,
-                    nodes: 0
+                    nodes: 0,
+                    ..Usage::default()
                 },
                 1
             )
@@ -297,7 +300,8 @@ mod tests {
             .admit(
                 Usage {
                     clusters: 0,
-                    nodes: 8
+                    nodes: 8,
+                    ..Usage::default()
                 },
                 3
             )
@@ -307,7 +311,8 @@ mod tests {
             .admit(
                 Usage {
                     clusters: 1000,
-                    nodes: 1000
+                    nodes: 1000,
+                    ..Usage::default()
                 },
                 1000
             )

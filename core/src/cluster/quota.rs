@@ -7,6 +7,10 @@ pub struct Quota {
     pub max_nodes: Option<u32>,
     /// Clusters of the tenant are deleted this many hours after creation.
     pub cluster_ttl_hours: Option<u32>,
+    /// Bytes the tenant's clusters may keep in storage shared between clusters (hosted
+    /// control planes' etcd key spaces) before they become read-only there
+    /// ([`super::storage_quota`]).
+    pub max_shared_storage_bytes: Option<u64>,
 }
 
 /// What a tenant uses against its quota.
@@ -14,6 +18,9 @@ pub struct Quota {
 pub struct Usage {
     pub clusters: u32,
     pub nodes: u32,
+    /// Bytes its clusters keep in shared storage, as last measured (never part of the
+    /// admission of a new cluster: [`super::storage_quota`] enforces that quota).
+    pub shared_storage_bytes: u64,
 }
 
 impl Quota {

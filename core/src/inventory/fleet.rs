@@ -75,6 +75,11 @@ pub struct FleetCluster {
     pub requested: Resources,
     /// Sum over the nodes that report usage; none when no node does.
     pub used: Option<Resources>,
+    /// What it keeps in storage shared between clusters (a hosted control plane's etcd key
+    /// space), as last measured. Operators only: none for everyone else. Not serialized
+    /// (adapters map it into their own types; the provisioner's type is no wire type).
+    #[serde(skip)]
+    pub shared_storage: Option<crate::provisioner::SharedStorage>,
 }
 
 /// An image and how widely it runs.

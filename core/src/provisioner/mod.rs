@@ -342,6 +342,20 @@ pub trait Provisioner: Send + Sync + 'static {
         Ok(None)
     }
 
+    /// Gives the cluster write access to its shared storage back, or takes it away (the
+    /// cluster's data stays readable). Called when its tenant's storage quota is exceeded
+    /// and again once it is under. Defaults to refusing: only provisioners whose
+    /// [`Provisioner::shared_storage`] measures something can do it.
+    async fn set_shared_storage_writable(
+        &self,
+        _ctx: &OpContext,
+        _writable: bool,
+    ) -> Result<(), ProvisionError> {
+        Err(ProvisionError::Failed(
+            "this kind of cluster keeps nothing in shared storage".into(),
+        ))
+    }
+
     /// What it will tell about its clusters outside operations, once: the engine takes the
     /// receiver at its start and records each notice in the cluster's timeline.
     fn notices(&self) -> Option<mpsc::Receiver<Notice>> {

@@ -2,6 +2,7 @@
 
 use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent};
+use crate::cluster::storage_quota::MAX_STORAGE_QUOTA;
 use crate::cluster::{Quota, Usage};
 use crate::policy::Permission;
 use crate::tenant::TenantSlug;
@@ -27,9 +28,18 @@ impl Tenancy {
         let slug = TenantSlug::parse(tenant.trim())?;
         let t = self.deps.store.tenant_by_slug(&slug).await?;
         for (field, v, max) in [
-            ("max_clusters", quota.max_clusters, 100_000),
-            ("max_nodes", quota.max_nodes, 1_000_000),
-            ("cluster_ttl_hours", quota.cluster_ttl_hours, 24 * 365 * 10),
+            ("max_clusters", quota.max_clusters.map(u64::from), 100_000),
+            ("max_nodes", quota.max_nodes.map(u64::from), 1_000_000),
+            (
+                "cluster_ttl_hours",
+                quota.cluster_ttl_hours.map(u64::from),
+                24 * 365 * 10,
+            ),
+            (
+                "max_shared_storage_bytes",
+                quota.max_shared_storage_bytes,
+                MAX_STORAGE_QUOTA,
+            ),
         ] {
             if v.is_some_and(|v| v == 0 || v > max) {
                 let e: Error = ValidationError::new(
@@ -44,8 +54,11 @@ impl Tenancy {
             }
         }
         let detail = format!(
-            "max_clusters={:?} max_nodes={:?} cluster_ttl_hours={:?}",
-            quota.max_clusters, quota.max_nodes, quota.cluster_ttl_hours
+            "max_clusters={:?} max_nodes={:?} cluster_ttl_hours={:?} max_shared_storage_bytes={:?}",
+            quota.max_clusters,
+            quota.max_nodes,
+            quota.cluster_ttl_hours,
+            quota.max_shared_storage_bytes
         );
         let audit = AuditEvent::success(actor, action::QUOTA_SET, t.slug.as_str())
             .in_tenant(t.id)

@@ -228,6 +228,18 @@ pub trait SharedStorageStore: Send + Sync {
         &self,
         cluster_id: Uuid,
     ) -> Result<Option<(crate::provisioner::SharedStorage, DateTime<Utc>)>>;
+    /// Per tenant, its live clusters' last readings and its quota (tenants without any
+    /// reading are left out), by tenant slug and cluster name.
+    async fn tenant_storage(&self) -> Result<Vec<crate::cluster::storage_quota::TenantStorage>>;
+    /// A cluster's write access to shared storage was switched: its stored reading says so,
+    /// with the timeline entry and the audit entry, in one transaction.
+    async fn record_storage_switch(
+        &self,
+        cluster_id: Uuid,
+        writable: bool,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
 }
 
 /// Clusters.

@@ -1,6 +1,7 @@
 //! Use cases of the fleet inventory: syncing clusters, the cluster page's inventory, the fleet
 //! dashboard and the fleet audit queries (images, versions, findings).
 
+mod storage_quota;
 mod sync;
 mod views;
 
@@ -14,6 +15,7 @@ use super::cluster_admin::ClusterAdmin;
 use super::clusters::Clusters;
 use super::guard::Guard;
 use super::providers::Catalog;
+use crate::cluster::storage_quota::TenantStorage;
 use crate::deps::Deps;
 use crate::inventory::fleet::FleetCluster;
 use crate::inventory::{minor_version, Resources};
@@ -96,6 +98,9 @@ pub struct FleetOverview {
     /// The newest minor version offered by a template or configured as the minimum (`1.34`).
     pub newest_version: Option<String>,
     pub clusters: Vec<FleetCluster>,
+    /// Operators: per tenant (of the filter), what its clusters keep in shared storage
+    /// against its quota. Empty for everyone else.
+    pub storage: Vec<TenantStorage>,
 }
 
 fn tally(items: impl IntoIterator<Item = String>) -> Tally {

@@ -14,18 +14,21 @@ use crate::{Actor, Error, Result};
 
 impl Fleet {
     /// Syncs every Ready cluster, `concurrency` at a time, each within `timeout`: one dead
-    /// cluster costs its own timeout and nothing else. A system task (the server's timer).
+    /// cluster costs its own timeout and nothing else. Then, with every cluster measured,
+    /// applies the tenants' shared-storage quotas. A system task (the server's timer).
     pub async fn sync_inventory(&self) -> Result<Vec<ClusterSync>> {
         let clusters = self.deps.store.ready_clusters().await?;
         let checks = self.audit_checks().await?;
-        Ok(stream::iter(clusters)
+        let synced = stream::iter(&clusters)
             .map(|c| {
                 let checks = &checks;
-                async move { self.sync_one(&c, checks).await }
+                async move { self.sync_one(c, checks).await }
             })
             .buffer_unordered(self.settings.concurrency.max(1))
             .collect::<Vec<_>>()
-            .await)
+            .await;
+        self.apply_storage_quotas(&clusters).await;
+        Ok(synced)
     }
 
     /// Syncs one cluster now (any member of its tenant; audited).

@@ -75,11 +75,22 @@ impl Fleet {
         filter: &FleetFilter,
     ) -> Result<FleetOverview> {
         let scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
-        let clusters = self
+        let mut clusters = self
             .deps
             .store
             .fleet_clusters(filter, scope.as_deref())
             .await?;
+        // Shared storage is the operators' business, as on the cluster page.
+        let storage = if policy::check(actor, Permission::ListAllTenants).is_ok() {
+            let mut storage = self.deps.store.tenant_storage().await?;
+            storage.retain(|t| filter.tenant.as_ref().is_none_or(|f| *f == t.tenant));
+            storage
+        } else {
+            for c in &mut clusters {
+                c.shared_storage = None;
+            }
+            Vec::new()
+        };
         let newest = self.newest_version().await?;
         let now = Utc::now();
         let stale_after =
@@ -118,6 +129,11 @@ impl Fleet {
                     _ => {}
                 }
             }
+            if c.shared_storage.is_some_and(|s| !s.writable) {
+                reasons.push(
+                    "read-only in the shared etcd (tenant over its storage quota)".to_owned(),
+                );
+            }
             if c.nodes_ready < c.nodes {
                 reasons.push(format!(
                     "{} of {} nodes not Ready",
@@ -154,6 +170,7 @@ impl Fleet {
             attention,
             newest_version: newest.map(format_minor),
             clusters,
+            storage,
         })
     }
 

@@ -17,6 +17,7 @@ use crate::inventory::fleet::{
 };
 use crate::inventory::Resources;
 use crate::page::Page;
+use crate::provisioner::SharedStorage;
 use crate::store::FleetStore;
 use crate::{Error, Result};
 
@@ -98,6 +99,9 @@ struct FleetRow {
     mem_requested: Option<f64>,
     cpu_used: Option<f64>,
     mem_used: Option<f64>,
+    storage_keys: Option<i64>,
+    storage_bytes: Option<i64>,
+    storage_writable: Option<bool>,
 }
 
 #[derive(FromRow)]
@@ -139,10 +143,12 @@ fn findings_from(
 const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name AS provider, \
      c.error, s.attempted_at, s.synced_at, s.error AS sync_error, s.api_version, \
      n.nodes, n.nodes_ready, n.cpu_capacity, n.mem_capacity, n.cpu_allocatable, \
-     n.mem_allocatable, n.cpu_requested, n.mem_requested, n.cpu_used, n.mem_used \
+     n.mem_allocatable, n.cpu_requested, n.mem_requested, n.cpu_used, n.mem_used, \
+     ss.keys AS storage_keys, ss.bytes AS storage_bytes, ss.writable AS storage_writable \
      FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
      JOIN providers p ON p.id = c.provider_id \
      LEFT JOIN inventory_syncs s ON s.cluster_id = c.id \
+     LEFT JOIN shared_storage_usage ss ON ss.cluster_id = c.id \
      LEFT JOIN (SELECT cluster_id, COUNT(*) AS nodes, \
         CAST(SUM(CASE WHEN ready THEN 1 ELSE 0 END) AS BIGINT) AS nodes_ready, \
         SUM(CAST(cpu_capacity AS DOUBLE PRECISION)) AS cpu_capacity, \
@@ -202,6 +208,14 @@ impl FleetStore for SqlStore {
                     requested: sums(r.cpu_requested, r.mem_requested),
                     used: match (r.cpu_used, r.mem_used) {
                         (Some(c), Some(m)) => Some(sums(Some(c), Some(m))),
+                        _ => None,
+                    },
+                    shared_storage: match (r.storage_keys, r.storage_bytes, r.storage_writable) {
+                        (Some(keys), Some(bytes), Some(writable)) => Some(SharedStorage {
+                            keys: u64::try_from(keys).unwrap_or(0),
+                            bytes: u64::try_from(bytes).unwrap_or(0),
+                            writable,
+                        }),
                         _ => None,
                     },
                 })

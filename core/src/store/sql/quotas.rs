@@ -25,6 +25,7 @@ pub(super) fn usage(clusters: i64, nodes: i64) -> Usage {
     Usage {
         clusters: u32::try_from(clusters).unwrap_or(u32::MAX),
         nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
+        shared_storage_bytes: 0,
     }
 }
 
@@ -50,7 +51,7 @@ macro_rules! admit_in_tx {
         let quota = $crate::cluster::Quota {
             max_clusters: max_c.and_then(|v| u32::try_from(v).ok()),
             max_nodes: max_n.and_then(|v| u32::try_from(v).ok()),
-            cluster_ttl_hours: None,
+            ..$crate::cluster::Quota::default()
         };
         quota
             .admit($crate::store::sql::quotas::usage(used_c, used_n), $nodes)
@@ -63,17 +64,19 @@ pub(super) use admit_in_tx;
 #[async_trait]
 impl QuotaStore for SqlStore {
     async fn quota(&self, tenant_id: Uuid) -> Result<Quota> {
-        const SQL: &str =
-            "SELECT max_clusters, max_nodes, cluster_ttl_hours FROM tenants WHERE id = $1";
-        let row: Option<(Option<i32>, Option<i32>, Option<i32>)> = on_pool!(self, p => {
+        const SQL: &str = "SELECT max_clusters, max_nodes, cluster_ttl_hours, \
+             max_shared_storage_bytes FROM tenants WHERE id = $1";
+        type Row = (Option<i32>, Option<i32>, Option<i32>, Option<i64>);
+        let row: Option<Row> = on_pool!(self, p => {
             sqlx::query_as(SQL).bind(tenant_id).fetch_optional(p).await?
         });
-        let (c, n, t) = row.ok_or(Error::NotFound("tenant"))?;
+        let (c, n, t, bytes) = row.ok_or(Error::NotFound("tenant"))?;
         let u = |v: Option<i32>| v.and_then(|v| u32::try_from(v).ok());
         Ok(Quota {
             max_clusters: u(c),
             max_nodes: u(n),
             cluster_ttl_hours: u(t),
+            max_shared_storage_bytes: bytes.and_then(|v| u64::try_from(v).ok()),
         })
     }
 
@@ -81,13 +84,17 @@ impl QuotaStore for SqlStore {
         let i = |v: Option<u32>| v.map(|v| i32::try_from(v).unwrap_or(i32::MAX));
         audited_tx!(self, audit, |tx| {
             let done = sqlx::query(
-                "UPDATE tenants SET max_clusters = $2, max_nodes = $3, cluster_ttl_hours = $4 \
-                 WHERE id = $1",
+                "UPDATE tenants SET max_clusters = $2, max_nodes = $3, cluster_ttl_hours = $4, \
+                 max_shared_storage_bytes = $5 WHERE id = $1",
             )
             .bind(tenant_id)
             .bind(i(q.max_clusters))
             .bind(i(q.max_nodes))
             .bind(i(q.cluster_ttl_hours))
+            .bind(
+                q.max_shared_storage_bytes
+                    .map(|v| i64::try_from(v).unwrap_or(i64::MAX)),
+            )
             .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 0 {
@@ -98,9 +105,19 @@ impl QuotaStore for SqlStore {
     }
 
     async fn usage(&self, tenant_id: Uuid) -> Result<Usage> {
-        let (c, n): (i64, i64) = on_pool!(self, p => {
-            sqlx::query_as(USAGE_SQL).bind(tenant_id).bind(Uuid::nil()).fetch_one(p).await?
+        const STORAGE_SQL: &str = "SELECT CAST(COALESCE(SUM(CAST(s.bytes AS DOUBLE PRECISION)), 0) \
+             AS DOUBLE PRECISION) FROM shared_storage_usage s JOIN clusters c ON c.id = s.cluster_id \
+             WHERE c.tenant_id = $1 AND c.deleted_at IS NULL";
+        let ((c, n), (bytes,)): ((i64, i64), (f64,)) = on_pool!(self, p => {
+            (
+                sqlx::query_as(USAGE_SQL).bind(tenant_id).bind(Uuid::nil()).fetch_one(p).await?,
+                sqlx::query_as(STORAGE_SQL).bind(tenant_id).fetch_one(p).await?,
+            )
         });
-        Ok(usage(c, n))
+        Ok(Usage {
+            // `as` saturates (and maps NaN to 0): sums are never computed in integers.
+            shared_storage_bytes: bytes.max(0.0) as u64,
+            ..usage(c, n)
+        })
     }
 }

@@ -1,0 +1,296 @@
+//! A tenant's shared-storage quota against the real thing: a hosted cluster on a shared etcd
+//! (TLS, client certificates, auth on) with the real kube-apiserver and
+//! kube-controller-manager (`KQUEEN_TEST_KUBE_APISERVER`, `KQUEEN_TEST_KUBE_CONTROLLER_MANAGER`).
+//! An operator sets a quota smaller than what the cluster keeps in etcd; the next inventory
+//! round makes the cluster's etcd role read-only, its API server refuses writes (and still
+//! answers reads), and the timeline, the audit trail and the fleet dashboard say so. A raised
+//! quota, and a removed one, give write access back at the following round.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Namespace;
+use kqueen_core::audit::{AuditEvent, AuditFilter};
+use kqueen_core::cluster::{ClusterRequest, ClusterState, EventKind, Quota};
+use kqueen_core::engine::EngineConfig;
+use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
+use kqueen_core::identity::GroupMap;
+use kqueen_core::inventory::fleet::FleetFilter;
+use kqueen_core::page::Page;
+use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
+use kqueen_core::provisioner::Registry;
+use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_testkit::tls_etcd::TlsEtcd;
+use kube::api::{Api, PostParams};
+
+const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
+const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
+
+async fn client_of(yaml: &[u8]) -> kube::Client {
+    let parsed =
+        kqueen_core::kubernetes::parse_kubeconfig(std::str::from_utf8(yaml).unwrap(), None, false)
+            .unwrap();
+    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
+        .await
+        .unwrap()
+}
+
+async fn create_namespace(client: &kube::Client, name: &str) -> kube::Result<Namespace> {
+    let ns: Namespace =
+        serde_json::from_value(serde_json::json!({"metadata": {"name": name}})).unwrap();
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &ns)
+        .await
+}
+
+async fn set_storage_quota(k: &Kqueen, bytes: Option<u64>) {
+    let ops = Actor::cli(Some("ops".into()));
+    let quota = Quota {
+        max_shared_storage_bytes: bytes,
+        ..Quota::default()
+    };
+    k.tenancy().set_quota(&ops, "team-a", quota).await.unwrap();
+}
+
+/// One inventory round; every cluster is read.
+async fn sync(k: &Kqueen) {
+    let synced = k.fleet().sync_inventory().await.unwrap();
+    assert!(synced.iter().all(|s| s.error.is_none()), "{synced:?}");
+}
+
+async fn storage_audit(k: &Kqueen, action: &str) -> Vec<AuditEvent> {
+    let ops = Actor::cli(Some("ops".into()));
+    let query = k
+        .audit()
+        .audit_query(
+            &ops,
+            &AuditFilter {
+                action: Some(action.into()),
+                ..AuditFilter::default()
+            },
+        )
+        .await
+        .unwrap();
+    k.audit()
+        .audit_events(&ops, &query, Page::first(100))
+        .await
+        .unwrap()
+}
+
+/// Timeline entries of the cluster that are about its shared storage, oldest first.
+async fn storage_events(k: &Kqueen, id: &str) -> Vec<(EventKind, String)> {
+    let ops = Actor::cli(Some("ops".into()));
+    k.clusters()
+        .cluster_detail(&ops, id)
+        .await
+        .unwrap()
+        .events
+        .into_iter()
+        .filter(|e| e.message.contains("of shared etcd"))
+        .map(|e| (e.kind, e.message))
+        .collect()
+}
+
+#[tokio::test]
+async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it_is_under_again() {
+    let (Ok(apiserver), Ok(cm)) = (std::env::var(APISERVER), std::env::var(CONTROLLER_MANAGER))
+    else {
+        println!("skipped: {APISERVER} and {CONTROLLER_MANAGER} name the real binaries");
+        return;
+    };
+    let etcd = TlsEtcd::start().await;
+    let db = kqueen_testkit::TestDatabase::sqlite();
+    let work = tempfile::tempdir().unwrap();
+    let mut registry = Registry::new();
+    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_registry(registry)
+        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
+    let alice = Actor::user(
+        k.auth()
+            .login_external(
+                &ExternalLogin {
+                    issuer: "http://idp.test".into(),
+                    subject: "alice".into(),
+                    preferred_username: Some("alice".into()),
+                    groups: vec!["team-a".into()],
+                    ..Default::default()
+                },
+                None,
+            )
+            .await
+            .unwrap(),
+    );
+    let ops = Actor::cli(Some("ops".into()));
+    let root = etcd.root_access();
+    let client_ca = etcd.client_ca.cert_key();
+    let pem = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
+    let (client_ca_key, admin_key) = (pem(&client_ca.key_pem), pem(&root.client.key_pem));
+    let versions = format!("1.20 {apiserver} {cm}\n");
+    kqueen_testkit::catalog::offer(
+        &k,
+        &ops,
+        (
+            "hosted",
+            "shared",
+            &[
+                ("etcd_endpoints", etcd.endpoint.as_str()),
+                ("etcd_ca", root.server_ca_pem.as_str()),
+                ("etcd_client_ca", client_ca.cert_pem.as_str()),
+                ("etcd_client_ca_key", client_ca_key.as_str()),
+                ("etcd_admin_cert", root.client.cert_pem.as_str()),
+                ("etcd_admin_key", admin_key.as_str()),
+                ("versions", versions.as_str()),
+            ],
+        ),
+        ("hosted-small", ""),
+    )
+    .await;
+    let (cluster, _) = k
+        .clusters()
+        .request_cluster(
+            &alice,
+            ClusterRequest {
+                tenant: Some("team-a".into()),
+                name: "dev".into(),
+                template: "hosted-small".into(),
+                parameters: [("kubernetes_version".to_owned(), "1.20".to_owned())].into(),
+            },
+        )
+        .await
+        .unwrap();
+    let id = cluster.id.to_string();
+    let _guard =
+        kqueen_testkit::process::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
+    let mut config = EngineConfig::new(work.path().join("clusters"));
+    config.poll_interval = Duration::from_millis(50);
+    let engine = k.engine(config);
+    let started = Instant::now();
+    loop {
+        engine.run_until_idle().await.unwrap();
+        let c = k
+            .clusters()
+            .cluster_detail(&ops, &id)
+            .await
+            .unwrap()
+            .cluster;
+        assert_ne!(c.state, ClusterState::Error, "{:?}", c.error);
+        if c.state == ClusterState::Ready {
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "still {c:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    let admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
+    let admin = client_of(admin.yaml.expose()).await;
+    create_namespace(&admin, "before").await.unwrap();
+    let space = KeySpace::for_cluster(cluster.id);
+    let etcd_admin = SharedEtcd::connect(&root, Duration::from_secs(5))
+        .await
+        .unwrap();
+
+    // Without a quota the round measures and changes nothing.
+    sync(&k).await;
+    let (_, used) = k.tenancy().quota(&alice, "team-a").await.unwrap();
+    assert!(used.shared_storage_bytes > 1024, "{used:?}");
+    assert_eq!(etcd_admin.writable(&space).await.unwrap(), Some(true));
+    assert!(storage_events(&k, &id).await.is_empty());
+
+    // A quota far below what the cluster keeps: the next round takes write away.
+    set_storage_quota(&k, Some(1024)).await;
+    sync(&k).await;
+    assert_eq!(etcd_admin.writable(&space).await.unwrap(), Some(false));
+    let refused = create_namespace(&admin, "while-over").await;
+    assert!(refused.is_err(), "{refused:?}");
+    let names: Vec<String> = Api::<Namespace>::all(admin.clone())
+        .list(&Default::default())
+        .await
+        .expect("reads still work")
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(names.contains(&"before".into()), "{names:?}");
+    let events = storage_events(&k, &id).await;
+    assert_eq!(events.len(), 1, "{events:?}");
+    assert_eq!(events[0].0, EventKind::Error);
+    assert!(
+        events[0].1.starts_with("tenant team-a uses ")
+            && events[0]
+                .1
+                .ends_with(" of shared etcd, quota 1 KiB (1024 bytes): writes refused"),
+        "{events:?}"
+    );
+    let audited = storage_audit(&k, "cluster.storage.read_only").await;
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].actor, "system");
+    assert_eq!(audited[0].target, "dev");
+    assert_eq!(audited[0].tenant_id, Some(cluster.tenant_id));
+    assert_eq!(audited[0].detail.as_deref(), Some(events[0].1.as_str()));
+    let stored = k
+        .clusters()
+        .cluster_detail(&ops, &id)
+        .await
+        .unwrap()
+        .shared_storage
+        .unwrap();
+    assert!(!stored.usage.writable);
+
+    // The fleet dashboard shows it to operators: per cluster, per tenant against its quota,
+    // and among the clusters needing attention. A tenant member sees none of it.
+    let fleet = k
+        .fleet()
+        .fleet_overview(&ops, &FleetFilter::default())
+        .await
+        .unwrap();
+    let row = fleet.clusters.iter().find(|c| c.name == "dev").unwrap();
+    assert!(row
+        .shared_storage
+        .is_some_and(|s| !s.writable && s.bytes > 1024));
+    assert_eq!(fleet.storage.len(), 1);
+    assert_eq!(fleet.storage[0].tenant, "team-a");
+    assert_eq!(fleet.storage[0].quota, Some(1024));
+    assert!(!fleet.storage[0].writable());
+    assert!(fleet
+        .attention
+        .iter()
+        .any(|a| a.cluster.name == "dev" && a.reasons.iter().any(|r| r.contains("read-only"))));
+
+    // Another round over the quota switches nothing again.
+    sync(&k).await;
+    assert_eq!(storage_events(&k, &id).await.len(), 1);
+
+    // Raised above what it keeps: write access is back at the next round.
+    set_storage_quota(&k, Some(1 << 30)).await;
+    sync(&k).await;
+    assert_eq!(etcd_admin.writable(&space).await.unwrap(), Some(true));
+    create_namespace(&admin, "after-raise").await.unwrap();
+    let events = storage_events(&k, &id).await;
+    assert_eq!(events.len(), 2, "{events:?}");
+    assert_eq!(events[1].0, EventKind::State);
+    assert!(
+        events[1]
+            .1
+            .ends_with(" of shared etcd, quota 1 GiB (1073741824 bytes): writes allowed again"),
+        "{events:?}"
+    );
+    let audited = storage_audit(&k, "cluster.storage.writable").await;
+    assert_eq!(audited.len(), 1, "{audited:?}");
+    assert_eq!(audited[0].actor, "system");
+
+    // Over again, then the quota removed: write access is back too.
+    set_storage_quota(&k, Some(1024)).await;
+    sync(&k).await;
+    assert!(create_namespace(&admin, "over-again").await.is_err());
+    set_storage_quota(&k, None).await;
+    sync(&k).await;
+    create_namespace(&admin, "after-removal").await.unwrap();
+    let events = storage_events(&k, &id).await;
+    assert_eq!(events.len(), 4, "{events:?}");
+    assert!(
+        events[3].1.ends_with("no quota: writes allowed again"),
+        "{events:?}"
+    );
+    assert_eq!(storage_audit(&k, "cluster.storage.").await.len(), 4);
+}
