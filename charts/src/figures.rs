@@ -3,6 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use kqueen_core::cluster::storage_quota::TenantStorage;
 use kqueen_core::inventory::checks::Severity;
 use kqueen_core::inventory::fleet::{FindingCount, PodCount};
 use kqueen_core::inventory::{NodeInfo, PodPhase, Resources};
@@ -205,6 +206,31 @@ pub fn totals_chart(
     })
 }
 
+/// Shared etcd per tenant: what its hosted clusters keep there and its quota ("unknown": no
+/// quota), so operators see who is near or over it.
+#[must_use]
+pub fn storage_chart(tenants: &[TenantStorage]) -> String {
+    #[allow(clippy::cast_precision_loss)] // bytes far below 2^52
+    let bytes = |v: u64| Some(v as f64);
+    bar_chart(&BarChart {
+        title: "Shared etcd per tenant".to_owned(),
+        value_label: "etcd".to_owned(),
+        unit: Unit::Bytes,
+        categories: tenants.iter().map(|t| t.tenant.clone()).collect(),
+        series: vec![
+            Series {
+                name: "used".to_owned(),
+                values: tenants.iter().map(|t| bytes(t.used())).collect(),
+            },
+            Series {
+                name: "quota".to_owned(),
+                values: tenants.iter().map(|t| t.quota.and_then(bytes)).collect(),
+            },
+        ],
+        stacked: false,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -327,5 +353,35 @@ mod tests {
             desc(&svg),
             "capacity: cpu 8 cores. allocatable: cpu 7 cores. requested: cpu 2.5 cores. used: cpu unknown."
         );
+    }
+
+    #[test]
+    fn storage_per_tenant_used_and_quota() {
+        let tenant = |name: &str, bytes: u64, quota| TenantStorage {
+            tenant: name.to_owned(),
+            quota,
+            clusters: vec![kqueen_core::cluster::storage_quota::ClusterStorage {
+                cluster: "dev".to_owned(),
+                keys: 300,
+                bytes,
+                writable: true,
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let svg = storage_chart(&[
+            tenant("team-a", 3 * GIB / 2, Some(GIB)),
+            tenant("team-b", GIB / 4, None),
+        ]);
+        assert!(svg.contains(">Shared etcd per tenant</title>"));
+        assert!(
+            svg.contains(">\netcd (GiB)\n</text>"),
+            "axis label with unit"
+        );
+        assert_eq!(
+            desc(&svg),
+            "team-a: used 1.5 GiB, quota 1 GiB. team-b: used 0.25 GiB, quota unknown."
+        );
+        assert!(storage_chart(&[]).contains(">No data</text>"));
     }
 }

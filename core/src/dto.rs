@@ -121,3 +121,15 @@ impl From<crate::provisioner::SharedStorageReading> for clusters::SharedStorage 
         }
     }
 }
+
+impl From<&crate::cluster::storage_quota::TenantStorage> for clusters::TenantStorage {
+    fn from(t: &crate::cluster::storage_quota::TenantStorage) -> Self {
+        Self {
+            tenant: t.tenant.clone(),
+            clusters: u32::try_from(t.clusters.len()).unwrap_or(u32::MAX),
+            used_bytes: t.used(),
+            quota_bytes: t.quota,
+            writable: t.writable(),
+        }
+    }
+}

@@ -247,7 +247,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
     let row = fleet.clusters.iter().find(|c| c.name == "dev").unwrap();
     assert!(row
         .shared_storage
-        .is_some_and(|s| !s.writable && s.bytes > 1024));
+        .is_some_and(|s| !s.usage.writable && s.usage.bytes > 1024));
     assert_eq!(fleet.storage.len(), 1);
     assert_eq!(fleet.storage[0].tenant, "team-a");
     assert_eq!(fleet.storage[0].quota, Some(1024));

@@ -90,3 +90,19 @@ impl std::fmt::Debug for Join {
             .finish_non_exhaustive()
     }
 }
+
+/// A tenant's clusters' shared storage (hosted control planes' etcd key spaces) against its
+/// quota, as last measured. Operators only.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct TenantStorage {
+    pub tenant: String,
+    /// Its clusters with a reading.
+    pub clusters: u32,
+    /// Keys plus values, over those clusters.
+    pub used_bytes: u64,
+    /// None: no quota.
+    pub quota_bytes: Option<u64>,
+    /// False: over its quota, its clusters are (or are being made) read-only.
+    pub writable: bool,
+}

@@ -60,9 +60,45 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
                 </tbody>
             </table>
         </ListCard>
+        {(!p.storage.is_empty()).then(|| view! { <StorageCard tenants=p.storage.clone() chart=p.storage_chart.clone().unwrap_or_default() /> })}
         <section class="card" aria-labelledby="fleet-clusters-heading">
             <div class="card-head"><h2 id="fleet-clusters-heading">{format!("Clusters ({})", p.rows.len())}</h2></div>
             <ClusterTable rows=p.rows />
+        </section>
+    }
+}
+
+/// Operators: each tenant's hosted clusters' shared etcd usage against its quota (over it,
+/// they are read-only there).
+#[component]
+fn StorageCard(tenants: Vec<TenantStorageDto>, chart: String) -> impl IntoView {
+    view! {
+        <section class="card" aria-labelledby="fleet-storage-heading">
+            <div class="card-head"><h2 id="fleet-storage-heading">"Shared etcd per tenant"</h2></div>
+            <div class="grid-2">
+                <Chart svg=chart id="chart-storage" />
+                <div class="table-scroll">
+                    <table class="table" id="fleet-storage">
+                        <TableHead cols=vec!["Tenant", "Clusters", "Used", "Quota", "Of quota", "Writes"] />
+                        <tbody>
+                            {tenants.into_iter().map(|t| view! {
+                                <tr data-tenant=t.tenant.clone()>
+                                    <th scope="row"><a href=format!("/tenants/{}", t.tenant)>{t.tenant.clone()}</a></th>
+                                    <td>{t.clusters}</td>
+                                    <td>{t.used}</td>
+                                    <td>{t.quota}</td>
+                                    <td>{t.share.unwrap_or_else(|| "–".into())}</td>
+                                    <td>{if t.writable {
+                                        view! { "allowed" }.into_any()
+                                    } else {
+                                        view! { <span class="badge state-error">"refused: over quota"</span> }.into_any()
+                                    }}</td>
+                                </tr>
+                            }).collect_view()}
+                        </tbody>
+                    </table>
+                </div>
+            </div>
         </section>
     }
 }
@@ -72,10 +108,26 @@ fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="empty">"No clusters."</p> }.into_any();
     }
+    // The etcd column only where someone sees it (operators) and a cluster has a key space.
+    let etcd = rows.iter().any(|c| c.etcd.is_some());
+    let mut cols = vec![
+        "Cluster",
+        "Tenant",
+        "State",
+        "Provider",
+        "Kubernetes",
+        "Nodes Ready",
+        "CPU req. / alloc.",
+        "Memory req. / alloc.",
+        "Last sync",
+    ];
+    if etcd {
+        cols.push("Shared etcd");
+    }
     view! {
         <div class="table-scroll">
             <table class="table" id="fleet-clusters">
-                <TableHead cols=vec!["Cluster", "Tenant", "State", "Provider", "Kubernetes", "Nodes Ready", "CPU req. / alloc.", "Memory req. / alloc.", "Last sync"] />
+                <TableHead cols=cols />
                 <tbody>
                     {rows.into_iter().map(|c| view! {
                         <tr data-cluster=c.name.clone()>
@@ -89,6 +141,10 @@ fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
                             <td>{format!("{} / {}", c.requested.memory, c.allocatable.memory)}</td>
                             <td>{c.synced.unwrap_or_else(|| "never".into())}
                                 {c.sync_error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>
+                            {etcd.then(|| view! {
+                                <td class="etcd">{c.etcd.unwrap_or_else(|| "–".into())}
+                                    {c.etcd_read_only.then(|| view! { " " <span class="badge state-error">"read-only"</span> })}</td>
+                            })}
                         </tr>
                     }).collect_view()}
                 </tbody>

@@ -114,6 +114,23 @@ pub struct FleetClusterDto {
     pub requested: ResourcesDto,
     pub synced: Option<String>,
     pub sync_error: Option<String>,
+    /// Operators, hosted clusters: its etcd key space in words ("215 keys, 1.2 MiB").
+    pub etcd: Option<String>,
+    /// Its etcd key space is read-only (its tenant is over its storage quota).
+    pub etcd_read_only: bool,
+}
+
+/// A tenant's shared etcd usage against its quota, in words (operators).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TenantStorageDto {
+    pub tenant: String,
+    pub clusters: u32,
+    pub used: String,
+    /// "1 GiB", or "none".
+    pub quota: String,
+    /// Of the quota, when there is one ("85 %").
+    pub share: Option<String>,
+    pub writable: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -142,6 +159,10 @@ pub struct FleetPageDto {
     pub rows: Vec<FleetClusterDto>,
     /// Tenants the caller may filter by.
     pub tenants: Vec<String>,
+    /// Operators: shared etcd per tenant with hosted clusters (empty for everyone else),
+    /// and its chart (used and quota per tenant).
+    pub storage: Vec<TenantStorageDto>,
+    pub storage_chart: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

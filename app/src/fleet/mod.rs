@@ -21,7 +21,7 @@ use leptos_router::hooks::{use_location, use_query_map};
 use crate::components::{ErrorNote, ListCard, Stat, TableHead};
 use crate::fleet::dto::{
     FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto,
-    ImageHistoryDto, VersionDto,
+    ImageHistoryDto, TenantStorageDto, VersionDto,
 };
 use crate::fleet::inventory::Chart;
 use crate::shell::Me;

@@ -14,13 +14,14 @@ pub const FLEET_PAGE_SIZE: u32 = 50;
 #[cfg(feature = "ssr")]
 pub(crate) mod map {
     use kqueen_charts::figures::{self, Measure};
+    use kqueen_core::cluster::storage_quota::{format_size, TenantStorage};
     use kqueen_core::inventory::checks::Finding;
     use kqueen_core::inventory::fleet::{ClusterInventory, FleetCluster, FleetFilter};
     use kqueen_core::inventory::{Resources, WorkloadState};
 
     use crate::fleet::dto::{
         FindingDto, FleetClusterDto, FleetQuery, InventoryDto, NamespaceDto, NodeRowDto,
-        ResourcesDto, WorkloadDto,
+        ResourcesDto, TenantStorageDto, WorkloadDto,
     };
     use crate::ssr::time;
     use crate::AppError;
@@ -67,6 +68,25 @@ pub(crate) mod map {
             requested: resources(c.requested),
             synced: c.synced_at.map(time),
             sync_error: c.sync_error,
+            etcd: c
+                .shared_storage
+                .map(|s| format!("{} keys, {}", s.usage.keys, format_size(s.usage.bytes))),
+            etcd_read_only: c.shared_storage.is_some_and(|s| !s.usage.writable),
+        }
+    }
+
+    pub fn tenant_storage(t: &TenantStorage) -> TenantStorageDto {
+        let used = t.used();
+        TenantStorageDto {
+            tenant: t.tenant.clone(),
+            clusters: u32::try_from(t.clusters.len()).unwrap_or(u32::MAX),
+            used: format_size(used),
+            quota: t.quota.map_or_else(|| "none".to_owned(), format_size),
+            #[allow(clippy::cast_precision_loss)] // a percentage, rounded
+            share: t
+                .quota
+                .map(|q| format!("{:.0} %", used as f64 * 100.0 / q as f64)),
+            writable: t.writable(),
         }
     }
 
@@ -157,7 +177,7 @@ pub(crate) async fn cluster_inventory(
 /// The fleet dashboard (operators; tenant admins see their tenants).
 #[server(prefix = "/sfn", endpoint = "fleet")]
 pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError> {
-    use kqueen_charts::figures::{count_chart, totals_chart, Measure};
+    use kqueen_charts::figures::{count_chart, storage_chart, totals_chart, Measure};
 
     use crate::fleet::dto::AttentionDto;
 
@@ -197,6 +217,8 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
             .collect(),
         rows: o.clusters.into_iter().map(map::fleet_cluster).collect(),
         tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        storage_chart: (!o.storage.is_empty()).then(|| storage_chart(&o.storage)),
+        storage: o.storage.iter().map(map::tenant_storage).collect(),
     })
 }
 

@@ -59,14 +59,17 @@ pub async fn remove_member(tenant: String, username: String) -> Result<(), AppEr
     Ok(())
 }
 
-/// Sets `tenant`'s cluster quota (operators); an empty field means unlimited.
+/// Sets `tenant`'s cluster quota (operators); an empty field means unlimited. The shared
+/// etcd quota is a size (`512 MiB`, `2 GiB`; a plain number is MiB).
 #[server(prefix = "/sfn", endpoint = "set_quota")]
 pub async fn set_quota(
     tenant: String,
     max_clusters: Option<String>,
     max_nodes: Option<String>,
     cluster_ttl_hours: Option<String>,
+    max_shared_storage: Option<String>,
 ) -> Result<(), AppError> {
+    use kqueen_core::cluster::storage_quota::parse_size;
     use kqueen_core::cluster::Quota;
     use kqueen_core::{Error, ValidationError};
 
@@ -85,6 +88,12 @@ pub async fn set_quota(
             max_clusters: number("max_clusters", &max_clusters)?,
             max_nodes: number("max_nodes", &max_nodes)?,
             cluster_ttl_hours: number("cluster_ttl_hours", &cluster_ttl_hours)?,
+            max_shared_storage_bytes: match max_shared_storage.as_deref().map(str::trim) {
+                None | Some("") => None,
+                Some(size) => Some(
+                    parse_size(size).map_err(|m| ValidationError::new("max_shared_storage", m))?,
+                ),
+            },
         })
     })();
     let result = match quota {

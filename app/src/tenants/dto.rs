@@ -19,5 +19,10 @@ pub struct QuotaDto {
     pub cluster_ttl_hours: Option<u32>,
     pub used_clusters: u32,
     pub used_nodes: u32,
+    /// What the tenant's clusters keep in the shared etcd against its quota, in words
+    /// ("12.5 MiB of 1 GiB").
+    pub shared_storage: String,
+    /// The quota as the form shows it, exactly (`1536 MiB`); empty: unlimited.
+    pub shared_storage_input: String,
     pub can_set: bool,
 }

@@ -41,11 +41,22 @@ pub async fn tenant_page(slug: String) -> Result<TenantPageDto, AppError> {
 /// A tenant's quota and usage.
 #[server(prefix = "/sfn", endpoint = "quota")]
 pub async fn quota(tenant: String) -> Result<QuotaDto, AppError> {
+    use kqueen_core::cluster::storage_quota::{format_size, size_input};
     use kqueen_core::policy::{check, Permission};
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let (q, u) = k.tenancy().quota(&actor, &tenant).await?;
     Ok(QuotaDto {
+        shared_storage: format!(
+            "{} of {}",
+            format_size(u.shared_storage_bytes),
+            q.max_shared_storage_bytes
+                .map_or_else(|| "unlimited".to_owned(), format_size)
+        ),
+        shared_storage_input: q
+            .max_shared_storage_bytes
+            .map(size_input)
+            .unwrap_or_default(),
         max_clusters: q.max_clusters,
         max_nodes: q.max_nodes,
         cluster_ttl_hours: q.cluster_ttl_hours,

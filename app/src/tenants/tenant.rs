@@ -115,6 +115,7 @@ fn QuotaCard(slug: String) -> impl IntoView {
                                 <dl class="facts" id="quota">
                                     <dt>"Clusters"</dt><dd>{format!("{} of {}", q.used_clusters, show(q.max_clusters))}</dd>
                                     <dt>"Nodes"</dt><dd>{format!("{} of {}", q.used_nodes, show(q.max_nodes))}</dd>
+                                    <dt>"Shared etcd"</dt><dd id="quota-storage">{q.shared_storage.clone()}</dd>
                                     <dt>"Time-to-live"</dt><dd>{q.cluster_ttl_hours.map_or_else(|| "none".to_owned(), |h| format!("clusters are deleted {h} h after creation"))}</dd>
                                 </dl>
                                 {q.can_set.then(|| view! {
@@ -126,6 +127,8 @@ fn QuotaCard(slug: String) -> impl IntoView {
                                         <input type="number" min="1" id="q-nodes" name="max_nodes" value=value(q.max_nodes) placeholder="unlimited" />
                                         <label for="q-ttl">"Time-to-live (hours)"</label>
                                         <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=value(q.cluster_ttl_hours) placeholder="none" />
+                                        <label for="q-storage">"Max shared etcd (MiB, or 2 GiB…)"</label>
+                                        <input type="text" id="q-storage" name="max_shared_storage" value=q.shared_storage_input.clone() placeholder="unlimited" size="10" />
                                         <button type="submit">"Set quota"</button>
                                     </ActionForm>
                                 })}

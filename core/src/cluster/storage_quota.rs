@@ -96,7 +96,7 @@ pub fn storage_writable(used: u64, quota: Option<u64>) -> bool {
 }
 
 /// One cluster's last measured shared storage.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ClusterStorage {
     pub cluster_id: Uuid,
     pub cluster: String,
@@ -106,7 +106,7 @@ pub struct ClusterStorage {
 }
 
 /// A tenant's clusters that keep something in shared storage, and its quota.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TenantStorage {
     pub tenant_id: Uuid,
     pub tenant: String,

@@ -79,7 +79,7 @@ pub struct FleetCluster {
     /// space), as last measured. Operators only: none for everyone else. Not serialized
     /// (adapters map it into their own types; the provisioner's type is no wire type).
     #[serde(skip)]
-    pub shared_storage: Option<crate::provisioner::SharedStorage>,
+    pub shared_storage: Option<crate::provisioner::SharedStorageReading>,
 }
 
 /// An image and how widely it runs.

@@ -2,7 +2,8 @@
 //! works without a tenant for callers of one tenant; malformed requests answer the error
 //! shape, `{"error": "...", "status": N}`, never plain text; a template's tenant list reads
 //! back as written, however many tenants there are; no route reads a body over 2 MiB; the
-//! portal and the API send the same audit entries (one type, `kqueen_dto`).
+//! portal and the API send the same audit entries (one type, `kqueen_dto`); the shared etcd
+//! quota is bytes in the API and a size in the portal.
 
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
@@ -350,5 +351,128 @@ async fn the_portal_and_the_api_send_the_same_audit_entries_tenants_members_and_
         active.contains(&(serde_json::json!("old"), serde_json::json!(false))),
         "{api}"
     );
+    app.stop().await;
+}
+
+/// The shared etcd quota: bytes on `/api/v1` (a 64-bit number; PUT replaces the whole quota,
+/// so leaving it out removes it), a size in the portal's form (`1.5 GiB`, a plain number
+/// being MiB) with a form error for anything else; operators only. The fleet API lists each
+/// tenant's usage against it (`storage`), and the OpenAPI document describes all of it.
+#[tokio::test]
+async fn the_shared_storage_quota_is_bytes_in_the_api_and_a_size_in_the_portal() {
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    let olga = app.user("olga", true, &[]).await;
+    let amy = app.user("amy", false, &[("team-a", "admin")]).await;
+    let path = "/api/v1/tenants/team-a/quota";
+    let gib = json!({"max_shared_storage_bytes": 1u64 << 30});
+
+    let (status, _) = call(&amy, &app, Method::PUT, path, Some(gib.clone())).await;
+    assert_eq!(
+        status,
+        StatusCode::FORBIDDEN,
+        "tenant admins do not set quotas"
+    );
+    let (status, body) = call(&olga, &app, Method::PUT, path, Some(gib)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["max_shared_storage_bytes"], 1u64 << 30, "{body}");
+    let (_, q) = call(&amy, &app, Method::GET, path, None).await;
+    assert_eq!(q["max_shared_storage_bytes"], 1u64 << 30, "{q}");
+    assert_eq!(q["used_shared_storage_bytes"], 0, "{q}");
+    assert_eq!(q["max_clusters"], Value::Null, "{q}");
+
+    for (value, status) in [
+        (json!(-1), StatusCode::UNPROCESSABLE_ENTITY),
+        (json!("1 GiB"), StatusCode::UNPROCESSABLE_ENTITY),
+        (json!(0), StatusCode::BAD_REQUEST),
+        (json!((1u64 << 50) + 1), StatusCode::BAD_REQUEST),
+    ] {
+        let body = json!({"max_shared_storage_bytes": value});
+        let (got, answer) = call(&olga, &app, Method::PUT, path, Some(body)).await;
+        assert_eq!(got, status, "{value}: {answer}");
+        assert_eq!(answer["status"], status.as_u16(), "{answer}");
+    }
+    let (_, q) = call(&olga, &app, Method::GET, path, None).await;
+    assert_eq!(
+        q["max_shared_storage_bytes"],
+        1u64 << 30,
+        "refusals change nothing"
+    );
+    let (status, _) = call(
+        &olga,
+        &app,
+        Method::PUT,
+        path,
+        Some(json!({"max_nodes": 9})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, q) = call(&olga, &app, Method::GET, path, None).await;
+    assert_eq!(q["max_shared_storage_bytes"], Value::Null, "{q}");
+
+    // The portal's form takes a size; garbage comes back as the form's error.
+    let post = |form: Vec<(&'static str, &'static str)>| {
+        let req = olga.post(format!("{}/sfn/set_quota", app.url)).form(&form);
+        async move {
+            let res = req.send().await.unwrap();
+            res.headers()["location"].to_str().unwrap().to_owned()
+        }
+    };
+    let to = post(vec![
+        ("tenant", "team-a"),
+        ("max_shared_storage", "1.5 GiB"),
+    ])
+    .await;
+    assert_eq!(to, "/tenants/team-a");
+    let (_, q) = call(&olga, &app, Method::GET, path, None).await;
+    assert_eq!(q["max_shared_storage_bytes"], 3u64 << 29, "{q}");
+    for garbage in ["-5", "lots", "2 GB", "0"] {
+        let to = post(vec![("tenant", "team-a"), ("max_shared_storage", garbage)]).await;
+        assert!(
+            to.starts_with(
+                "/tenants/team-a?error=max_shared_storage%3A+must+be+a+size+such+as+512+MiB"
+            ),
+            "{garbage}: {to}"
+        );
+    }
+    let (_, q) = call(&olga, &app, Method::GET, path, None).await;
+    assert_eq!(q["max_shared_storage_bytes"], 3u64 << 29, "unchanged");
+    let page = app
+        .get_as(&olga, "/tenants/team-a")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"<dd id="quota-storage">0 B of 1.5 GiB</dd>"#),
+        "{page}"
+    );
+    assert!(page.contains(r#"value="1536 MiB""#), "exact, to save again");
+
+    // The fleet API: per tenant usage against the quota for operators (none here: no
+    // hosted cluster yet), nothing for tenant admins.
+    for who in [&olga, &amy] {
+        let (status, fleet) = call(who, &app, Method::GET, "/api/v1/fleet", None).await;
+        assert_eq!(status, StatusCode::OK, "{fleet}");
+        assert_eq!(fleet["storage"], json!([]), "{fleet}");
+    }
+
+    let doc: Value = app.get("/api/v1/openapi.json").await.json().await.unwrap();
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field) in [
+        ("QuotaIo", "max_shared_storage_bytes"),
+        ("QuotaOut", "used_shared_storage_bytes"),
+        ("FleetOut", "storage"),
+        ("FleetClusterOut", "shared_storage"),
+        ("TenantStorage", "quota_bytes"),
+    ] {
+        // QuotaOut flattens QuotaIo: its own fields sit in an `allOf`.
+        let described = &schemas[schema];
+        assert!(
+            described["properties"][field].is_object()
+                || described["allOf"][1]["properties"][field].is_object(),
+            "{schema}.{field}: {described}"
+        );
+    }
     app.stop().await;
 }

@@ -2,7 +2,8 @@
 //! kube-controller-manager (`KQUEEN_TEST_KUBE_APISERVER`, `KQUEEN_TEST_KUBE_CONTROLLER_MANAGER`)
 //! on a real etcd with TLS, client certificates and auth on: an operator defines a hosted
 //! provider and a template, a member requests a cluster that reaches Ready, gets the join
-//! command on the API and the page, revokes the token, and deletes the cluster.
+//! command on the API and the page, revokes the token, and deletes the cluster; an operator's
+//! tiny storage quota makes it read-only in etcd for an inventory round, as the fleet shows.
 
 use reqwest::{Method, StatusCode};
 use serde_json::json;
@@ -143,6 +144,61 @@ async fn members_get_hosted_clusters_and_their_join_command() {
     assert!(
         page.contains("id=\"shared-storage\""),
         "the cluster page shows it"
+    );
+
+    // The tenant's storage quota: below what the cluster keeps, the next inventory round
+    // makes it read-only; the fleet API and dashboard show it to operators only. Removed,
+    // write access is back at the round after.
+    let quota = "/api/v1/tenants/team-a/quota";
+    let tiny = json!({"max_shared_storage_bytes": 4096});
+    let (status, body) = call(&olga, &app, Method::PUT, quota, Some(tiny)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let round = || app.on_server(|s| async move { s.kqueen.fleet().sync_inventory().await });
+    round().await.unwrap();
+    let (_, fleet) = call(&olga, &app, Method::GET, "/api/v1/fleet", None).await;
+    let row = &fleet["items"][0];
+    assert_eq!(row["shared_storage"]["writable"], false, "{fleet}");
+    assert!(
+        row["shared_storage"]["bytes"].as_u64().unwrap() > 4096,
+        "{row}"
+    );
+    let storage = &fleet["storage"][0];
+    assert_eq!(
+        (
+            &storage["tenant"],
+            &storage["quota_bytes"],
+            &storage["writable"]
+        ),
+        (&json!("team-a"), &json!(4096), &json!(false)),
+        "{fleet}"
+    );
+    let ada = app.user("ada", false, &[("team-a", "admin")]).await;
+    let (status, theirs) = call(&ada, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(status, StatusCode::OK, "{theirs}");
+    assert!(
+        theirs["items"][0]["name"] == "dev" && theirs["items"][0].get("shared_storage").is_none(),
+        "{theirs}"
+    );
+    assert_eq!(theirs["storage"], json!([]), "operators only");
+    let page = app.get_as(&olga, "/fleet").await.text().await.unwrap();
+    assert!(page.contains(r#"id="fleet-storage""#), "the tenant table");
+    assert!(page.contains(r#"id="chart-storage""#), "the chart");
+    assert!(
+        page.contains(">read-only</span>"),
+        "the cluster's etcd column"
+    );
+    let (_, q) = call(&amy, &app, Method::GET, quota, None).await;
+    assert!(
+        q["used_shared_storage_bytes"].as_u64().unwrap() > 4096,
+        "{q}"
+    );
+    let (status, _) = call(&olga, &app, Method::PUT, quota, Some(json!({}))).await;
+    assert_eq!(status, StatusCode::OK);
+    round().await.unwrap();
+    let (_, fleet) = call(&olga, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(
+        fleet["items"][0]["shared_storage"]["writable"], true,
+        "{fleet}"
     );
 
     let join = format!("/api/v1/clusters/{id}/join");

@@ -19,10 +19,12 @@ impl Fleet {
     pub async fn sync_inventory(&self) -> Result<Vec<ClusterSync>> {
         let clusters = self.deps.store.ready_clusters().await?;
         let checks = self.audit_checks().await?;
-        let synced = stream::iter(&clusters)
+        // Owned clusters: a stream over borrowed ones makes the future not `Send` (the
+        // compiler cannot prove it for every lifetime), and the server spawns it.
+        let synced = stream::iter(clusters.clone())
             .map(|c| {
                 let checks = &checks;
-                async move { self.sync_one(c, checks).await }
+                async move { self.sync_one(&c, checks).await }
             })
             .buffer_unordered(self.settings.concurrency.max(1))
             .collect::<Vec<_>>()

@@ -129,7 +129,7 @@ impl Fleet {
                     _ => {}
                 }
             }
-            if c.shared_storage.is_some_and(|s| !s.writable) {
+            if c.shared_storage.is_some_and(|s| !s.usage.writable) {
                 reasons.push(
                     "read-only in the shared etcd (tenant over its storage quota)".to_owned(),
                 );

@@ -17,7 +17,7 @@ use crate::inventory::fleet::{
 };
 use crate::inventory::Resources;
 use crate::page::Page;
-use crate::provisioner::SharedStorage;
+use crate::provisioner::{SharedStorage, SharedStorageReading};
 use crate::store::FleetStore;
 use crate::{Error, Result};
 
@@ -102,6 +102,7 @@ struct FleetRow {
     storage_keys: Option<i64>,
     storage_bytes: Option<i64>,
     storage_writable: Option<bool>,
+    storage_measured_at: Option<DateTime<Utc>>,
 }
 
 #[derive(FromRow)]
@@ -144,7 +145,8 @@ const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name 
      c.error, s.attempted_at, s.synced_at, s.error AS sync_error, s.api_version, \
      n.nodes, n.nodes_ready, n.cpu_capacity, n.mem_capacity, n.cpu_allocatable, \
      n.mem_allocatable, n.cpu_requested, n.mem_requested, n.cpu_used, n.mem_used, \
-     ss.keys AS storage_keys, ss.bytes AS storage_bytes, ss.writable AS storage_writable \
+     ss.keys AS storage_keys, ss.bytes AS storage_bytes, ss.writable AS storage_writable, \
+     ss.measured_at AS storage_measured_at \
      FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
      JOIN providers p ON p.id = c.provider_id \
      LEFT JOIN inventory_syncs s ON s.cluster_id = c.id \
@@ -210,12 +212,22 @@ impl FleetStore for SqlStore {
                         (Some(c), Some(m)) => Some(sums(Some(c), Some(m))),
                         _ => None,
                     },
-                    shared_storage: match (r.storage_keys, r.storage_bytes, r.storage_writable) {
-                        (Some(keys), Some(bytes), Some(writable)) => Some(SharedStorage {
-                            keys: u64::try_from(keys).unwrap_or(0),
-                            bytes: u64::try_from(bytes).unwrap_or(0),
-                            writable,
-                        }),
+                    shared_storage: match (
+                        r.storage_keys,
+                        r.storage_bytes,
+                        r.storage_writable,
+                        r.storage_measured_at,
+                    ) {
+                        (Some(keys), Some(bytes), Some(writable), Some(measured_at)) => {
+                            Some(SharedStorageReading {
+                                usage: SharedStorage {
+                                    keys: u64::try_from(keys).unwrap_or(0),
+                                    bytes: u64::try_from(bytes).unwrap_or(0),
+                                    writable,
+                                },
+                                measured_at,
+                            })
+                        }
                         _ => None,
                     },
                 })

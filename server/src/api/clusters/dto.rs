@@ -6,7 +6,7 @@ pub use kqueen_dto::clusters::{
 };
 use std::collections::BTreeMap;
 
-use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, TemplateInput};
+use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, Quota, TemplateInput};
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::{ClusterDetail, Error, KindInfo, TemplateView};
@@ -367,6 +367,32 @@ pub struct QuotaIo {
     pub max_clusters: Option<u32>,
     pub max_nodes: Option<u32>,
     pub cluster_ttl_hours: Option<u32>,
+    /// Bytes (1 to 2^50) the tenant's hosted clusters may keep in the shared etcd; over it,
+    /// the next inventory round makes them read-only there until the tenant is under again.
+    #[schema(example = 1073741824)]
+    pub max_shared_storage_bytes: Option<u64>,
+}
+
+impl From<Quota> for QuotaIo {
+    fn from(q: Quota) -> Self {
+        Self {
+            max_clusters: q.max_clusters,
+            max_nodes: q.max_nodes,
+            cluster_ttl_hours: q.cluster_ttl_hours,
+            max_shared_storage_bytes: q.max_shared_storage_bytes,
+        }
+    }
+}
+
+impl From<&QuotaIo> for Quota {
+    fn from(q: &QuotaIo) -> Self {
+        Self {
+            max_clusters: q.max_clusters,
+            max_nodes: q.max_nodes,
+            cluster_ttl_hours: q.cluster_ttl_hours,
+            max_shared_storage_bytes: q.max_shared_storage_bytes,
+        }
+    }
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -375,6 +401,8 @@ pub struct QuotaOut {
     pub quota: QuotaIo,
     pub used_clusters: u32,
     pub used_nodes: u32,
+    /// Bytes its clusters keep in the shared etcd, as last measured.
+    pub used_shared_storage_bytes: u64,
 }
 
 pub(super) fn page_of(limit: Option<u32>, offset: Option<u32>) -> Page {

@@ -236,13 +236,10 @@ pub async fn get_quota(
 ) -> ApiResult<Json<QuotaOut>> {
     let (q, u) = state.kqueen.tenancy().quota(&actor, &slug).await?;
     Ok(Json(QuotaOut {
-        quota: QuotaIo {
-            max_clusters: q.max_clusters,
-            max_nodes: q.max_nodes,
-            cluster_ttl_hours: q.cluster_ttl_hours,
-        },
+        quota: q.into(),
         used_clusters: u.clusters,
         used_nodes: u.nodes,
+        used_shared_storage_bytes: u.shared_storage_bytes,
     }))
 }
 
@@ -256,11 +253,7 @@ pub async fn put_quota(
     Path(slug): Path<String>,
     ApiJson(q): ApiJson<QuotaIo>,
 ) -> ApiResult<Json<QuotaIo>> {
-    let quota = Quota {
-        max_clusters: q.max_clusters,
-        max_nodes: q.max_nodes,
-        cluster_ttl_hours: q.cluster_ttl_hours,
-    };
+    let quota = Quota::from(&q);
     state
         .kqueen
         .tenancy()

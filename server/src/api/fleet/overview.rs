@@ -4,6 +4,7 @@ use axum::extract::State;
 use axum::{Extension, Json};
 use kqueen_core::inventory::fleet::FleetCluster;
 use kqueen_core::{Actor, FleetOverview};
+use kqueen_dto::clusters::{SharedStorage as SharedStorageOut, TenantStorage as TenantStorageOut};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -28,6 +29,10 @@ pub struct FleetClusterOut {
     pub allocatable: ResourcesOut,
     pub requested: ResourcesOut,
     pub used: Option<ResourcesOut>,
+    /// Operators, hosted clusters: the etcd key space's keys and bytes, last measured, and
+    /// whether it may write there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shared_storage: Option<SharedStorageOut>,
 }
 
 impl From<FleetCluster> for FleetClusterOut {
@@ -47,6 +52,7 @@ impl From<FleetCluster> for FleetClusterOut {
             allocatable: c.allocatable.into(),
             requested: c.requested.into(),
             used: c.used.map(Into::into),
+            shared_storage: c.shared_storage.map(Into::into),
         }
     }
 }
@@ -85,6 +91,9 @@ pub struct FleetOut {
     pub newest_version: Option<String>,
     pub attention: Vec<AttentionOut>,
     pub items: Vec<FleetClusterOut>,
+    /// Operators: per tenant with hosted clusters, its shared etcd usage against its quota
+    /// (`max_shared_storage_bytes`). Empty for everyone else.
+    pub storage: Vec<TenantStorageOut>,
 }
 
 impl From<FleetOverview> for FleetOut {
@@ -110,12 +119,14 @@ impl From<FleetOverview> for FleetOut {
                 })
                 .collect(),
             items: o.clusters.into_iter().map(Into::into).collect(),
+            storage: o.storage.iter().map(Into::into).collect(),
         }
     }
 }
 
 /// The fleet dashboard's figures: clusters by state, provider and version, node totals, and
-/// the clusters needing attention. Operators see all; tenant admins their tenants.
+/// the clusters needing attention. Operators see all, with each hosted cluster's shared etcd
+/// usage and each tenant's usage against its quota; tenant admins their tenants.
 #[utoipa::path(get, path = "/api/v1/fleet", tag = "fleet", params(FleetParams),
     responses((status = 200, body = FleetOut), (status = 403, body = ErrorOut)))]
 pub async fn overview(
