@@ -24,8 +24,8 @@ site-debug: setup ## Build a quick debug bundle into target/site
 build: ## Build the server binary (target/debug/kqueen)
 	cargo build -p kqueen-server
 
-fakes: ## Build the test fakes the browser tests start (fake Kubernetes API server)
-	cargo build -p kqueen-testkit --example fake_kube
+fakes: ## Build the helpers the browser tests start (fake Kubernetes API server, TLS etcd)
+	cargo build -p kqueen-testkit --example fake_kube --example tls_etcd
 
 run: site build ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
 	target/debug/kqueen serve
