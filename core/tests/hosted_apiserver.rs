@@ -76,14 +76,13 @@ struct Prepared {
 
 async fn prepare(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Prepared {
     let dir = tempfile::tempdir().unwrap();
-    let spec = ControlPlaneSpec {
-        etcd_endpoints: vec![etcd.endpoint.clone()],
-        key_space: space.clone(),
-        address: "127.0.0.1".parse().unwrap(),
-        port: free_port(),
-        service_cidr: "10.96.0.0/12".into(),
-        version: (1, 20),
-    };
+    let spec = ControlPlaneSpec::on_host(
+        vec![etcd.endpoint.clone()],
+        space.clone(),
+        "127.0.0.1".parse().unwrap(),
+        free_port(),
+        (1, 20),
+    );
     let pki = pki::generate(&PkiRequest::new(name, vec!["127.0.0.1".into()])).unwrap();
     let etcd_cert = etcd.client_cert(&space.user());
     let files = ControlPlaneFiles::write(
@@ -100,7 +99,7 @@ async fn prepare(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Prepared {
             .permissions(),
     );
     assert_eq!(mode & 0o777, 0o600, "keys are readable by their owner only");
-    let kubeconfig = pki::kubeconfig(name, &spec.endpoint(), &pki.ca.cert_pem, &pki.admin);
+    let kubeconfig = pki::kubeconfig(name, &spec.local_endpoint, &pki.ca.cert_pem, &pki.admin);
     let parsed = kqueen_core::kubernetes::parse_kubeconfig(
         std::str::from_utf8(kubeconfig.expose()).unwrap(),
         None,

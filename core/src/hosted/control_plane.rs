@@ -13,33 +13,86 @@ use std::path::{Path, PathBuf};
 
 use super::etcd::KeySpace;
 use super::pki::{self, CertKey, ControlPlanePki};
+use crate::vault::Secret;
 
 /// Where a control plane's API server listens and what it stores where.
 #[derive(Debug, Clone)]
 pub struct ControlPlaneSpec {
     pub etcd_endpoints: Vec<String>,
     pub key_space: KeySpace,
-    /// The address it binds and advertises.
-    pub address: IpAddr,
+    /// The address it binds (`0.0.0.0` in a pod).
+    pub bind_address: String,
+    /// The address it advertises to the cluster (in a pod `$(POD_IP)`, which the kubelet
+    /// expands from the container's environment).
+    pub advertise_address: String,
     pub port: u16,
+    /// How the controller manager beside it reaches it.
+    pub local_endpoint: String,
     /// The service range (its first address is in the serving certificate).
     pub service_cidr: String,
     /// The Kubernetes version the binaries are (major, minor): flags differ between them.
     pub version: (u32, u32),
+    /// Whether controller managers elect a leader (several run side by side).
+    pub leader_elect: bool,
 }
 
+/// The environment variable a pod's API server container gets its own address from.
+pub const POD_IP_ENV: &str = "POD_IP";
+
 impl ControlPlaneSpec {
-    /// `https://<address>:<port>`.
-    pub fn endpoint(&self) -> String {
-        endpoint(self.address, self.port)
+    /// A control plane run as processes on this host, on `address:port`.
+    pub fn on_host(
+        etcd_endpoints: Vec<String>,
+        key_space: KeySpace,
+        address: IpAddr,
+        port: u16,
+        version: (u32, u32),
+    ) -> Self {
+        Self {
+            etcd_endpoints,
+            key_space,
+            bind_address: address.to_string(),
+            advertise_address: address.to_string(),
+            port,
+            local_endpoint: endpoint(&address.to_string(), port),
+            service_cidr: SERVICE_CIDR.into(),
+            version,
+            leader_elect: false,
+        }
+    }
+
+    /// A control plane run as containers of a pod, the API server on `port` of the pod;
+    /// `replicas` such pods side by side.
+    pub fn in_pod(
+        etcd_endpoints: Vec<String>,
+        key_space: KeySpace,
+        port: u16,
+        version: (u32, u32),
+        replicas: i32,
+    ) -> Self {
+        Self {
+            etcd_endpoints,
+            key_space,
+            bind_address: "0.0.0.0".into(),
+            advertise_address: format!("$({POD_IP_ENV})"),
+            port,
+            local_endpoint: endpoint("127.0.0.1", port),
+            service_cidr: SERVICE_CIDR.into(),
+            version,
+            leader_elect: replicas > 1,
+        }
     }
 }
 
-/// `https://<address>:<port>` (IPv6 addresses in brackets).
-pub fn endpoint(address: IpAddr, port: u16) -> String {
-    match address {
-        IpAddr::V6(a) => format!("https://[{a}]:{port}"),
-        IpAddr::V4(a) => format!("https://{a}:{port}"),
+/// The tenant cluster's service range (its first address, 10.96.0.1, is in the serving
+/// certificate).
+pub const SERVICE_CIDR: &str = "10.96.0.0/12";
+
+/// `https://<host>:<port>`, IPv6 addresses in brackets.
+pub fn endpoint(host: &str, port: u16) -> String {
+    match host.parse::<IpAddr>() {
+        Ok(IpAddr::V6(a)) => format!("https://[{a}]:{port}"),
+        _ => format!("https://{host}:{port}"),
     }
 }
 
@@ -54,8 +107,52 @@ impl ControlPlaneFiles {
         self.dir.join(name).display().to_string()
     }
 
-    /// Writes every certificate and key, the etcd client credentials and the controller
-    /// manager's kubeconfig into `dir` (created, mode 0700; files 0600).
+    /// The files of a control plane whose directory is `dir` on the machine that runs it
+    /// (written there by someone else: a Secret volume).
+    pub fn at(dir: &Path) -> Self {
+        Self {
+            dir: dir.to_path_buf(),
+        }
+    }
+
+    /// Every certificate and key, the etcd client credentials and the controller manager's
+    /// kubeconfig, by file name.
+    pub fn contents(
+        pki: &ControlPlanePki,
+        etcd_server_ca: &str,
+        etcd_client: &CertKey,
+        spec: &ControlPlaneSpec,
+    ) -> Vec<(String, Secret)> {
+        let pairs: [(&str, &CertKey); 6] = [
+            ("ca", &pki.ca),
+            ("apiserver", &pki.apiserver),
+            ("apiserver-kubelet-client", &pki.apiserver_kubelet_client),
+            ("front-proxy-ca", &pki.front_proxy_ca),
+            ("front-proxy-client", &pki.front_proxy_client),
+            ("etcd-client", etcd_client),
+        ];
+        let public = |text: &str| Secret::new(text.as_bytes().to_vec());
+        let mut contents: Vec<(String, Secret)> = Vec::new();
+        for (name, pair) in pairs {
+            contents.push((format!("{name}.crt"), public(&pair.cert_pem)));
+            contents.push((format!("{name}.key"), pair.key_pem.clone()));
+        }
+        contents.push(("sa.key".into(), pki.service_account_key.clone()));
+        contents.push(("sa.pub".into(), public(&pki.service_account_pub)));
+        contents.push(("etcd-ca.crt".into(), public(etcd_server_ca)));
+        contents.push((
+            "controller-manager.kubeconfig".into(),
+            pki::kubeconfig(
+                "hosted",
+                &spec.local_endpoint,
+                &pki.ca.cert_pem,
+                &pki.controller_manager,
+            ),
+        ));
+        contents
+    }
+
+    /// Writes [`ControlPlaneFiles::contents`] into `dir` (created, mode 0700; files 0600).
     pub fn write(
         dir: &Path,
         pki: &ControlPlanePki,
@@ -68,36 +165,7 @@ impl ControlPlaneFiles {
             .recursive(true)
             .mode(0o700)
             .create(dir)?;
-        let files = Self {
-            dir: dir.to_path_buf(),
-        };
-        let pairs: [(&str, &CertKey); 6] = [
-            ("ca", &pki.ca),
-            ("apiserver", &pki.apiserver),
-            ("apiserver-kubelet-client", &pki.apiserver_kubelet_client),
-            ("front-proxy-ca", &pki.front_proxy_ca),
-            ("front-proxy-client", &pki.front_proxy_client),
-            ("etcd-client", etcd_client),
-        ];
-        let cm_kubeconfig = pki::kubeconfig(
-            "hosted",
-            &spec.endpoint(),
-            &pki.ca.cert_pem,
-            &pki.controller_manager,
-        );
-        let mut contents: Vec<(String, &[u8])> = Vec::new();
-        for (name, pair) in pairs {
-            contents.push((format!("{name}.crt"), pair.cert_pem.as_bytes()));
-            contents.push((format!("{name}.key"), pair.key_pem.expose()));
-        }
-        contents.push(("sa.key".into(), pki.service_account_key.expose()));
-        contents.push(("sa.pub".into(), pki.service_account_pub.as_bytes()));
-        contents.push(("etcd-ca.crt".into(), etcd_server_ca.as_bytes()));
-        contents.push((
-            "controller-manager.kubeconfig".into(),
-            cm_kubeconfig.expose(),
-        ));
-        for (name, body) in contents {
+        for (name, body) in Self::contents(pki, etcd_server_ca, etcd_client, spec) {
             let path = dir.join(name);
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
@@ -107,9 +175,9 @@ impl ControlPlaneFiles {
                 .open(&path)?;
             // An existing file keeps its old mode through open(): set it.
             file.set_permissions(std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
-            std::io::Write::write_all(&mut file, body)?;
+            std::io::Write::write_all(&mut file, body.expose())?;
         }
-        Ok(files)
+        Ok(Self::at(dir))
     }
 
     /// kube-apiserver's command line (without the binary).
@@ -122,10 +190,9 @@ impl ControlPlaneFiles {
             format!("--etcd-certfile={}", p("etcd-client.crt")),
             format!("--etcd-keyfile={}", p("etcd-client.key")),
             "--etcd-compaction-interval=0".into(),
-            format!("--bind-address={}", spec.address),
-            format!("--advertise-address={}", spec.address),
+            format!("--bind-address={}", spec.bind_address),
+            format!("--advertise-address={}", spec.advertise_address),
             format!("--secure-port={}", spec.port),
-            format!("--cert-dir={}", p("serving")),
             format!("--tls-cert-file={}", p("apiserver.crt")),
             format!("--tls-private-key-file={}", p("apiserver.key")),
             format!("--client-ca-file={}", p("ca.crt")),
@@ -175,7 +242,7 @@ impl ControlPlaneFiles {
             // Its own HTTPS port (health, metrics) is not used: several control planes on
             // one host would collide on it.
             "--secure-port=0".into(),
-            "--leader-elect=false".into(),
+            format!("--leader-elect={}", spec.leader_elect),
         ];
         if spec.version < (1, 24) {
             // Before 1.24 it also serves an insecure port (10252) by default.

@@ -36,8 +36,15 @@ pub struct RealApiServer {
 
 impl RealApiServer {
     /// Starts etcd and kube-apiserver and waits until `/readyz` answers `ok` (bootstrap RBAC
-    /// roles included). `None` when `KQUEEN_TEST_KUBE_APISERVER` is not set.
+    /// roles included), with every controller when kube-controller-manager is named. `None`
+    /// when `KQUEEN_TEST_KUBE_APISERVER` is not set.
     pub async fn start() -> Option<Self> {
+        Self::start_with_controllers("*").await
+    }
+
+    /// [`RealApiServer::start`] with only these controllers (kube-controller-manager's
+    /// `--controllers`), e.g. without the Deployment controller when the test plays it.
+    pub async fn start_with_controllers(controllers: &str) -> Option<Self> {
         let Ok(binary) = std::env::var(ENV) else {
             println!("skipped: {ENV} not set");
             return None;
@@ -131,7 +138,7 @@ impl RealApiServer {
         server.url = format!("https://127.0.0.1:{port}");
         server.ca_pem = certs.ca_pem;
         server.wait_ready(Duration::from_secs(60)).await;
-        server.start_controller_manager();
+        server.start_controller_manager(controllers);
         Some(server)
     }
 
@@ -140,7 +147,7 @@ impl RealApiServer {
         self.controller_manager.is_some()
     }
 
-    fn start_controller_manager(&mut self) {
+    fn start_controller_manager(&mut self, controllers: &str) {
         let Ok(binary) = std::env::var(CONTROLLER_MANAGER_ENV) else {
             println!("note: {CONTROLLER_MANAGER_ENV} not set: no controllers run");
             return;
@@ -157,7 +164,7 @@ impl RealApiServer {
                 "--port=0".into(),
                 "--secure-port=0".into(),
                 "--leader-elect=false".into(),
-                "--controllers=*".into(),
+                format!("--controllers={controllers}"),
             ])
             .stdin(Stdio::null())
             .stdout(log_file(self.dir.path(), "controller-manager.log"))

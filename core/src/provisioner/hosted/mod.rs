@@ -3,22 +3,24 @@
 //! plane has its own key space, role and certificate-named user (see [`crate::hosted`]). The
 //! tenant's cluster is then its worker nodes alone.
 //!
-//! Runtime `process`: the configured binaries run on this host under the [`Supervisor`],
-//! each control plane on its own port of the configured address. The PKI is sealed in the
-//! vault; the files the processes read are written (mode 0600) into the cluster's working
-//! directory.
+//! Where the control planes run is the provider's `runtime`, one [`Runtime`] each:
+//! `process` (the binaries on this host under a supervisor, [`process`]) or `kubernetes` (a
+//! Deployment per control plane in an admin cluster, the Kamaji design, [`kubernetes`]).
 //!
 //! Create goes through phases kept in the checkpoint (every call may be repeated): the key
-//! space in etcd, the PKI, the processes, and the wait for `/readyz`. Upgrade restarts with
-//! another version's binaries, data kept; delete stops the processes and removes the key
-//! space (every key, the role and the user).
+//! space in etcd, the place the API server is reached at, the PKI (sealed in the vault), the
+//! start, and the wait for the rollout and `/readyz`. Upgrade starts again at another
+//! version, data kept; delete stops the control plane and removes the key space (every key,
+//! the role and the user).
 
+pub mod kubernetes;
+mod process;
+mod runtime;
 mod settings;
 
 pub(crate) use settings::parse_minor;
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -28,17 +30,20 @@ use super::{
     Capabilities, Notice, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,
     ProvisionError, Provisioned, Provisioner, SharedStorage, Step,
 };
-use crate::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use crate::hosted::etcd::{KeySpace, SharedEtcd};
 use crate::hosted::pki::{self, ControlPlanePki, PkiRequest};
-use crate::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
+use crate::hosted::supervisor::{Backoff, Supervisor};
 use crate::ValidationError;
+use kubernetes::KubernetesRuntime;
+use process::ProcessRuntime;
+use runtime::{Endpoint, Launch, Rollout, Runtime};
 
 /// The vault slot of a control plane's PKI.
 const PKI: &str = "pki";
-/// How long a control plane may take to answer `/readyz` after its processes start.
-const READY_WITHIN: Duration = Duration::from_secs(120);
 const ETCD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the runtime may take to say where the API server is reached (a load balancer's
+/// address).
+const RESERVE_WITHIN: Duration = Duration::from_secs(600);
 
 /// Installation-wide options of the `hosted` provisioner.
 #[derive(Debug, Clone, Default)]
@@ -48,130 +53,32 @@ pub struct HostedOptions {
 
 /// Runs hosted control planes.
 pub struct HostedProvisioner {
-    supervisor: Supervisor,
-    /// Supervisor events until a task turns them into notices (started with the first use,
-    /// inside the runtime).
-    events: Mutex<Option<tokio::sync::mpsc::UnboundedReceiver<SupervisorEvent>>>,
-    notices_tx: tokio::sync::mpsc::Sender<Notice>,
-    notices_rx: Mutex<Option<tokio::sync::mpsc::Receiver<Notice>>>,
+    process: ProcessRuntime,
+    kubernetes: KubernetesRuntime,
 }
-
-/// Notices waiting for the engine; more are dropped (and logged) rather than kept.
-const NOTICE_BACKLOG: usize = 1024;
 
 impl HostedProvisioner {
     pub fn new(options: HostedOptions) -> Self {
-        let (supervisor, events) = Supervisor::new(options.backoff);
-        let (notices_tx, notices_rx) = tokio::sync::mpsc::channel(NOTICE_BACKLOG);
         Self {
-            supervisor,
-            events: Mutex::new(Some(events)),
-            notices_tx,
-            notices_rx: Mutex::new(Some(notices_rx)),
+            process: ProcessRuntime::new(options.backoff),
+            kubernetes: KubernetesRuntime,
         }
     }
 
-    /// The supervisor of this process's control planes.
+    /// The supervisor of this process's control planes (runtime `process`).
     pub fn supervisor(&self) -> &Supervisor {
-        &self.supervisor
+        self.process.supervisor()
     }
 
-    fn forward_events(&self) {
-        let taken = lock(&self.events).take();
-        let Some(mut rx) = taken else {
-            return;
-        };
-        let tx = self.notices_tx.clone();
-        tokio::spawn(async move {
-            while let Some(e) = rx.recv().await {
-                if let SupervisorEvent::Exited {
-                    key,
-                    name,
-                    status,
-                    log_tail,
-                } = &e
-                {
-                    tracing::warn!(cluster = %key, process = %name, %status,
-                        log = %log_tail, "a hosted control plane process exited");
-                } else {
-                    tracing::info!(event = ?e, "hosted control plane");
-                }
-                if let Some(notice) = notice(e) {
-                    if tx.try_send(notice).is_err() {
-                        tracing::warn!("a hosted control plane notice was dropped (none taken)");
-                    }
-                }
-            }
-        });
-    }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// A supervisor event as the cluster's timeline shows it.
-fn notice(e: SupervisorEvent) -> Option<Notice> {
-    use crate::cluster::EventKind;
-    let (key, kind, message) = match e {
-        SupervisorEvent::Started { key, name, pid } => {
-            (key, EventKind::Log, format!("{name} started (pid {pid})"))
-        }
-        SupervisorEvent::Adopted { key, name, pid } => (
-            key,
-            EventKind::Log,
-            format!("{name} still runs after a restart of KQueen (pid {pid}): adopted"),
-        ),
-        SupervisorEvent::Exited {
-            key,
-            name,
-            status,
-            log_tail,
-        } => (
-            key,
-            EventKind::Error,
-            if log_tail.is_empty() {
-                format!("{name} {status}")
-            } else {
-                format!("{name} {status}; its log ends:\n{log_tail}")
+    /// The runtime the cluster's provider names.
+    fn runtime(&self, ctx: &OpContext) -> Result<&dyn Runtime, ProvisionError> {
+        Ok(
+            match settings::runtime(&ctx.provider_config).map_err(failed)? {
+                settings::Runtime::Process => &self.process,
+                settings::Runtime::Kubernetes => &self.kubernetes,
             },
-        ),
-        SupervisorEvent::Restarting { key, name, after } => (
-            key,
-            EventKind::Log,
-            format!("{name} restarts in {:.1} s", after.as_secs_f64()),
-        ),
-        SupervisorEvent::Stopped { key, name } => (key, EventKind::Log, format!("{name} stopped")),
-    };
-    Some(Notice {
-        cluster_id: key.parse().ok()?,
-        kind,
-        message,
-    })
-}
-
-/// Where one cluster's control plane lives on this host.
-struct Layout {
-    pki_dir: PathBuf,
-    run_dir: PathBuf,
-}
-
-impl Layout {
-    fn of(ctx: &OpContext) -> Self {
-        Self {
-            pki_dir: ctx.work_dir.join("pki"),
-            run_dir: ctx.work_dir.join("run"),
-        }
+        )
     }
-}
-
-fn key(ctx: &OpContext) -> String {
-    ctx.cluster_id.to_string()
-}
-
-/// What only this cluster's processes have on their command lines: its own directory.
-fn marker(ctx: &OpContext) -> String {
-    ctx.work_dir.display().to_string()
 }
 
 /// The version the cluster runs: its parameter, else what create chose (the newest offered
@@ -199,8 +106,24 @@ fn transient(e: impl std::fmt::Display) -> ProvisionError {
     ProvisionError::Transient(e.to_string())
 }
 
-/// The sealed PKI of the cluster, generated and sealed on first use.
-async fn cluster_pki(ctx: &OpContext, generate: bool) -> Result<ControlPlanePki, ProvisionError> {
+fn phase(ctx: &OpContext) -> Option<String> {
+    ctx.checkpoint
+        .get("phase")
+        .and_then(|p| p.as_str())
+        .map(str::to_owned)
+}
+
+fn elapsed_since(ctx: &OpContext) -> i64 {
+    let since = ctx.checkpoint["since"].as_i64().unwrap_or_default();
+    crate::clock::now().timestamp() - since
+}
+
+/// The sealed PKI of the cluster; generated (for these host names) and sealed when `hosts`
+/// is given and there is none yet.
+async fn cluster_pki(
+    ctx: &OpContext,
+    hosts: Option<Vec<String>>,
+) -> Result<ControlPlanePki, ProvisionError> {
     let vault = ctx
         .cluster_vault
         .as_ref()
@@ -208,110 +131,74 @@ async fn cluster_pki(ctx: &OpContext, generate: bool) -> Result<ControlPlanePki,
     if let Some(sealed) = vault.get(PKI).await? {
         return ControlPlanePki::from_secret(&sealed).map_err(failed);
     }
-    if !generate {
+    let Some(hosts) = hosts else {
+        // Never generated later: a new CA would break the stored kubeconfig and joined nodes.
         return Err(failed(
             "the control plane's certificates are not in the vault",
         ));
-    }
-    let address = settings::address(&ctx.provider_config).map_err(failed)?;
+    };
     let name = format!("{}-{}", ctx.tenant, ctx.cluster_name);
-    let made = pki::generate(&PkiRequest::new(&name, vec![address.to_string()])).map_err(failed)?;
+    let made = pki::generate(&PkiRequest::new(&name, hosts)).map_err(failed)?;
     vault.put(PKI, &made.to_secret()).await?;
     Ok(made)
 }
 
-/// The port the cluster's API server was given: from the checkpoint, else the state.
-fn known_port(ctx: &OpContext) -> Option<u16> {
-    [&ctx.checkpoint, &ctx.cluster_state]
-        .into_iter()
-        .find_map(|v| v.get("port").and_then(serde_json::Value::as_u64))
-        .and_then(|p| u16::try_from(p).ok())
+/// Where the cluster's API server is reached: from the checkpoint, else the state (a
+/// cluster created before the host was kept there: the provider's address).
+fn known_endpoint(ctx: &OpContext) -> Option<Endpoint> {
+    let field = |name: &str| {
+        [&ctx.checkpoint, &ctx.cluster_state]
+            .into_iter()
+            .find_map(|v| v.get(name).filter(|f| !f.is_null()).cloned())
+    };
+    let port = field("port")
+        .and_then(|p| p.as_u64())
+        .and_then(|p| u16::try_from(p).ok())?;
+    let host = match field("host").and_then(|h| h.as_str().map(str::to_owned)) {
+        Some(h) => h,
+        None => settings::address(&ctx.provider_config).ok()?.to_string(),
+    };
+    Some(Endpoint { host, port })
 }
 
-/// The port of the cluster's API server: the one it was given, else a free one.
-fn port(ctx: &OpContext) -> Result<u16, ProvisionError> {
-    if let Some(p) = known_port(ctx) {
-        return Ok(p);
-    }
-    let address = settings::address(&ctx.provider_config).map_err(failed)?;
-    std::net::TcpListener::bind((address, 0))
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .map_err(|e| failed(format!("no free port on {address}: {e}")))
-}
-
-/// Writes the control plane's files and (re)starts its processes at `version`.
-async fn start(
-    sup: &Supervisor,
+/// Everything a runtime needs to start the cluster's control plane at `version`.
+async fn launch(
     ctx: &OpContext,
     version: Option<&str>,
-    port: u16,
-) -> Result<(u32, u32), ProvisionError> {
-    let (version, binaries) = settings::binaries(&ctx.provider_config, version).map_err(failed)?;
-    // Never generated here: a new CA would break the stored kubeconfig and joined nodes.
-    let pki = cluster_pki(ctx, false).await?;
-    let space = KeySpace::for_cluster(ctx.cluster_id);
-    let etcd_cert = settings::client_ca(ctx)?
-        .client(&space.user(), None, 1825)
+    endpoint: Endpoint,
+) -> Result<Launch, ProvisionError> {
+    let (version, artifacts) =
+        settings::artifacts(&ctx.provider_config, version).map_err(failed)?;
+    let key_space = KeySpace::for_cluster(ctx.cluster_id);
+    let etcd_client = settings::client_ca(ctx)?
+        .client(&key_space.user(), None, 1825)
         .map_err(failed)?;
-    let spec = ControlPlaneSpec {
-        etcd_endpoints: settings::etcd_access(ctx)?.endpoints,
-        key_space: space,
-        address: settings::address(&ctx.provider_config).map_err(failed)?,
-        port,
-        service_cidr: "10.96.0.0/12".into(),
+    Ok(Launch {
         version,
-    };
-    let layout = Layout::of(ctx);
-    let files = ControlPlaneFiles::write(
-        &layout.pki_dir,
-        &pki,
-        ctx.setting(settings::ETCD_CA)?,
-        &etcd_cert,
-        &spec,
-    )
-    .map_err(|e| transient(format!("cannot write the control plane's files: {e}")))?;
-    let specs = vec![
-        ProcessSpec {
-            name: "kube-apiserver".into(),
-            binary: binaries.apiserver,
-            args: files.apiserver_args(&spec),
-            dir: layout.run_dir.clone(),
-            marker: marker(ctx),
-        },
-        ProcessSpec {
-            name: "kube-controller-manager".into(),
-            binary: binaries.controller_manager,
-            args: files.controller_manager_args(&spec),
-            dir: layout.run_dir,
-            marker: marker(ctx),
-        },
-    ];
-    sup.run(&key(ctx), specs)
-        .await
-        .map_err(|e| transient(format!("cannot start the control plane: {e}")))?;
-    Ok(version)
+        artifacts,
+        pki: cluster_pki(ctx, None).await?,
+        etcd_client,
+        etcd_server_ca: ctx.setting(settings::ETCD_CA)?.to_owned(),
+        etcd_endpoints: settings::etcd_access(ctx)?.endpoints,
+        key_space,
+        endpoint,
+    })
 }
 
 /// The admin kubeconfig of the cluster.
 fn admin_kubeconfig(
     ctx: &OpContext,
     pki: &ControlPlanePki,
-    port: u16,
-) -> Result<(crate::vault::Secret, String), ProvisionError> {
-    let address = settings::address(&ctx.provider_config).map_err(failed)?;
-    let endpoint = crate::hosted::control_plane::endpoint(address, port);
+    endpoint: &Endpoint,
+) -> crate::vault::Secret {
     let name = format!("{}-{}", ctx.tenant, ctx.cluster_name);
-    Ok((
-        pki::kubeconfig(&name, &endpoint, &pki.ca.cert_pem, &pki.admin),
-        endpoint,
-    ))
+    pki::kubeconfig(&name, &endpoint.url(), &pki.ca.cert_pem, &pki.admin)
 }
 
 /// Whether the API server answers `/readyz` with `ok`.
-async fn ready(ctx: &OpContext, port: u16) -> Result<bool, ProvisionError> {
-    let pki = cluster_pki(ctx, false).await?;
-    let (kubeconfig, _) = admin_kubeconfig(ctx, &pki, port)?;
+async fn ready(ctx: &OpContext, endpoint: &Endpoint) -> Result<bool, ProvisionError> {
+    let pki = cluster_pki(ctx, None).await?;
+    let kubeconfig = admin_kubeconfig(ctx, &pki, endpoint);
     let text = std::str::from_utf8(kubeconfig.expose()).map_err(failed)?;
     let parsed =
         crate::kubernetes::parse_kubeconfig(text, None, false).map_err(|e| failed(e.message))?;
@@ -327,44 +214,48 @@ async fn ready(ctx: &OpContext, port: u16) -> Result<bool, ProvisionError> {
         .is_ok_and(|t| t.trim() == "ok"))
 }
 
-/// The phases of a start (create or upgrade): processes, then `/readyz`.
+/// The phases of a start (create or upgrade): start, then the rollout and `/readyz`.
 async fn start_and_wait(
-    sup: &Supervisor,
+    runtime: &dyn Runtime,
     ctx: &mut OpContext,
     version: Option<&str>,
 ) -> Result<Step<()>, ProvisionError> {
-    let port = port(ctx)?;
-    let phase = ctx
-        .checkpoint
-        .get("phase")
-        .and_then(|p| p.as_str())
-        .unwrap_or("start")
-        .to_owned();
-    if phase == "start" || sup.pids(&key(ctx)).is_empty() {
-        ctx.reporter.step(format!(
-            "Starting kube-apiserver and kube-controller-manager on port {port}"
-        ));
-        let (major, minor) = start(sup, ctx, version, port).await?;
+    let endpoint = known_endpoint(ctx)
+        .ok_or_else(|| failed("where the cluster's API server is reached is not known"))?;
+    let phase = phase(ctx).unwrap_or_else(|| "start".into());
+    let restart = phase != "start" && runtime.rollout(ctx).await? == Rollout::Lost;
+    if phase == "start" || restart {
+        let launch = launch(ctx, version, endpoint.clone()).await?;
+        runtime.start(ctx, &launch).await?;
+        let (major, minor) = launch.version;
         ctx.checkpoint["version"] = json!(format!("{major}.{minor}"));
         ctx.checkpoint["phase"] = json!("wait");
         ctx.checkpoint["since"] = json!(crate::clock::now().timestamp());
         ctx.reporter.progress(60);
     }
-    if ready(ctx, port).await? {
-        ctx.reporter.log("the API server answers /readyz");
-        ctx.reporter.progress(95);
-        return Ok(Step::Done(()));
+    match runtime.rollout(ctx).await? {
+        Rollout::Complete => {
+            if ready(ctx, &endpoint).await? {
+                ctx.reporter.log("the API server answers /readyz");
+                ctx.reporter.progress(95);
+                return Ok(Step::Done(()));
+            }
+        }
+        Rollout::Rolling(why) => {
+            // Said once per change, not at every poll.
+            if ctx.checkpoint.get("rolling").and_then(|r| r.as_str()) != Some(why.as_str()) {
+                ctx.reporter.log(why.clone());
+                ctx.checkpoint["rolling"] = json!(why);
+            }
+        }
+        Rollout::Lost => {}
     }
-    let since = ctx.checkpoint["since"].as_i64().unwrap_or_default();
-    let waited = crate::clock::now().timestamp() - since;
-    if waited > READY_WITHIN.as_secs() as i64 {
-        let log = std::fs::read_to_string(Layout::of(ctx).run_dir.join("kube-apiserver.log"))
-            .unwrap_or_default();
-        let tail: Vec<&str> = log.lines().rev().take(10).collect();
+    let within = runtime.ready_within();
+    if elapsed_since(ctx) > within.as_secs() as i64 {
         return Err(failed(format!(
-            "the API server did not become ready within {} s; its log ends:\n{}",
-            READY_WITHIN.as_secs(),
-            tail.into_iter().rev().collect::<Vec<_>>().join("\n")
+            "the API server did not become ready within {} s; {}",
+            within.as_secs(),
+            runtime.diagnosis(ctx).await
         )));
     }
     Ok(Step::Wait(Duration::from_secs(1)))
@@ -410,9 +301,17 @@ impl Provisioner for HostedProvisioner {
 
     async fn check_request(&self, ctx: &OpContext) -> Result<(), ValidationError> {
         let version = ctx.params.get("kubernetes_version").map(String::as_str);
-        settings::binaries(&ctx.provider_config, version)
-            .map(drop)
-            .map_err(|m| ValidationError::new("kubernetes_version", m))
+        settings::artifacts(&ctx.provider_config, version)
+            .map_err(|m| ValidationError::new("kubernetes_version", m))?;
+        if settings::runtime(&ctx.provider_config) == Ok(settings::Runtime::Kubernetes)
+            && ctx.secret(settings::ADMIN_KUBECONFIG).is_err()
+        {
+            return Err(ValidationError::new(
+                "provider",
+                "the provider names no admin cluster (its admin_kubeconfig is empty): ask an operator",
+            ));
+        }
+        Ok(())
     }
 
     fn cluster_secret_names(&self) -> Vec<&'static str> {
@@ -436,13 +335,26 @@ impl Provisioner for HostedProvisioner {
         }))
     }
 
+    async fn set_shared_storage_writable(
+        &self,
+        ctx: &OpContext,
+        writable: bool,
+    ) -> Result<(), ProvisionError> {
+        let etcd = SharedEtcd::connect(&settings::etcd_access(ctx)?, ETCD_TIMEOUT)
+            .await
+            .map_err(transient)?;
+        etcd.set_writable(&KeySpace::for_cluster(ctx.cluster_id), writable)
+            .await
+            .map_err(transient)
+    }
+
     fn notices(&self) -> Option<tokio::sync::mpsc::Receiver<Notice>> {
-        lock(&self.notices_rx).take()
+        self.process.take_notices()
     }
 
     async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
-        self.forward_events();
-        if ctx.checkpoint.get("phase").is_none() {
+        let runtime = self.runtime(ctx)?;
+        if phase(ctx).is_none() {
             ctx.reporter
                 .step("Reserving the key space, role and user in the shared etcd");
             let etcd = SharedEtcd::connect(&settings::etcd_access(ctx)?, ETCD_TIMEOUT)
@@ -453,25 +365,56 @@ impl Provisioner for HostedProvisioner {
                 .map_err(transient)?;
             ctx.reporter.progress(20);
             ctx.reporter
+                .step("Reserving where the API server is reached");
+            ctx.checkpoint = json!({
+                "phase": "reserve",
+                "since": crate::clock::now().timestamp(),
+            });
+        }
+        if phase(ctx).as_deref() == Some("reserve") {
+            let endpoint = match runtime.reserve(ctx).await? {
+                Step::Done(endpoint) => endpoint,
+                Step::Wait(after) => {
+                    if elapsed_since(ctx) > RESERVE_WITHIN.as_secs() as i64 {
+                        return Err(failed(format!(
+                            "no address for the API server within {} s; {}",
+                            RESERVE_WITHIN.as_secs(),
+                            runtime.diagnosis(ctx).await
+                        )));
+                    }
+                    return Ok(Step::Wait(after));
+                }
+            };
+            ctx.reporter.log(format!(
+                "the API server will be reached at {}",
+                endpoint.url()
+            ));
+            ctx.reporter
                 .step("Generating the control plane's certificates");
-            cluster_pki(ctx, true).await?;
-            let port = port(ctx)?;
-            ctx.checkpoint = json!({"phase": "start", "port": port});
+            let mut hosts = vec![endpoint.host.clone()];
+            hosts.extend(runtime.extra_names(ctx));
+            cluster_pki(ctx, Some(hosts)).await?;
+            ctx.checkpoint = json!({
+                "phase": "start",
+                "host": endpoint.host,
+                "port": endpoint.port,
+            });
             ctx.reporter.progress(40);
         }
         let version = ctx.params.get("kubernetes_version").cloned();
-        start_and_wait(&self.supervisor, ctx, version.as_deref()).await
+        start_and_wait(runtime, ctx, version.as_deref()).await
     }
 
     async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError> {
-        let port = port(ctx)?;
-        let pki = cluster_pki(ctx, false).await?;
-        let (kubeconfig, endpoint) = admin_kubeconfig(ctx, &pki, port)?;
+        let endpoint = known_endpoint(ctx)
+            .ok_or_else(|| failed("where the cluster's API server is reached is not known"))?;
+        let pki = cluster_pki(ctx, None).await?;
         Ok(Provisioned {
-            kubeconfig,
-            endpoint: Some(endpoint),
+            kubeconfig: admin_kubeconfig(ctx, &pki, &endpoint),
+            endpoint: Some(endpoint.url()),
             state: json!({
-                "port": port,
+                "host": endpoint.host,
+                "port": endpoint.port,
                 "version": ctx.checkpoint.get("version").cloned().unwrap_or_default(),
             }),
         })
@@ -481,33 +424,29 @@ impl Provisioner for HostedProvisioner {
         true
     }
 
-    /// Adopts the control plane's processes when they still run, else starts them again
-    /// (the data is in etcd; the files are written again from the vault).
     async fn resume(&self, ctx: &mut OpContext) -> Result<(), ProvisionError> {
-        self.forward_events();
-        let version = Some(running_version(ctx)?);
-        // Outside an operation the checkpoint is null: the port create chose, from the state.
-        let port = known_port(ctx).ok_or_else(|| failed("the cluster's state has no port"))?;
-        start(&self.supervisor, ctx, version.as_deref(), port).await?;
-        Ok(())
+        let runtime = self.runtime(ctx)?;
+        if !runtime.needs_resume() {
+            return Ok(());
+        }
+        let version = running_version(ctx)?;
+        // Outside an operation the checkpoint is null: the endpoint create chose, from the
+        // state.
+        let endpoint =
+            known_endpoint(ctx).ok_or_else(|| failed("the cluster's state has no port"))?;
+        let launch = launch(ctx, Some(&version), endpoint).await?;
+        runtime.resume(ctx, &launch).await
     }
 
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
-        ctx.reporter.step("Stopping the control plane");
-        self.supervisor.stop(&key(ctx)).await;
-        // Also what this supervisor does not hold (started by another KQueen process).
-        let run_dir = Layout::of(ctx).run_dir;
-        let leftovers: Vec<ProcessSpec> = ["kube-apiserver", "kube-controller-manager"]
-            .into_iter()
-            .map(|name| ProcessSpec {
-                name: name.into(),
-                binary: PathBuf::new(),
-                args: Vec::new(),
-                dir: run_dir.clone(),
-                marker: marker(ctx),
-            })
-            .collect();
-        self.supervisor.stop_unsupervised(&leftovers).await;
+        let runtime = self.runtime(ctx)?;
+        if phase(ctx).is_none() {
+            ctx.reporter.step("Stopping the control plane");
+            ctx.checkpoint = json!({"phase": "stop"});
+        }
+        if let Step::Wait(after) = runtime.stop(ctx).await? {
+            return Ok(Step::Wait(after));
+        }
         ctx.reporter.progress(40);
         ctx.reporter
             .step("Removing the key space, role and user from the shared etcd");
@@ -520,14 +459,6 @@ impl Provisioner for HostedProvisioner {
             .map_err(transient)?;
         ctx.reporter
             .log(format!("removed {removed} key(s) from the shared etcd"));
-        let layout = Layout::of(ctx);
-        for dir in [layout.pki_dir, layout.run_dir] {
-            if let Err(e) = std::fs::remove_dir_all(&dir) {
-                if e.kind() != std::io::ErrorKind::NotFound {
-                    return Err(transient(format!("cannot remove {}: {e}", dir.display())));
-                }
-            }
-        }
         ctx.reporter.progress(100);
         Ok(Step::Done(()))
     }
@@ -537,12 +468,12 @@ impl Provisioner for HostedProvisioner {
         ctx: &mut OpContext,
         version: &str,
     ) -> Result<Step<()>, ProvisionError> {
-        self.forward_events();
-        if ctx.checkpoint.get("phase").is_none() {
-            settings::binaries(&ctx.provider_config, Some(version)).map_err(failed)?;
+        let runtime = self.runtime(ctx)?;
+        if phase(ctx).is_none() {
+            settings::artifacts(&ctx.provider_config, Some(version)).map_err(failed)?;
             ctx.checkpoint = json!({"phase": "start"});
         }
-        start_and_wait(&self.supervisor, ctx, Some(version)).await
+        start_and_wait(runtime, ctx, Some(version)).await
     }
 }
 
