@@ -29,7 +29,8 @@ use kqueen_testkit::TestDatabase;
 use serde_json::json;
 
 /// Behaviour by cluster name prefix: `ok-` (two calls), `fail-`, `slow-` (never ends),
-/// `flaky-` (one transient error), `hang-` (second call blocks while `hang` is set).
+/// `flaky-` (one transient error), `hang-` (second call blocks while `hang` is set), `mute-`
+/// (blocks at once), `live-` (reports a step and 10 %, then blocks).
 #[derive(Default)]
 struct Scripted {
     creates: Mutex<BTreeMap<String, u32>>,
@@ -101,6 +102,14 @@ impl Provisioner for Scripted {
             return Err(ProvisionError::Transient("network is down".into()));
         }
         if name.starts_with("hang-") && calls >= 1 && self.hang.load(Ordering::SeqCst) {
+            std::future::pending::<()>().await;
+        }
+        if name.starts_with("mute-") {
+            std::future::pending::<()>().await;
+        }
+        if name.starts_with("live-") {
+            ctx.reporter.step("Booting machines");
+            ctx.reporter.progress(10);
             std::future::pending::<()>().await;
         }
         if calls == 0 {
@@ -951,6 +960,53 @@ async fn quota_refusals_and_time_to_live(db: TestDatabase) {
     assert_eq!(expired[0].actor, "system");
 }
 
+/// What a page shows of a running operation is what the worker is doing, from the first
+/// second: "Starting" once a worker has it, then the provisioner's step and progress while
+/// its call still runs (not only when the lease is renewed).
+async fn progress_is_shown_while_the_provisioner_still_runs(db: TestDatabase) {
+    let s = setup(db).await;
+    let mute = s.request("mute-one").await.unwrap();
+    let live = s.request("live-one").await.unwrap();
+    let operation = |id: uuid::Uuid| {
+        let k = &s.k;
+        let alice = &s.alice;
+        async move {
+            k.clusters()
+                .cluster_detail(alice, &id.to_string())
+                .await
+                .unwrap()
+        }
+    };
+    assert_eq!(
+        operation(mute.id).await.operations[0].step,
+        kqueen_core::cluster::WAITING_STEP
+    );
+    let (stop, shutdown) = tokio::sync::watch::channel(false);
+    let worker = tokio::spawn(s.engine("w1", Duration::from_secs(30)).run(shutdown));
+    let started = std::time::Instant::now();
+    loop {
+        let (m, l) = (operation(mute.id).await, operation(live.id).await);
+        let live_step = (l.operations[0].step.clone(), l.operations[0].progress);
+        if m.operations[0].step == kqueen_core::cluster::STARTING_STEP
+            && live_step == ("Booting machines".to_owned(), 10)
+        {
+            assert!(l
+                .events
+                .iter()
+                .any(|e| e.kind == EventKind::Step && e.message == "Booting machines"));
+            break;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "still {:?} and {live_step:?}",
+            m.operations[0].step
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    stop.send(true).unwrap();
+    worker.await.unwrap();
+}
+
 /// Runs every scenario on a fresh database of each backend.
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
@@ -978,4 +1034,5 @@ on_both_databases!(
     concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,
     quota_refusals_and_time_to_live,
+    progress_is_shown_while_the_provisioner_still_runs,
 );

@@ -28,6 +28,11 @@ pub struct Operation {
     pub lease_expires_at: Option<DateTime<Utc>>,
 }
 
+/// The step of an operation no worker has started yet.
+pub const WAITING_STEP: &str = "Waiting for a worker";
+/// The step of an operation a worker started, until its provisioner names one.
+pub const STARTING_STEP: &str = "Starting";
+
 impl Operation {
     pub fn new(
         cluster_id: Uuid,
@@ -42,7 +47,7 @@ impl Operation {
             cluster_id,
             kind,
             state: OperationState::Pending,
-            step: "Waiting for a worker".into(),
+            step: WAITING_STEP.into(),
             progress: 0,
             attempts: 0,
             error: None,

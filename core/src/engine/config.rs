@@ -22,6 +22,9 @@ pub struct EngineConfig {
     pub ttl_sweep_interval: Duration,
     /// Longest pause between two calls of a waiting provisioner.
     pub max_wait: Duration,
+    /// How soon what a running provisioner reports (step, progress, log lines) is saved,
+    /// and so shown on the cluster page and in the API.
+    pub progress_flush: Duration,
 }
 
 impl EngineConfig {
@@ -39,6 +42,7 @@ impl EngineConfig {
             work_dir,
             ttl_sweep_interval: Duration::from_secs(60),
             max_wait: Duration::from_secs(30),
+            progress_flush: Duration::from_millis(500),
         }
     }
 }

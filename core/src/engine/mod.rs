@@ -273,6 +273,13 @@ impl Engine {
         ctx.reporter = Reporter::new(tx);
         let deadline = op.deadline_at;
         let mut tracker = Tracker::new(&op);
+        if tracker.step == crate::cluster::WAITING_STEP {
+            // A worker runs it now: never "waiting" from here on, even before the
+            // provisioner names its first step.
+            tracker.step = crate::cluster::STARTING_STEP.into();
+            tracker.dirty = true;
+            self.flush(&op, &mut tracker, None).await?;
+        }
         loop {
             // One provisioner call, with the lease renewed and progress flushed meanwhile.
             let outcome = {
@@ -307,10 +314,18 @@ impl Engine {
                 tokio::pin!(call);
                 let mut tick = tokio::time::interval(self.config.lease / 3);
                 tick.tick().await;
+                // Reports are saved soon after they come (not only with the lease): a
+                // page reloaded during a long call shows the step the call is on.
+                let mut flush_tick = tokio::time::interval(self.config.progress_flush);
+                flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+                flush_tick.tick().await;
                 loop {
                     tokio::select! {
                         res = &mut call => break res,
                         Some(r) = rx.recv() => tracker.apply(r),
+                        _ = flush_tick.tick(), if tracker.dirty => {
+                            self.flush(&op, &mut tracker, None).await?;
+                        }
                         _ = tick.tick() => {
                             let until = crate::clock::now() + chrono_duration(self.config.lease);
                             if !store.renew_lease(op.id, owner, until).await.unwrap_or(false) {
