@@ -1,7 +1,8 @@
 // Visibility in the browser: an operator imports a cluster (the fake Kubernetes API with a
 // small synthetic workload), syncs its inventory from the cluster page and sees the nodes,
 // workloads and server-drawn charts; the Fleet pages show the dashboard charts, the images,
-// versions and findings, with exports; a member of another tenant sees none of it.
+// versions and findings, with exports; a member of another tenant sees none of it. On the
+// way, the tenant's shared etcd quota is set as a size, with and without JavaScript.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -58,6 +59,19 @@ test('an operator imports a cluster, syncs it and reads its inventory (JavaScrip
   await page.goto(server.url + '/tenants/team-b');
   await page.fill('#member-username', BOB.username);
   await submit(page, '#add-member button[type=submit]');
+
+  // The shared etcd quota is a size: garbage comes back as the form's error, a size is kept
+  // and shown back exactly (so saving the form again keeps it).
+  await page.goto(server.url + '/tenants/team-a');
+  await page.fill('#q-storage', '-5 MiB');
+  await submit(page, '#quota-form button[type=submit]');
+  assert.match(await page.locator('#form-error').textContent(), /max_shared_storage: must be a size such as 512 MiB/);
+  await page.goto(server.url + '/tenants/team-a');
+  await page.fill('#q-storage', '1.5 GiB');
+  await submit(page, '#quota-form button[type=submit]');
+  assert.equal(await page.locator('#form-error').count(), 0);
+  assert.equal(await page.locator('#quota-storage').textContent(), '0 B of 1.5 GiB');
+  assert.equal(await page.inputValue('#q-storage'), '1536 MiB');
 
   await page.goto(server.url + '/clusters/new?tenant=team-a&template=adopt');
   await page.fill('#p-name', 'demo');
@@ -122,6 +136,20 @@ test('the fleet dashboard draws its charts and lists what needs attention (JavaS
   assert.equal((await chart(page, 'chart-version')).desc, '1.33: clusters 1.');
   assert.match(await page.locator('#fleet-stats').textContent(), /2 \/ 3/);
   assert.match(await page.locator('#attention tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready/);
+  // An imported cluster keeps nothing in the shared etcd: no etcd column, no etcd card.
+  assert.equal(await page.locator('#fleet-storage').count(), 0);
+  assert.ok(!(await page.locator('#fleet-clusters thead').textContent()).includes('Shared etcd'));
+
+  // Hydrated, the quota form saves in place; a plain number is MiB.
+  await page.goto(server.url + '/tenants/team-a');
+  await page.waitForSelector('main[data-hydrated=true]');
+  await page.fill('#q-storage', '512');
+  await page.click('#quota-form button[type=submit]');
+  await page.waitForFunction(() => document.querySelector('#quota-storage')?.textContent === '0 B of 512 MiB');
+  await page.reload();
+  assert.equal(await page.inputValue('#q-storage'), '512 MiB');
+  await page.goto(server.url + '/fleet');
+  await page.waitForSelector('main[data-hydrated=true]');
 
   // Images: a search, then where the image runs, then the same query as CSV.
   await page.click('.tabs a[href="/fleet/images"]');

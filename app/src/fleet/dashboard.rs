@@ -60,7 +60,8 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
                 </tbody>
             </table>
         </ListCard>
-        {(!p.storage.is_empty()).then(|| view! { <StorageCard tenants=p.storage.clone() chart=p.storage_chart.clone().unwrap_or_default() /> })}
+        // Type-erased: the dashboard's view type is deep enough for the release wasm build.
+        {(!p.storage.is_empty()).then(|| view! { <StorageCard tenants=p.storage.clone() chart=p.storage_chart.clone().unwrap_or_default() /> }.into_any())}
         <section class="card" aria-labelledby="fleet-clusters-heading">
             <div class="card-head"><h2 id="fleet-clusters-heading">{format!("Clusters ({})", p.rows.len())}</h2></div>
             <ClusterTable rows=p.rows />
@@ -101,6 +102,7 @@ fn StorageCard(tenants: Vec<TenantStorageDto>, chart: String) -> impl IntoView {
             </div>
         </section>
     }
+    .into_any()
 }
 
 #[component]
