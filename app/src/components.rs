@@ -84,3 +84,38 @@ pub fn ListCard(
         </section>
     }
 }
+
+/// The destructive action a page is asking to confirm: the `?confirm=` of its URL. A
+/// destructive button is a link to the same page with `?confirm=<what>` (a GET: nothing
+/// happens yet), and the page then shows a [`ConfirmStep`] in place of the button. Without
+/// JavaScript that is a page load; hydrated, the router changes the URL and the step appears
+/// in the page, without a reload and without `window.confirm`.
+pub fn confirming() -> Memo<Option<String>> {
+    let query = use_query_map();
+    Memo::new(move |_| query.read().get("confirm").filter(|c| !c.is_empty()))
+}
+
+/// What the confirmation is about when a page lists several (`?confirm=…&name=<item>`).
+pub fn confirming_name() -> Memo<Option<String>> {
+    let query = use_query_map();
+    Memo::new(move |_| query.read().get("name").filter(|c| !c.is_empty()))
+}
+
+/// A confirmation step: what is about to happen (`children`: the consequences and the form
+/// that posts the real action) and a way back (`cancel`, the page without `?confirm=`).
+/// Ids: `<id>`, `<id>-heading`, `<id>-cancel`.
+#[component]
+pub fn ConfirmStep(
+    id: &'static str,
+    #[prop(into)] title: String,
+    cancel: String,
+    children: Children,
+) -> impl IntoView {
+    view! {
+        <section class="card confirm" id=id aria-labelledby=format!("{id}-heading")>
+            <div class="card-head"><h2 id=format!("{id}-heading")>{title}</h2></div>
+            {children()}
+            <p><a href=cancel id=format!("{id}-cancel")>"Cancel"</a></p>
+        </section>
+    }
+}

@@ -55,8 +55,7 @@ pub fn AppShell(children: Children) -> impl IntoView {
 #[derive(Clone, Copy)]
 pub struct Me(pub Resource<Result<Option<MeDto>, AppError>>);
 
-/// Navigation and user menu for a logged-in user. Areas the user may not use are listed,
-/// but not as links.
+/// Navigation and user menu for a logged-in user: only the areas the user may use.
 ///
 /// Plain `<a>` elements: this renders inside a suspended view outside the routes, where
 /// `<A>` has no route to resolve against; the router still navigates them client-side.
@@ -70,26 +69,18 @@ fn Nav(user: MeDto) -> impl IntoView {
         <nav aria-label="Main">
             <ul>
                 <li><NavLink href="/clusters" label="Clusters" /></li>
-                {if user.operator {
-                    view! { <li><NavLink href="/providers" label="Providers" /></li> }.into_any()
-                } else {
-                    view! { <NavSoon label="Providers" /> }.into_any()
-                }}
+                {user.operator.then(|| view! { <li><NavLink href="/providers" label="Providers" /></li> })}
                 {if user.can_audit {
                     // Operators and tenant admins: the dashboard.
-                    view! { <li><NavLink href="/fleet" label="Fleet" /></li> }.into_any()
+                    Some(view! { <li><NavLink href="/fleet" label="Fleet" /></li> }.into_any())
                 } else if !user.tenants.is_empty() {
                     // Members may not see the dashboard, only the fleet queries.
-                    view! { <li><NavLink href="/fleet/images" section="/fleet" label="Fleet" /></li> }.into_any()
+                    Some(view! { <li><NavLink href="/fleet/images" section="/fleet" label="Fleet" /></li> }.into_any())
                 } else {
-                    view! { <NavSoon label="Fleet" /> }.into_any()
+                    None
                 }}
                 {user.can_audit.then(|| view! { <li><NavLink href="/audit" label="Audit" /></li> })}
-                {if user.operator {
-                    view! { <li><NavLink href="/admin" label="Admin" /></li> }.into_any()
-                } else {
-                    view! { <NavSoon label="Admin" /> }.into_any()
-                }}
+                {user.operator.then(|| view! { <li><NavLink href="/admin" label="Admin" /></li> })}
             </ul>
         </nav>
         <div class="user-menu">
@@ -137,16 +128,4 @@ fn NavLink(
             .then_some("page")
     };
     view! { <a href=href aria-current=current>{label}</a> }
-}
-
-/// A navigation entry for an area that is not available to this user.
-#[component]
-fn NavSoon(label: &'static str) -> impl IntoView {
-    view! {
-        <li>
-            <span class="nav-soon" aria-disabled="true" title="Not available">
-                {label}
-            </span>
-        </li>
-    }
 }

@@ -227,6 +227,9 @@ test('the member sees the kubeadm join command and deletes the cluster, which st
   // Delete: the processes stop and the cluster goes away.
   await page.goto(server.url + clusterPath);
   await submit(page, '#delete-cluster');
+  // The delete removes the control plane: it is confirmed by typing the cluster's name.
+  await page.fill('#confirm-name', await page.locator('#confirm-delete label code').textContent());
+  await submit(page, '#confirm-delete-submit');
   const id = clusterPath.split('/').pop();
   let state = 'deleting';
   for (let i = 0; i < 120 && state; i++) {

@@ -58,37 +58,48 @@ pub fn Audit() -> impl IntoView {
         }
     };
 
+    // The filters and the export only for those who may read the trail: a refusal is all a
+    // member sees.
     view! {
         <Title text="Audit" />
         <h1>"Audit log"</h1>
-        <section class="card" aria-labelledby="audit-heading">
-            <div class="card-head">
-                <h2 id="audit-heading">"Events"</h2>
-                <a href=csv id="audit-csv" rel="external" download="kqueen-audit.csv">"Export CSV"</a>
-            </div>
-            <form method="get" action="/audit" class="filter wrap" id="audit-filter">
-                <label for="audit-tenant">"Tenant"</label>
-                <input id="audit-tenant" name="tenant" maxlength="63" value=move || filter().tenant />
-                <label for="audit-actor">"Actor"</label>
-                <input id="audit-actor" name="actor" maxlength="100" value=move || filter().actor />
-                <label for="audit-action">"Action"</label>
-                <input id="audit-action" name="action" placeholder="e.g. auth.login or member." maxlength="64"
-                    value=move || filter().action />
-                <label for="audit-since">"From"</label>
-                <input id="audit-since" name="since" type="date" value=move || filter().since />
-                <label for="audit-until">"To"</label>
-                <input id="audit-until" name="until" type="date" value=move || filter().until />
-                <button type="submit">"Filter"</button>
-            </form>
-            <Transition fallback=|| view! { <p class="muted">"Loading events…"</p> }>
-                {move || Suspend::new(async move {
-                    match page.await {
-                        Ok(p) => view! { <AuditTable page=p filter=filter() /> }.into_any(),
-                        Err(e) => view! { <ErrorNote error=e /> }.into_any(),
-                    }
-                })}
-            </Transition>
-        </section>
+        <Transition fallback=|| view! { <p class="muted">"Loading events…"</p> }>
+            {move || Suspend::new(async move {
+                match page.await {
+                    Ok(p) => view! {
+                        <section class="card" aria-labelledby="audit-heading">
+                            <div class="card-head">
+                                <h2 id="audit-heading">"Events"</h2>
+                                <a href=csv id="audit-csv" rel="external" download="kqueen-audit.csv">"Export CSV"</a>
+                            </div>
+                            <AuditFilterForm filter=filter() />
+                            <AuditTable page=p filter=filter() />
+                        </section>
+                    }.into_any(),
+                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                }
+            })}
+        </Transition>
+    }
+}
+
+#[component]
+fn AuditFilterForm(filter: AuditFilter) -> impl IntoView {
+    view! {
+        <form method="get" action="/audit" class="filter wrap" id="audit-filter">
+            <label for="audit-tenant">"Tenant"</label>
+            <input id="audit-tenant" name="tenant" maxlength="63" value=filter.tenant />
+            <label for="audit-actor">"Actor"</label>
+            <input id="audit-actor" name="actor" maxlength="100" value=filter.actor />
+            <label for="audit-action">"Action"</label>
+            <input id="audit-action" name="action" placeholder="e.g. auth.login or member." maxlength="64"
+                value=filter.action />
+            <label for="audit-since">"From"</label>
+            <input id="audit-since" name="since" type="date" value=filter.since />
+            <label for="audit-until">"To"</label>
+            <input id="audit-until" name="until" type="date" value=filter.until />
+            <button type="submit">"Filter"</button>
+        </form>
     }
 }
 

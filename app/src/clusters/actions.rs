@@ -78,13 +78,48 @@ pub async fn request_cluster(
     Ok(())
 }
 
-/// Deletes a cluster (its provisioner decides what that removes).
+/// Deletes a cluster (its provisioner decides what that removes). The portal's delete is
+/// confirmed: when it removes machines, `confirm` must be the cluster's name, else the form
+/// comes back with the message. (The REST API keeps its contract: tools do not type names.)
 #[server(prefix = "/sfn", endpoint = "delete_cluster")]
-pub async fn delete_cluster(id: String) -> Result<(), AppError> {
+pub async fn delete_cluster(id: String, confirm: Option<String>) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k.clusters().delete_cluster(&actor, &id).await.map(|_| ());
-    crate::ssr::back(&cluster_page(&id), result);
+    let confirmed = match k.clusters().cluster_detail(&actor, &id).await {
+        Ok(d) => typed_name_confirms(
+            d.cluster.name.as_str(),
+            d.capabilities.deletes_infrastructure,
+            confirm.as_deref(),
+        ),
+        // The delete itself refuses (and audits) a cluster the caller may not see.
+        Err(_) => Ok(()),
+    };
+    let page = cluster_page(&id);
+    match confirmed {
+        Ok(()) => {
+            let result = k.clusters().delete_cluster(&actor, &id).await.map(|_| ());
+            crate::ssr::back(&page, result);
+        }
+        Err(e) => crate::ssr::back(&format!("{page}?confirm=delete"), Err(e)),
+    }
     Ok(())
+}
+
+/// A delete that removes machines needs the cluster's name typed (surrounding spaces
+/// aside); one that only forgets the cluster needs nothing more than the confirmation step.
+#[cfg(feature = "ssr")]
+fn typed_name_confirms(
+    name: &str,
+    deletes_infrastructure: bool,
+    typed: Option<&str>,
+) -> Result<(), kqueen_core::Error> {
+    if !deletes_infrastructure || typed.map(str::trim) == Some(name) {
+        return Ok(());
+    }
+    Err(kqueen_core::ValidationError::new(
+        "confirmation",
+        format!("type the cluster's name, {name}, to delete it and its machines"),
+    )
+    .into())
 }
 
 /// Scales a cluster to `node_count` nodes.
@@ -127,6 +162,21 @@ pub async fn revoke_access(id: String, user: Option<String>) -> Result<(), AppEr
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    #[cfg(feature = "ssr")]
+    #[test]
+    fn a_delete_that_removes_machines_needs_the_exact_name() {
+        use super::typed_name_confirms as check;
+        assert!(check("web", true, Some("web")).is_ok());
+        assert!(check("web", true, Some(" web ")).is_ok());
+        for wrong in [None, Some(""), Some("Web"), Some("web2"), Some("we")] {
+            let e = check("web", true, wrong).expect_err("refused");
+            assert!(e.public().message.contains("web"), "{wrong:?}");
+        }
+        // Only forgetting the cluster: the confirmation step is enough.
+        assert!(check("web", false, None).is_ok());
+        assert!(check("web", false, Some("other")).is_ok());
+    }
 
     use super::form_params;
 

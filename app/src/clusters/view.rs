@@ -1,5 +1,6 @@
-//! `/clusters/:id`: state, live progress, steps and timeline, kubeconfig, access, scale,
-//! upgrade and delete.
+//! `/clusters/:id`: state, live progress, steps and timeline, kubeconfig and access; the
+//! actions (scale, upgrade, delete) in their own card; a delete or a revoke is confirmed
+//! first (`?confirm=`).
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -7,7 +8,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::clusters::actions::{DeleteCluster, RevokeAccess, ScaleCluster, UpgradeCluster};
 use crate::clusters::dto::ClusterPageDto;
-use crate::components::{ErrorNote, FormError, TableHead};
+use crate::components::{confirming, ConfirmStep, ErrorNote, FormError, TableHead};
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::inventory::Inventory;
 use crate::time::{to_clock, to_minute};
@@ -46,7 +47,10 @@ pub fn ClusterView() -> impl IntoView {
                         busy.set(p.busy);
                         view! { <Cluster page=p writes /> }.into_any()
                     }
-                    Err(e) => view! { <Title text="Cluster" /> <h1>"Cluster"</h1> <ErrorNote error=e /> }.into_any(),
+                    Err(e) => {
+                        crate::not_found::status_for(&e);
+                        view! { <Title text="Cluster" /> <h1>"Cluster"</h1> <ErrorNote error=e /> }.into_any()
+                    }
                 }
             })}
         </Transition>
@@ -56,7 +60,7 @@ pub fn ClusterView() -> impl IntoView {
 #[component]
 fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
     let id = page.cluster.id.clone();
-    let [id_revoke, id_scale, id_upgrade, id_delete] = [(); 4].map(|()| id.clone());
+    let [id_scale, id_upgrade, id_delete] = [(); 3].map(|()| id.clone());
     let c = page.cluster.clone();
     let base = format!("/clusters/{}", c.id);
     let op = page.operations.first().cloned();
@@ -67,6 +71,8 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         .cloned()
         .collect();
     let ready = c.state == "ready" || c.state == "updating";
+    let can_delete = page.can_manage && c.state != "deleting";
+    let delete_note = delete_consequence(page.capabilities.deletes_infrastructure);
     let kubeconfig_label = if page.admin_kubeconfig {
         "Download admin kubeconfig"
     } else {
@@ -84,6 +90,14 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             <span class="muted">{format!("tenant {}", c.tenant)}</span>
         </div>
         <FormError />
+        <ConfirmCluster
+            id=id_delete
+            name=c.name.clone()
+            can_delete
+            can_revoke=ready && !page.admin_kubeconfig
+            deletes_infrastructure=page.capabilities.deletes_infrastructure
+            writes
+        />
         {page.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
         {op.clone().filter(|_| page.busy).map(|o| view! {
             <section class="card" aria-labelledby="progress-heading" id="progress">
@@ -116,23 +130,24 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                     {page.parameters.iter().map(|(k, v)| view! { <dt>{k.clone()}</dt><dd>{v.clone()}</dd> }).collect_view()}
                 </dl>
             </section>
-            <section class="card" aria-labelledby="actions-heading">
-                <div class="card-head"><h2 id="actions-heading">"Access and actions"</h2></div>
+            <section class="card" aria-labelledby="access-heading">
+                <div class="card-head"><h2 id="access-heading">"Access"</h2></div>
                 {if ready {
                     view! {
                         <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download">{kubeconfig_label}</a></p>
                         <p class="muted">{kubeconfig_help}</p>
                         {(!page.admin_kubeconfig).then(|| view! {
-                            <ActionForm action=writes.revoke>
-                                <input type="hidden" name="id" value=id_revoke />
-                                <button type="submit" class="link-button" id="revoke-access">"Revoke my access"</button>
-                            </ActionForm>
+                            <p><a href=format!("{base}?confirm=revoke") id="revoke-access">"Revoke my access…"</a></p>
                         })}
                     }.into_any()
                 } else {
                     view! { <p class="muted">"Kubeconfigs are available once the cluster is Ready."</p> }.into_any()
                 }}
-                {page.node_range.filter(|_| page.can_manage && page.capabilities.scale && ready).map(|(min, max)| view! {
+            </section>
+            {(page.can_manage && (can_delete || ready)).then(|| view! {
+            <section class="card" aria-labelledby="actions-heading" id="cluster-actions">
+                <div class="card-head"><h2 id="actions-heading">"Actions"</h2></div>
+                {page.node_range.filter(|_| page.capabilities.scale && ready).map(|(min, max)| view! {
                     <ActionForm action=writes.scale attr:class="filter" attr:id="scale-form">
                         <input type="hidden" name="id" value=id_scale />
                         <label for="scale-nodes">{format!("Nodes ({min}–{max})")}</label>
@@ -140,7 +155,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         <button type="submit">"Scale"</button>
                     </ActionForm>
                 })}
-                {(page.can_manage && page.capabilities.upgrade && ready).then(|| {
+                {(page.capabilities.upgrade && ready).then(|| {
                     let current = page.parameters.iter().find(|(k, _)| k == "kubernetes_version").map(|(_, v)| v.clone()).unwrap_or_default();
                     let field = if page.version_options.is_empty() {
                         view! { <input id="upgrade-version" name="kubernetes_version" maxlength="20" required /> }.into_any()
@@ -163,21 +178,15 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         </ActionForm>
                     }
                 })}
-                {(page.can_manage && ready && c.kind == "hosted").then(|| view! {
+                {(ready && c.kind == "hosted").then(|| view! {
                     <p><a href=format!("/clusters/{}/join", c.id) id="join-link">"Add worker nodes (kubeadm join)"</a></p>
                 })}
-                {(page.can_manage && c.state != "deleting").then(|| view! {
-                    <ActionForm action=writes.delete attr:id="delete-form">
-                        <input type="hidden" name="id" value=id_delete />
-                        <p class="muted">{if page.capabilities.deletes_infrastructure {
-                            "Deleting runs the provisioner's delete: the cluster's machines are removed."
-                        } else {
-                            "Deleting makes KQueen forget this cluster; nothing is removed from it."
-                        }}</p>
-                        <button type="submit" class="danger" id="delete-cluster">"Delete cluster"</button>
-                    </ActionForm>
+                {can_delete.then(|| view! {
+                    <p class="muted">{delete_note}</p>
+                    <p><a class="button" href=format!("{base}?confirm=delete") id="delete-cluster">"Delete cluster…"</a></p>
                 })}
             </section>
+            })}
         </div>
         {page.inventory.clone().map(|inv| view! {
             <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" sync=writes.sync />
@@ -214,6 +223,61 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                 </tbody>
             </table>
         </section>
+    }
+}
+
+/// What deleting this cluster does, in one sentence.
+fn delete_consequence(deletes_infrastructure: bool) -> &'static str {
+    if deletes_infrastructure {
+        "Deleting runs the provisioner's delete: the cluster's machines are removed, with everything that runs on them."
+    } else {
+        "Deleting makes KQueen forget this cluster; nothing is removed from it."
+    }
+}
+
+/// The confirmation of a delete (`?confirm=delete`) or of revoking one's own access
+/// (`?confirm=revoke`), above the page. A delete that removes machines asks for the
+/// cluster's name, and the server function checks it.
+#[component]
+fn ConfirmCluster(
+    id: String,
+    name: String,
+    can_delete: bool,
+    can_revoke: bool,
+    deletes_infrastructure: bool,
+    writes: ClusterWrites,
+) -> impl IntoView {
+    let confirm = confirming();
+    let cancel = format!("/clusters/{id}");
+    move || {
+        let (id, name, cancel) = (id.clone(), name.clone(), cancel.clone());
+        match confirm.get().as_deref() {
+        Some("delete") if can_delete => view! {
+            <ConfirmStep id="confirm-delete" title=format!("Delete cluster {name}?") cancel=cancel.clone()>
+                <p>{delete_consequence(deletes_infrastructure)} " This cannot be undone."</p>
+                <ActionForm action=writes.delete attr:class="stack" attr:id="delete-form">
+                    <input type="hidden" name="id" value=id.clone() />
+                    {deletes_infrastructure.then(|| view! {
+                        <div class="field">
+                            <label for="confirm-name">"Type the cluster's name, " <code>{name.clone()}</code> ", to confirm"</label>
+                            <input id="confirm-name" name="confirm" required autocomplete="off" spellcheck="false" autofocus />
+                        </div>
+                    })}
+                    <button type="submit" class="danger" id="confirm-delete-submit">"Delete cluster"</button>
+                </ActionForm>
+            </ConfirmStep>
+        }.into_any(),
+        Some("revoke") if can_revoke => view! {
+            <ConfirmStep id="confirm-revoke" title=format!("Revoke your access to {name}?") cancel=cancel.clone()>
+                <p>"Your personal kubeconfigs for this cluster stop working at once (their ServiceAccount is deleted). You can download a new one later."</p>
+                <ActionForm action=writes.revoke attr:id="revoke-form">
+                    <input type="hidden" name="id" value=id.clone() />
+                    <button type="submit" class="danger" id="confirm-revoke-submit">"Revoke my access"</button>
+                </ActionForm>
+            </ConfirmStep>
+        }.into_any(),
+        _ => ().into_any(),
+        }
     }
 }
 

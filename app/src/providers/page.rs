@@ -4,11 +4,15 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::components::Form;
 use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ParamDto;
 use crate::clusters::request::ParamField;
-use crate::components::{ErrorNote, FormError, ListCard, TableHead};
+use crate::components::{
+    confirming, confirming_name, encode_query_value, ConfirmStep, ErrorNote, FormError, ListCard,
+    TableHead,
+};
 use crate::providers::actions::{DeleteProvider, DeleteTemplate, SaveProvider, SaveTemplate};
 use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto};
 
@@ -51,37 +55,46 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
         .iter()
         .map(|p| (p.name.clone(), p.kind.clone()))
         .collect();
+    let uses: Vec<(String, String)> = page
+        .templates
+        .iter()
+        .map(|t| (t.provider.clone(), t.name.clone()))
+        .collect();
     view! {
         <FormError />
+        <ConfirmDelete uses writes />
         <ListCard name="providers" heading="Providers" empty="No provider yet. Add one below." is_empty=page.providers.is_empty()>
             <table class="table" id="provider-table">
                 <TableHead cols=vec!["Name", "Kind", "Settings", "Secrets", "Status", ""] />
                 <tbody>
-                    {page.providers.iter().cloned().map(|p| view! { <ProviderRow p delete=writes.delete_provider /> }).collect_view()}
+                    {page.providers.iter().cloned().map(|p| view! { <ProviderRow p /> }).collect_view()}
                 </tbody>
             </table>
         </ListCard>
         <section class="card" aria-labelledby="provider-form-heading">
             <div class="card-head"><h2 id="provider-form-heading">{if editing.is_some() { "Edit provider" } else { "Add a provider" }}</h2></div>
-            {editing.is_none().then(|| view! {
-                <form method="get" action="/providers" class="filter" id="provider-kind">
+            {editing.is_none().then(|| {
+                let kinds = page.kinds.clone();
+                let form_kind = form_kind.clone();
+                view! {
+                <Form method="get" action="/providers" attr:class="filter" attr:id="provider-kind">
                     <label for="kind">"Kind"</label>
                     <select id="kind" name="kind">
-                        {page.kinds.iter().map(|k| {
+                        {kinds.iter().map(|k| {
                             let selected = form_kind.as_deref() == Some(k.kind.as_str());
                             view! { <option value=k.kind.clone() selected=selected>{kind_label(&k.kind)}</option> }
                         }).collect_view()}
                     </select>
                     <button type="submit">"Choose"</button>
-                </form>
-            })}
+                </Form>
+            }})}
             {kind_dto.map(|k| view! { <ProviderForm kind=k existing=editing.clone() save=writes.save_provider /> })}
         </section>
         <ListCard name="templates" heading="Templates" empty="No template yet: tenants cannot request clusters until one exists." is_empty=page.templates.is_empty()>
             <table class="table" id="template-table">
                 <TableHead cols=vec!["Name", "Provider", "Request form", "Offered to", "Timeout", "Tenant admins", "Status", ""] />
                 <tbody>
-                    {page.templates.iter().cloned().map(|t| view! { <TemplateRow t delete=writes.delete_template /> }).collect_view()}
+                    {page.templates.iter().cloned().map(|t| view! { <TemplateRow t /> }).collect_view()}
                 </tbody>
             </table>
         </ListCard>
@@ -96,6 +109,47 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
     }
 }
 
+/// The confirmation of a provider's or a template's delete (`?confirm=delete-provider` or
+/// `delete-template`, `&name=`). `uses`: (provider, template) pairs, to say what a provider's
+/// delete would meet.
+#[component]
+fn ConfirmDelete(uses: Vec<(String, String)>, writes: CatalogWrites) -> impl IntoView {
+    let (confirm, name) = (confirming(), confirming_name());
+    move || {
+        let name = name.get()?;
+        let cancel = "/providers".to_owned();
+        match confirm.get().as_deref()? {
+            "delete-provider" => {
+                let templates: Vec<_> = uses.iter().filter(|(p, _)| *p == name).map(|(_, t)| t.clone()).collect();
+                let note = if templates.is_empty() {
+                    "No template uses it. Its settings and stored secrets are deleted; this cannot be undone.".to_owned()
+                } else {
+                    format!("Templates use it ({}): delete them first, or the delete is refused.", templates.join(", "))
+                };
+                Some(view! {
+                    <ConfirmStep id="confirm-delete" title=format!("Delete provider {name}?") cancel>
+                        <p>{note}</p>
+                        <ActionForm action=writes.delete_provider attr:id="delete-form">
+                            <input type="hidden" name="name" value=name.clone() />
+                            <button type="submit" class="danger" id="confirm-delete-submit">"Delete provider"</button>
+                        </ActionForm>
+                    </ConfirmStep>
+                }.into_any())
+            }
+            "delete-template" => Some(view! {
+                <ConfirmStep id="confirm-delete" title=format!("Delete template {name}?") cancel>
+                    <p>"Tenants can no longer request clusters from it; this cannot be undone."</p>
+                    <ActionForm action=writes.delete_template attr:id="delete-form">
+                        <input type="hidden" name="name" value=name.clone() />
+                        <button type="submit" class="danger" id="confirm-delete-submit">"Delete template"</button>
+                    </ActionForm>
+                </ConfirmStep>
+            }.into_any()),
+            _ => None,
+        }
+    }
+}
+
 fn kind_label(kind: &str) -> String {
     match kind {
         "import" => "import — an existing cluster's kubeconfig".into(),
@@ -107,7 +161,7 @@ fn kind_label(kind: &str) -> String {
 }
 
 #[component]
-fn ProviderRow(p: ProviderDto, delete: ServerAction<DeleteProvider>) -> impl IntoView {
+fn ProviderRow(p: ProviderDto) -> impl IntoView {
     let name = p.name.clone();
     let edit = format!("/providers?edit={}", p.name);
     view! {
@@ -119,10 +173,7 @@ fn ProviderRow(p: ProviderDto, delete: ServerAction<DeleteProvider>) -> impl Int
             <td>{if p.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">
                 <a href=edit>"Edit"</a>
-                <ActionForm action=delete>
-                    <input type="hidden" name="name" value=name />
-                    <button type="submit" class="link-button">"Delete"</button>
-                </ActionForm>
+                <a href=format!("/providers?confirm=delete-provider&name={}", encode_query_value(&name))>"Delete…"</a>
             </td>
         </tr>
     }
@@ -191,7 +242,7 @@ fn ProviderForm(
 }
 
 #[component]
-fn TemplateRow(t: TemplateDto, delete: ServerAction<DeleteTemplate>) -> impl IntoView {
+fn TemplateRow(t: TemplateDto) -> impl IntoView {
     let name = t.name.clone();
     let edit = format!("/providers?template={}", t.name);
     let form = t
@@ -221,10 +272,7 @@ fn TemplateRow(t: TemplateDto, delete: ServerAction<DeleteTemplate>) -> impl Int
             <td>{if t.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">
                 <a href=edit>"Edit"</a>
-                <ActionForm action=delete>
-                    <input type="hidden" name="name" value=name />
-                    <button type="submit" class="link-button">"Delete"</button>
-                </ActionForm>
+                <a href=format!("/providers?confirm=delete-template&name={}", encode_query_value(&name))>"Delete…"</a>
             </td>
         </tr>
     }

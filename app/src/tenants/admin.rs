@@ -23,7 +23,7 @@ pub fn Admin() -> impl IntoView {
             <ActionForm action=create attr:class="filter" attr:id="create-tenant">
                 <label for="tenant-slug">"Slug"</label>
                 <input id="tenant-slug" name="slug" required maxlength="63" placeholder="team-a"
-                    pattern="[a-z0-9]([-a-z0-9]*[a-z0-9])?" title="lowercase letters, digits and '-'" />
+                    pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" title="lowercase letters, digits and '-'" />
                 <label for="tenant-name">"Name"</label>
                 <input id="tenant-name" name="display_name" maxlength="100" placeholder="Team A" />
                 <button type="submit">"Create tenant"</button>

@@ -4,7 +4,9 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
-use crate::components::{ErrorNote, FormError, TableHead};
+use crate::components::{
+    confirming, confirming_name, encode_query_value, ConfirmStep, ErrorNote, FormError, TableHead,
+};
 use crate::tenants::actions::{PutMember, RemoveMember, SetQuota};
 use crate::tenants::dto::TenantPageDto;
 
@@ -24,7 +26,10 @@ pub fn TenantPage() -> impl IntoView {
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(p) => view! { <Tenant page=p put remove /> }.into_any(),
-                    Err(e) => view! { <Title text="Tenant" /> <h1>"Tenant"</h1> <ErrorNote error=e /> }.into_any(),
+                    Err(e) => {
+                        crate::not_found::status_for(&e);
+                        view! { <Title text="Tenant" /> <h1>"Tenant"</h1> <ErrorNote error=e /> }.into_any()
+                    }
                 }
             })}
         </Suspense>
@@ -42,6 +47,10 @@ fn Tenant(
     view! {
         <Title text=page.tenant.display_name.clone() />
         <h1>{page.tenant.display_name.clone()} " " <code class="muted">{slug.clone()}</code></h1>
+        {manage.then(|| {
+            let members = page.members.iter().map(|m| m.username.clone()).collect();
+            view! { <ConfirmRemove tenant=slug.clone() members remove /> }
+        })}
         <section class="card" aria-labelledby="members-heading">
             <div class="card-head"><h2 id="members-heading">"Members"</h2></div>
             <FormError />
@@ -49,8 +58,7 @@ fn Tenant(
                 <TableHead cols=["User", "E-mail", "Role", "Source"].into_iter().chain(manage.then_some("")).collect() />
                 <tbody>
                     {page.members.into_iter().map(|m| {
-                        let tenant = slug.clone();
-                        let user = m.username.clone();
+                        let remove_link = format!("/tenants/{}?confirm=remove-member&name={}", encode_query_value(&slug), encode_query_value(&m.username));
                         let key = m.username.clone();
                         view! {
                             <tr data-member=key>
@@ -59,13 +67,7 @@ fn Tenant(
                                 <td>{m.role}</td>
                                 <td title="oidc: from identity-provider groups, recomputed at each login">{m.source}</td>
                                 {manage.then(|| view! {
-                                    <td>
-                                        <ActionForm action=remove>
-                                            <input type="hidden" name="tenant" value=tenant />
-                                            <input type="hidden" name="username" value=user />
-                                            <button type="submit" class="link-button">"Remove"</button>
-                                        </ActionForm>
-                                    </td>
+                                    <td><a href=remove_link>"Remove…"</a></td>
                                 })}
                             </tr>
                         }
@@ -89,6 +91,31 @@ fn Tenant(
             }})}
         </section>
         <QuotaCard slug=slug.clone() />
+    }
+}
+
+/// The confirmation of a member's removal (`?confirm=remove-member&name=<user>`).
+#[component]
+fn ConfirmRemove(
+    tenant: String,
+    members: Vec<String>,
+    remove: ServerAction<RemoveMember>,
+) -> impl IntoView {
+    let (confirm, name) = (confirming(), confirming_name());
+    let cancel = format!("/tenants/{}", encode_query_value(&tenant));
+    move || {
+        let user = name.get().filter(|u| members.contains(u))?;
+        let (tenant, cancel) = (tenant.clone(), cancel.clone());
+        (confirm.get().as_deref() == Some("remove-member")).then(|| view! {
+            <ConfirmStep id="confirm-remove" title=format!("Remove {user} from {tenant}?") cancel>
+                <p>{format!("{user} loses access to the tenant's clusters: their personal kubeconfigs are revoked within a minute. Members who come from identity-provider groups come back at their next login unless they leave the group.")}</p>
+                <ActionForm action=remove attr:id="remove-form">
+                    <input type="hidden" name="tenant" value=tenant.clone() />
+                    <input type="hidden" name="username" value=user.clone() />
+                    <button type="submit" class="danger" id="confirm-remove-submit">"Remove member"</button>
+                </ActionForm>
+            </ConfirmStep>
+        })
     }
 }
 
