@@ -265,7 +265,7 @@ async fn two_tenants_control_planes_share_one_etcd_and_cannot_see_each_other() {
             .contains(&"after-read-only".into())
         {
             assert!(
-                started.elapsed() < Duration::from_secs(60),
+                started.elapsed() < Duration::from_secs(120),
                 "namespace not finalised:\n{}",
                 one.log("controller-manager.log")
             );

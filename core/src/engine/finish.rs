@@ -88,6 +88,9 @@ impl Engine {
         self.finish(op, OperationState::Succeeded, None, &change, &events, now)
             .await?;
         tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, "operation succeeded");
+        if op.kind != OperationKind::Delete {
+            self.hooks.cluster_ready(cluster.id);
+        }
         Ok(())
     }
 

@@ -14,6 +14,10 @@ impl EngineHooks for Kqueen {
         self.access_sweep().sweep_access_soon()
     }
 
+    fn cluster_ready(&self, cluster_id: uuid::Uuid) {
+        self.fleet().sync_soon(cluster_id)
+    }
+
     async fn revoke_all_access(&self, cluster: &Cluster, within: Duration) -> Option<String> {
         self.access().revoke_all_access(cluster, within).await
     }

@@ -85,6 +85,35 @@ impl Fleet {
         Ok(result)
     }
 
+    /// Syncs one cluster in the background if it is Ready (a system task: the engine asks
+    /// when a cluster has just become Ready). Returns at once; failures are the cluster's
+    /// sync result, as in the periodic sync.
+    pub fn sync_soon(&self, cluster_id: uuid::Uuid) {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        let fleet = self.clone();
+        runtime.spawn(async move {
+            let cluster = match fleet.deps.store.cluster(cluster_id).await {
+                Ok(c) if c.state == ClusterState::Ready => c,
+                Ok(_) => return,
+                Err(e) => {
+                    tracing::warn!(cluster = %cluster_id, error = %e, "cannot read a cluster to sync");
+                    return;
+                }
+            };
+            let checks = match fleet.audit_checks().await {
+                Ok(checks) => checks,
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read the audit checks");
+                    return;
+                }
+            };
+            let synced = fleet.sync_one(&cluster, &checks).await;
+            tracing::info!(cluster = %synced.cluster, error = ?synced.error, "first sync after Ready");
+        });
+    }
+
     /// Reads one cluster and stores the result. Every failure, storing included, is this
     /// cluster's result (recorded as its sync error when the store takes it), never an error
     /// that would fail the other clusters' syncs.

@@ -403,6 +403,14 @@ impl InventoryStore for SqlStore {
             .bind(i64_of(duration_ms))
             .execute(&mut *tx)
             .await?;
+            // One number of nodes everywhere (lists, cards, the tenant's quota): what the
+            // cluster reports once synced, the request's before. Last in the transaction:
+            // the engine updates the same row.
+            sqlx::query("UPDATE clusters SET node_count = $1 WHERE id = $2")
+                .bind(i32::try_from(snapshot.nodes.len()).unwrap_or(i32::MAX))
+                .bind(cluster_id)
+                .execute(&mut *tx)
+                .await?;
             tx.commit().await?;
         });
         Ok(())
