@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use kqueen_core::cluster::{ClusterRequest, ClusterState};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
-use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::TestDatabase;
 use serde_json::json;
 use support::fake_kube::FakeKube;
@@ -28,21 +28,7 @@ async fn first_sync_follows_ready(db: TestDatabase) {
     );
     let k = Kqueen::new(Arc::new(db.connect().await))
         .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = Actor::user(
-        k.auth()
-            .login_external(
-                &ExternalLogin {
-                    issuer: "http://idp.test".into(),
-                    subject: "alice".into(),
-                    preferred_username: Some("alice".into()),
-                    groups: vec!["team-a".into()],
-                    ..Default::default()
-                },
-                None,
-            )
-            .await
-            .unwrap(),
-    );
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
     let ops = Actor::cli(Some("ops".into()));
     kqueen_testkit::catalog::offer(
         &k,

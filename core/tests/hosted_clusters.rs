@@ -21,7 +21,7 @@ use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
 use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
-use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::process::alive;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
@@ -87,36 +87,8 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
     let k = Kqueen::new(Arc::new(db.connect().await))
         .with_registry(registry)
         .with_group_map(GroupMap::parse("team-a=team-a:member,team-b=team-b:member").unwrap());
-    let alice = Actor::user(
-        k.auth()
-            .login_external(
-                &ExternalLogin {
-                    issuer: "http://idp.test".into(),
-                    subject: "alice".into(),
-                    preferred_username: Some("alice".into()),
-                    groups: vec!["team-a".into()],
-                    ..Default::default()
-                },
-                None,
-            )
-            .await
-            .unwrap(),
-    );
-    let bob = Actor::user(
-        k.auth()
-            .login_external(
-                &ExternalLogin {
-                    issuer: "http://idp.test".into(),
-                    subject: "bob".into(),
-                    preferred_username: Some("bob".into()),
-                    groups: vec!["team-b".into()],
-                    ..Default::default()
-                },
-                None,
-            )
-            .await
-            .unwrap(),
-    );
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
+    let bob = kqueen_testkit::people::login(&k, "bob", "team-b").await;
     let ops = Actor::cli(Some("ops".into()));
 
     // The operator: a provider on the shared etcd offering 1.20 and "1.21" (a copy).

@@ -24,7 +24,7 @@ use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::hosted::kubernetes as runtime;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
-use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use support::apiserver::{RealApiServer, CONTROLLER_MANAGER_ENV, ENV};
@@ -240,21 +240,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     let k = Kqueen::new(Arc::new(db.connect().await))
         .with_registry(registry)
         .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = Actor::user(
-        k.auth()
-            .login_external(
-                &ExternalLogin {
-                    issuer: "http://idp.test".into(),
-                    subject: "alice".into(),
-                    preferred_username: Some("alice".into()),
-                    groups: vec!["team-a".into()],
-                    ..Default::default()
-                },
-                None,
-            )
-            .await
-            .unwrap(),
-    );
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
     let ops = Actor::cli(Some("ops".into()));
 
     // The operator: a hosted provider of runtime kubernetes on the shared etcd, exposing API

@@ -20,7 +20,7 @@ use kqueen_core::inventory::fleet::FleetFilter;
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
-use kqueen_core::{Actor, ExternalLogin, Kqueen};
+use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 
@@ -107,21 +107,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
     let k = Kqueen::new(Arc::new(db.connect().await))
         .with_registry(registry)
         .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = Actor::user(
-        k.auth()
-            .login_external(
-                &ExternalLogin {
-                    issuer: "http://idp.test".into(),
-                    subject: "alice".into(),
-                    preferred_username: Some("alice".into()),
-                    groups: vec!["team-a".into()],
-                    ..Default::default()
-                },
-                None,
-            )
-            .await
-            .unwrap(),
-    );
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
     let ops = Actor::cli(Some("ops".into()));
     let root = etcd.root_access();
     let client_ca = etcd.client_ca.cert_key();

@@ -13,6 +13,7 @@ pub mod fake_cluster;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
 pub mod legacy;
+pub mod people;
 /// Processes that outlive their parent on purpose.
 pub mod process;
 /// A real etcd with TLS, client certificates and auth on (hosted control planes).
