@@ -36,7 +36,15 @@ pub fn AppShell(children: Children) -> impl IntoView {
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     match me.await {
-                        Ok(Some(user)) => view! { <Nav user /> }.into_any(),
+                        // On narrow screens the bar collapses into this menu (style/main.css);
+                        // a <details> opens and closes without JavaScript.
+                        Ok(Some(user)) => view! {
+                            <details class="menu" id="menu">
+                                <summary>"Menu"</summary>
+                                <div class="menu-items"><Nav user /></div>
+                            </details>
+                        }
+                        .into_any(),
                         Ok(None) if on_login_page() => ().into_any(),
                         Ok(None) => view! { <GoTo path=login_path() /> }.into_any(),
                         Err(e) => view! { <ErrorNote error=e /> }.into_any(),

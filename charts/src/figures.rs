@@ -58,6 +58,7 @@ pub fn node_chart(nodes: &[NodeInfo], measure: Measure) -> String {
             .iter()
             .map(|n| value(n).map(|r| measure.of(r)))
             .collect(),
+        color: None,
     };
     let mut all = vec![
         series("capacity", &|n| Some(n.capacity)),
@@ -114,6 +115,7 @@ pub fn pod_phase_chart(pods: &[PodCount]) -> String {
                     .values()
                     .map(|counts| Some(f64::from(counts.get(ph).copied().unwrap_or(0))))
                     .collect(),
+                color: None,
             })
             .collect(),
         stacked: true,
@@ -132,12 +134,24 @@ pub fn count_chart(title: &str, value_label: &str, counts: &[(String, u64)]) -> 
             name: value_label.to_lowercase(),
             #[allow(clippy::cast_precision_loss)] // counts far below 2^52
             values: counts.iter().map(|(_, v)| Some(*v as f64)).collect(),
+            color: None,
         }],
         stacked: false,
     })
 }
 
-/// Findings per check, stacked by severity (most severe first).
+/// The colour of a severity, the same as the portal's badges (`.badge-sev-*` in
+/// `style/main.css`): red for high, amber for medium, blue for low.
+#[must_use]
+pub fn severity_color(severity: Severity) -> [u8; 3] {
+    match severity {
+        Severity::High => [0xB4, 0x23, 0x18],
+        Severity::Medium => [0x9A, 0x67, 0x00],
+        Severity::Low => [0x1F, 0x4F, 0xB8],
+    }
+}
+
+/// Findings per check, stacked by severity (most severe first), each in its severity's colour.
 #[must_use]
 pub fn findings_chart(counts: &[FindingCount]) -> String {
     let checks: Vec<&str> = counts
@@ -172,6 +186,7 @@ pub fn findings_chart(counts: &[FindingCount]) -> String {
                         Some(n as f64)
                     })
                     .collect(),
+                color: Some(severity_color(*s)),
             })
             .collect(),
         stacked: true,
@@ -201,6 +216,7 @@ pub fn totals_chart(
         series: vec![Series {
             name: measure.label().to_lowercase(),
             values,
+            color: None,
         }],
         stacked: false,
     })
@@ -221,10 +237,12 @@ pub fn storage_chart(tenants: &[TenantStorage]) -> String {
             Series {
                 name: "used".to_owned(),
                 values: tenants.iter().map(|t| bytes(t.used())).collect(),
+                color: None,
             },
             Series {
                 name: "quota".to_owned(),
                 values: tenants.iter().map(|t| t.quota.and_then(bytes)).collect(),
+                color: None,
             },
         ],
         stacked: false,
@@ -349,6 +367,18 @@ mod tests {
             desc(&findings),
             "latest-tag: high 0, medium 5, total 5. privileged: high 2, medium 0, total 2."
         );
+        // Severities keep their colours (the table's badges): high red, medium amber; the
+        // palette would have made high blue.
+        let fills = |svg: &str, tag: &str| -> Vec<String> {
+            (svg.split(tag).skip(1))
+                .filter_map(|r| r.split("fill=\"").nth(1)?.split('"').next())
+                .map(str::to_owned)
+                .collect()
+        };
+        assert_eq!(fills(&findings, "<polygon"), ["#B42318", "#9A6700"]);
+        let bars = fills(&findings, "<rect");
+        assert!(bars.contains(&"#B42318".to_owned()) && bars.contains(&"#9A6700".to_owned()));
+        assert!(!bars.contains(&"#0072B2".to_owned()));
         assert_eq!(
             desc(&svg),
             "capacity: cpu 8 cores. allocatable: cpu 7 cores. requested: cpu 2.5 cores. used: cpu unknown."

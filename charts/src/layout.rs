@@ -27,6 +27,8 @@ pub(crate) struct Plan {
     pub(crate) legend: Vec<String>,
     /// `values[series][category]`, finite, clamped and scaled.
     pub(crate) values: Vec<Vec<Option<f64>>>,
+    /// The fill of each series.
+    pub(crate) colors: Vec<RGBColor>,
     pub(crate) stacked: bool,
     pub(crate) axis: ValueAxis,
     pub(crate) label_area: u32,
@@ -61,7 +63,7 @@ impl Plan {
             _ => chart
                 .series
                 .iter()
-                .map(|s| fit(&s.name, 12.0, 160.0))
+                .map(|s| fit(&s.name, FONT, 160.0))
                 .collect(),
         };
         let legend_rows = legend_layout(&legend).last().map_or(0, |&(_, row)| row + 1);
@@ -73,11 +75,11 @@ impl Plan {
         let categories: Vec<String> = chart
             .categories
             .iter()
-            .map(|c| fit(c, 12.0, CATEGORY_LABEL_MAX))
+            .map(|c| fit(c, FONT, CATEGORY_LABEL_MAX))
             .collect();
         let widest = categories
             .iter()
-            .map(|c| text_width(c, 12.0))
+            .map(|c| text_width(c, FONT))
             .fold(0.0, f64::max);
         let count = |n: usize| f64::from(u32::try_from(n).unwrap_or(u32::MAX));
         let (bar, band) = if chart.stacked || chart.series.len() == 1 {
@@ -90,11 +92,17 @@ impl Plan {
             suffix => format!("{} ({suffix})", chart.value_label),
         };
         Self {
-            title: fit(&chart.title, 16.0, TITLE_MAX),
-            axis_label: fit(&axis_label, 12.0, 400.0),
+            title: fit(&chart.title, TITLE_FONT, TITLE_MAX),
+            axis_label: fit(&axis_label, FONT, TITLE_MAX),
             legend,
             desc: describe(chart, &values, &scale),
             values,
+            colors: (chart.series.iter().enumerate())
+                .map(|(i, s)| {
+                    s.color
+                        .map_or(PALETTE[i % PALETTE.len()], |[r, g, b]| RGBColor(r, g, b))
+                })
+                .collect(),
             stacked: chart.stacked,
             axis: ValueAxis::new(lo, hi, chart.unit),
             label_area: to_px(widest.min(CATEGORY_LABEL_MAX) + 12.0),
@@ -147,7 +155,7 @@ pub(crate) fn legend_layout(names: &[String]) -> Vec<(i32, u32)> {
     let (mut x, mut row) = (PAD, 0);
     let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let w = 30 + i32::try_from(to_px(text_width(name, 12.0))).unwrap_or(0);
+        let w = 30 + i32::try_from(to_px(text_width(name, FONT))).unwrap_or(0);
         if x > PAD && x + w > i32::try_from(WIDTH).unwrap_or(0) - PAD {
             (x, row) = (PAD, row + 1);
         }
@@ -163,15 +171,15 @@ pub(crate) fn draw(
 ) -> Result<(), DrawingAreaErrorKind<std::io::Error>> {
     let root = SVGBackend::with_string(buf, (WIDTH, plan.height)).into_drawing_area();
     root.fill(&WHITE)?;
-    let title = styled(16.0, FontStyle::Bold, INK).pos(Pos::new(HPos::Left, VPos::Top));
+    let title = styled(TITLE_FONT, FontStyle::Bold, INK).pos(Pos::new(HPos::Left, VPos::Top));
     root.draw_text(&plan.title, &title, (PAD, 12))?;
-    let label = font(12.0, INK).pos(Pos::new(HPos::Left, VPos::Center));
+    let label = font(FONT, INK).pos(Pos::new(HPos::Left, VPos::Center));
     let legend = plan.legend.iter().zip(legend_layout(&plan.legend));
     for (i, (name, (x, row))) in legend.enumerate() {
         let y = 44 + i32::try_from(row).unwrap_or(0) * 20;
         // A polygon, not a rect: every filled palette `<rect>` in the output is a bar.
         let swatch = vec![(x, y - 6), (x + 12, y - 6), (x + 12, y + 6), (x, y + 6)];
-        root.draw(&Polygon::new(swatch, PALETTE[i % PALETTE.len()].filled()))?;
+        root.draw(&Polygon::new(swatch, plan.colors[i].filled()))?;
         root.draw_text(name, &label, (x + 16, y))?;
     }
 
@@ -190,8 +198,8 @@ pub(crate) fn draw(
         .bold_line_style(BLACK.mix(0.18))
         .light_line_style(BLACK.mix(0.06))
         .axis_style(MUTED)
-        .label_style(font(12.0, INK))
-        .axis_desc_style(font(12.0, INK))
+        .label_style(font(FONT, INK))
+        .axis_desc_style(font(FONT, INK))
         .x_desc(plan.axis_label.as_str())
         .draw()?;
 
@@ -202,7 +210,7 @@ pub(crate) fn draw(
         } else {
             (4, HPos::Left)
         };
-        let style = font(11.0, color).pos(Pos::new(h, VPos::Center));
+        let style = font(FONT, color).pos(Pos::new(h, VPos::Center));
         EmptyElement::at((at, y)) + Text::new(text, (dx, 0), style)
     };
     let area = chart.plotting_area();
@@ -218,7 +226,7 @@ pub(crate) fn draw(
         };
         let bars = bars(&plan.values, i, plan.stacked);
         for &(s, from, to) in &bars {
-            let style = PALETTE[s % PALETTE.len()].filled();
+            let style = plan.colors[s].filled();
             area.draw(&Rectangle::new(
                 [(from, row(s)), (to, row(s) + plan.bar)],
                 style,

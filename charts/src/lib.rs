@@ -12,9 +12,10 @@
 //!   names and unknown values. Colours come from the Okabe-Ito palette (safe for colour-blind
 //!   readers), and bars carry their value as text, so colour is never the only cue.
 //! - **Layout.** Bars are horizontal: long node and namespace names fit on the left, and the
-//!   height grows with the number of categories. The width is fixed; `viewBox` lets CSS scale
-//!   the chart (for example `width: 100%; height: auto`). Nothing uses inline `style`
-//!   attributes, so a strict Content-Security-Policy is fine.
+//!   height grows with the number of categories. The width is fixed and narrow ([`WIDTH`], a
+//!   phone's column) with every text at least [`MIN_FONT`] px, so a page may scale the chart
+//!   with `viewBox` down to [`min_rendered_width`] and labels still read at 11 px or more.
+//!   Nothing uses inline `style` attributes, so a strict Content-Security-Policy is fine.
 //! - **Robustness.** Non-finite values count as unknown, empty input gives a "No data" chart,
 //!   and any drawing error (or panic inside `plotters`) gives a "Chart unavailable" chart. The
 //!   output is deterministic.
@@ -55,6 +56,9 @@ pub enum Unit {
 pub struct Series {
     pub name: String,
     pub values: Vec<Option<f64>>,
+    /// A fixed colour (`#RRGGBB` as bytes) where the series means the same as a colour
+    /// elsewhere in the portal (a severity); `None` takes the next palette colour.
+    pub color: Option<[u8; 3]>,
 }
 
 /// A horizontal bar chart: one band per category, series grouped side by side or stacked.
@@ -103,7 +107,22 @@ pub fn format_value(unit: Unit, v: f64) -> String {
     scale.words(v / scale.0)
 }
 
-const WIDTH: u32 = 640;
+/// Drawing width: about the column a 390 px phone leaves a chart, so it scales little there.
+pub const WIDTH: u32 = 360;
+/// The smallest font in a chart, in drawing units.
+pub const MIN_FONT: f64 = 13.0;
+/// Label font (categories, legend, axis ticks, values).
+const FONT: f64 = MIN_FONT;
+/// Title font.
+const TITLE_FONT: f64 = 15.0;
+
+/// The narrowest a chart may be rendered with its smallest text still `px` pixels tall; pages
+/// keep charts at least this wide (`min-width` in the style sheet) and scroll below it.
+#[must_use]
+pub fn min_rendered_width(px: f64) -> f64 {
+    f64::from(WIDTH) * px / MIN_FONT
+}
+
 const PAD: i32 = 12;
 /// Okabe-Ito, reordered so the first colours contrast best on white; repeats after eight.
 const PALETTE: [RGBColor; 8] = [
@@ -124,12 +143,13 @@ const BAR: f64 = 14.0;
 const SOLO_BAR: f64 = 18.0;
 const BAND_GAP: f64 = 10.0;
 const X_AXIS_H: u32 = 44;
-const CATEGORY_LABEL_MAX: f64 = 200.0;
-/// Right margin, room for the value printed after the longest bar.
-const VALUE_ROOM: u32 = 64;
+const CATEGORY_LABEL_MAX: f64 = 130.0;
+/// Right margin, room for the value printed after the longest bar ("unknown", "1.5e9").
+const VALUE_ROOM: u32 = 60;
 /// Assumed average glyph width in ems: generous, as the browser's font is unknown.
 const CHAR_EM: f64 = 0.62;
-const TITLE_MAX: f64 = 616.0;
+/// `WIDTH` less the padding on both sides.
+const TITLE_MAX: f64 = 336.0;
 /// Largest magnitude drawn; larger finite values are clamped so sums stay finite.
 const LIMIT: f64 = 1e300;
 
@@ -147,6 +167,7 @@ mod tests {
                 .map(|(name, values)| Series {
                     name: (*name).to_owned(),
                     values: values.to_vec(),
+                    color: None,
                 })
                 .collect(),
             stacked: false,
@@ -198,13 +219,30 @@ mod tests {
         let id = chart_id(&cpu_chart());
         let height = Plan::new(&cpu_chart()).height;
         assert!(svg.starts_with(&format!(
-            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"640\" height=\"{height}\" \
-             viewBox=\"0 0 640 {height}\" role=\"img\" \
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{WIDTH}\" height=\"{height}\" \
+             viewBox=\"0 0 {WIDTH} {height}\" role=\"img\" \
              aria-labelledby=\"{id}-title {id}-desc\" font-family=\"sans-serif\">\n\
              <title id=\"{id}-title\">CPU per node</title>\n<desc id=\"{id}-desc\">"
         )));
         assert!(svg.ends_with("</svg>\n") && svg.matches("<svg").count() == 1);
         assert_eq!(texts(&svg)[0], "CPU per node");
+    }
+
+    /// Every text, from titles to "unknown" notes, stays readable when a page shrinks the
+    /// chart to its narrowest allowed width.
+    #[test]
+    fn no_text_is_smaller_than_the_minimum_font() {
+        let mut empty = cpu_chart();
+        empty.categories.clear();
+        for svg in [bar_chart(&cpu_chart()), bar_chart(&empty)] {
+            let sizes: Vec<f64> = (svg.split("font-size=\"").skip(1))
+                .filter_map(|s| s.split('"').next()?.parse().ok())
+                .collect();
+            assert!(svg.matches("<text").count() > 1);
+            assert_eq!(sizes.len(), svg.matches("<text").count(), "{svg}");
+            assert!(sizes.iter().all(|px| *px >= MIN_FONT), "{sizes:?}");
+        }
+        assert!((min_rendered_width(11.0) - 304.6).abs() < 0.1);
     }
 
     #[test]
@@ -237,7 +275,11 @@ mod tests {
             [2, 2, 2, 0]
         );
         let [node1, node2] = [0, 1].map(|i| bars_of(&svg, 0)[i]);
-        assert_eq!(node2[2], 2 * node1[2], "8 cores is twice as long as 4");
+        // Whole pixels: one may be lost to rounding.
+        assert!(
+            (node2[2] - 2 * node1[2]).abs() <= 1,
+            "8 cores is twice as long as 4"
+        );
         assert!(
             node1[1] + 4 * node1[3] <= node2[1],
             "node-1 on top, bars do not overlap"
@@ -321,6 +363,7 @@ mod tests {
         memory.series.push(Series {
             name: "requested".to_owned(),
             values: vec![Some(gib / 2.0)],
+            color: None,
         });
         memory.value_label = "Memory".to_owned();
         let svg = bar_chart(&memory);
@@ -385,6 +428,7 @@ mod tests {
         c.series.push(Series {
             name: "x'".to_owned(),
             values: vec![],
+            color: None,
         });
         c.title = "<&>\" chart".to_owned();
         let svg = bar_chart(&c);

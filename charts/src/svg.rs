@@ -37,11 +37,11 @@ pub(crate) fn svg_open(id: &str, chart: &BarChart, height: u32, desc: &str) -> S
 
 /// A chart with only the title and a message ("No data", "Chart unavailable").
 pub(crate) fn message_svg(id: &str, chart: &BarChart, message: &str) -> String {
-    let title = escape(&fit(&chart.title, 16.0, TITLE_MAX));
+    let title = escape(&fit(&chart.title, TITLE_FONT, TITLE_MAX));
     format!(
         "{}<rect x=\"0\" y=\"0\" width=\"{WIDTH}\" height=\"120\" fill=\"#FFFFFF\"/>\n\
-         <text x=\"{PAD}\" y=\"28\" font-size=\"16\" font-weight=\"bold\" fill=\"#333333\">{title}</text>\n\
-         <text x=\"{}\" y=\"80\" text-anchor=\"middle\" font-size=\"14\" fill=\"#767676\">{message}</text>\n</svg>\n",
+         <text x=\"{PAD}\" y=\"28\" font-size=\"{TITLE_FONT}\" font-weight=\"bold\" fill=\"#333333\">{title}</text>\n\
+         <text x=\"{}\" y=\"80\" text-anchor=\"middle\" font-size=\"{FONT}\" fill=\"#767676\">{message}</text>\n</svg>\n",
         svg_open(id, chart, 120, &format!("{message}.")),
         WIDTH / 2,
     )

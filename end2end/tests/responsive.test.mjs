@@ -1,0 +1,198 @@
+// The portal on a desktop (1440 px) and a phone (390 px), with JavaScript off and on, as an
+// operator and as a member: no page is wider than the window, the top bar's items are
+// reachable (behind "Menu" on the phone), chart text renders at 11 px or more, severities have
+// one colour in charts and tables, and no page logs a console error.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator, submit, OPERATOR } from '../support/harness.mjs';
+
+const BOB = { username: 'bob', password: 'another long password' };
+const WIDTHS = [1440, 390];
+
+let server;
+let browser;
+let fake;
+let clusterPath;
+
+before(async () => {
+  fake = await startFakeKube(['--demo']);
+  server = await startServer({
+    seed: [
+      seedOperator,
+      ['tenant', 'create', 'team-a', '--name', 'Team Alpha'],
+      { args: ['user', 'create', BOB.username, '--password-stdin'], input: `${BOB.password}\n` },
+    ],
+  });
+  browser = await launchBrowser();
+
+  // An imported cluster with a synced inventory (nodes, images, findings, charts), and Bob a
+  // member of its tenant.
+  const { page, close } = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(page, server.url);
+  await page.goto(server.url + '/providers?kind=import');
+  await page.fill('#provider-name', 'existing');
+  await submit(page, '#provider-submit');
+  await page.fill('#template-name', 'adopt');
+  await page.selectOption('#template-provider', 'existing');
+  await submit(page, '#template-submit');
+  await page.goto(server.url + '/tenants/team-a');
+  await page.fill('#member-username', BOB.username);
+  await submit(page, '#add-member button[type=submit]');
+  await page.goto(server.url + '/clusters/new?tenant=team-a&template=adopt');
+  await page.fill('#p-name', 'a-cluster-with-a-rather-long-name');
+  await page.fill('#f-kubeconfig', readFileSync(fake.kubeconfig, 'utf8'));
+  await Promise.all([page.waitForURL(/\/clusters\/[0-9a-f-]{36}$/), page.click('#request-submit')]);
+  clusterPath = new URL(page.url()).pathname;
+  for (let i = 0; i < 100; i++) {
+    if ((await page.locator('[data-state]').first().getAttribute('data-state')) === 'ready') break;
+    await new Promise((r) => setTimeout(r, 200));
+    await page.reload();
+  }
+  await submit(page, '#sync-now');
+  assert.equal(await page.locator('#chart-cpu svg').count(), 1, 'the inventory is synced');
+  await close();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  fake?.stop();
+});
+
+/** The pages each kind of user can open (a member's fleet is the fleet queries). */
+function pages(operator) {
+  const common = ['/', '/clusters', '/clusters/new', clusterPath, '/tenants/team-a', '/fleet/images', '/fleet/versions', '/fleet/findings', '/tokens'];
+  return operator ? [...common, '/providers', '/admin', '/fleet', '/fleet/images/history', '/audit'] : common;
+}
+
+/** How much wider than the window the page is (0: it fits). */
+const overflow = (page) => page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth);
+
+/** The outermost elements reaching past the window's right edge, to say why a page is wide. */
+const culprits = (page) => page.evaluate(() => {
+  const past = (e) => e.getBoundingClientRect().right > window.innerWidth + 0.5;
+  const scrolls = (e) => e && ['auto', 'scroll', 'hidden'].includes(getComputedStyle(e).overflowX);
+  const contained = (e) => { for (let a = e.parentElement; a; a = a.parentElement) if (scrolls(a)) return true; return false; };
+  return [...document.querySelectorAll('body, body *')]
+    .filter((e) => e.checkVisibility() && past(e) && !contained(e))
+    .filter((e) => !(e.parentElement && past(e.parentElement)))
+    .slice(0, 5)
+    .map((e) => `${e.tagName.toLowerCase()}${e.id ? '#' + e.id : ''}.${[...e.classList].join('.')} (right ${Math.round(e.getBoundingClientRect().right)})`);
+});
+
+/** The smallest rendered height (px) of the text in the page's charts, and how many texts. */
+const chartText = (page) => page.evaluate(() => {
+  const heights = [...document.querySelectorAll('figure.chart svg text')]
+    .filter((t) => t.textContent.trim() !== '')
+    .map((t) => {
+      // The font size as rendered: the SVG font size times the chart's scale on screen.
+      const svg = t.ownerSVGElement;
+      const scale = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+      return parseFloat(getComputedStyle(t).fontSize) * scale;
+    });
+  return { count: heights.length, min: Math.min(...heights) };
+});
+
+/** Waits for a page to be interactive when JavaScript runs. */
+async function ready(page, js) {
+  if (js) await page.waitForSelector('main[data-hydrated=true]');
+}
+
+for (const js of [false, true]) {
+  for (const [who, user] of [['an operator', OPERATOR], ['a member', BOB]]) {
+    test(`every page fits a desktop and a phone for ${who} (JavaScript ${js ? 'on' : 'off'})`, async () => {
+      const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+      await page.setViewportSize({ width: 390, height: 844 });
+      await page.goto(server.url + '/login');
+      await ready(page, js);
+      assert.equal(await overflow(page), 0, 'the login page fits a phone');
+      await loginLocal(page, server.url, user);
+      for (const width of WIDTHS) {
+        await page.setViewportSize({ width, height: width > 1000 ? 900 : 844 });
+        for (const path of pages(user === OPERATOR)) {
+          await page.goto(server.url + path);
+          await ready(page, js);
+          const wider = await overflow(page);
+          assert.equal(wider, 0, `${path} at ${width} px is ${wider} px wider than the window: ${wider && (await culprits(page)).join(', ')}`);
+          const text = await chartText(page);
+          if (text.count > 0) assert.ok(text.min >= 11, `${path} at ${width} px: chart text ${text.min.toFixed(1)} px`);
+          if (['/fleet', clusterPath].includes(path)) assert.ok(text.count > 0, `${path} has charts`);
+        }
+      }
+      assert.deepEqual(errors, []);
+      await close();
+    });
+  }
+
+  test(`on a phone the top bar is a menu whose items are all reachable (JavaScript ${js ? 'on' : 'off'})`, async () => {
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url);
+    const items = ['Clusters', 'Providers', 'Fleet', 'Audit', 'Admin', 'API tokens'];
+    const visible = (name) => page.getByRole('link', { name, exact: true }).first().isVisible();
+
+    await page.setViewportSize({ width: 1440, height: 900 });
+    await page.goto(server.url + '/clusters');
+    await ready(page, js);
+    assert.equal(await page.locator('#menu > summary').isVisible(), false, 'no menu toggle on a desktop');
+    for (const name of items) assert.ok(await visible(name), `${name} in the bar`);
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.goto(server.url + '/clusters');
+    await ready(page, js);
+    assert.ok(await page.locator('#menu > summary').isVisible(), 'a menu toggle on a phone');
+    assert.equal(await visible('Admin'), false, 'the menu starts closed');
+    await page.click('#menu > summary');
+    for (const name of items) {
+      const box = await page.getByRole('link', { name, exact: true }).first().boundingBox();
+      assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${name} is on screen`);
+    }
+    for (const id of ['#user-name', '#logout']) {
+      const box = await page.locator(id).boundingBox();
+      assert.ok(box && box.x >= 0 && box.x + box.width <= 390, `${id} is on screen`);
+    }
+    // The items read on the bar's dark background (not white on the page's light one).
+    const onDark = await page.evaluate(() => {
+      const bar = document.querySelector('.topbar').getBoundingClientRect();
+      return [...document.querySelectorAll('#menu a, #logout, #user-name')].every((e) => {
+        const r = e.getBoundingClientRect();
+        return r.top >= bar.top && r.bottom <= bar.bottom;
+      });
+    });
+    assert.ok(onDark, 'every menu item lies within the top bar');
+    assert.equal(await overflow(page), 0);
+    await Promise.all([page.waitForURL(/\/admin$/), page.getByRole('link', { name: 'Admin', exact: true }).click()]);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+}
+
+test('a severity has the same colour in the findings chart and in the tables', async () => {
+  const { page, errors, close } = await newPage(browser, { javaScriptEnabled: true });
+  await loginLocal(page, server.url);
+  for (const path of ['/fleet/findings']) {
+    await page.goto(server.url + path);
+    await ready(page, true);
+    const colours = await page.evaluate(() => {
+      const rgb = (c) => { const d = document.createElement('i'); d.style.color = c; document.body.append(d); const v = getComputedStyle(d).color; d.remove(); return v; };
+      const chart = [...document.querySelectorAll('figure.chart svg')].find((s) => s.querySelector('title').textContent.startsWith('Findings'));
+      const swatch = (name) => {
+        const label = [...chart.querySelectorAll('text')].find((t) => t.textContent.trim() === name);
+        return label && rgb(label.previousElementSibling.getAttribute('fill'));
+      };
+      const badge = (name) => {
+        const b = document.querySelector(`.badge-sev-${name}`);
+        return b && getComputedStyle(b).color;
+      };
+      return { chart: !!chart, high: [swatch('high'), badge('high')], medium: [swatch('medium'), badge('medium')] };
+    });
+    assert.ok(colours.chart, `${path} draws the findings chart`);
+    for (const severity of ['high', 'medium']) {
+      const [inChart, inTable] = colours[severity];
+      assert.ok(inChart && inTable, `${path}: ${severity} in both`);
+      assert.equal(inChart, inTable, `${path}: ${severity} is one colour`);
+    }
+  }
+  assert.deepEqual(errors, []);
+  await close();
+});
