@@ -20,6 +20,15 @@ pub fn AppShell(children: Children) -> impl IntoView {
     let location = use_location();
     let on_login_page = move || location.pathname.get() == "/login";
     let me = Resource::new(|| (), |_| crate::account::sfn::me());
+    // A client-side navigation keeps the shell, and so an open menu (phones): close it when
+    // the page changes, as a full page load would.
+    let menu = NodeRef::<leptos::html::Details>::new();
+    Effect::new(move |_| {
+        location.pathname.track();
+        if let Some(menu) = menu.get_untracked() {
+            menu.set_open(false);
+        }
+    });
     // The pages read who is signed in from here (e.g. the fleet tabs) instead of asking again.
     provide_context(Me(me));
     let login_path = move || {
@@ -39,7 +48,7 @@ pub fn AppShell(children: Children) -> impl IntoView {
                         // On narrow screens the bar collapses into this menu (style/main.css);
                         // a <details> opens and closes without JavaScript.
                         Ok(Some(user)) => view! {
-                            <details class="menu" id="menu">
+                            <details class="menu" id="menu" node_ref=menu>
                                 <summary>"Menu"</summary>
                                 <div class="menu-items"><Nav user /></div>
                             </details>

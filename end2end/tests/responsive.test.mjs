@@ -162,6 +162,10 @@ for (const js of [false, true]) {
     assert.ok(onDark, 'every menu item lies within the top bar');
     assert.equal(await overflow(page), 0);
     await Promise.all([page.waitForURL(/\/admin$/), page.getByRole('link', { name: 'Admin', exact: true }).click()]);
+    await ready(page, js);
+    // The next page starts with the menu closed, also after a client-side navigation.
+    await page.waitForFunction(() => !document.querySelector('#menu').open, null, { timeout: 5000 });
+    assert.equal(await visible('Admin'), false, 'the menu closed');
     assert.deepEqual(errors, []);
     await close();
   });
