@@ -108,6 +108,16 @@ test('a member requests a cluster, watches it reach Ready and downloads a kubeco
   assert.equal(await page.locator('#endpoint').textContent(), fake.url);
   // What tenant admins get here is on the page (the template `small` keeps them namespaced).
   assert.equal(await page.getAttribute('#cluster-admin-access', 'data-access'), 'namespaced');
+  // The first sync ran by itself when the cluster became Ready (nobody pressed Sync now):
+  // until it ends the page says so, then it shows when it read the cluster.
+  for (let i = 0; ; i++) {
+    const last = (await page.locator('#last-sync').textContent()).trim();
+    if (!/first sync running|never/.test(last)) break;
+    assert.ok(i < 40, `not synced after Ready: ${last}`);
+    await page.waitForTimeout(250);
+    await page.reload();
+    await page.waitForSelector('main[data-hydrated=true]');
+  }
 
   const [download] = await Promise.all([page.waitForEvent('download'), page.click('#kubeconfig-download')]);
   const file = join(fake.dir, 'devon.kubeconfig');

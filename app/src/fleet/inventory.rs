@@ -22,7 +22,12 @@ pub fn Inventory(
     sync: ServerAction<SyncInventory>,
 ) -> impl IntoView {
     let inv = inventory;
-    let usage_note = if inv.metrics {
+    // A cluster is synced as soon as it is Ready: until that first read ends, say so
+    // rather than "never" and "no metrics API".
+    let first_sync = inv.attempted.is_none();
+    let usage_note = if first_sync {
+        "The first sync is reading the cluster: its nodes, workloads and usage appear here when it ends (reload the page)."
+    } else if inv.metrics {
         "Used CPU and memory come from the cluster's metrics API (metrics.k8s.io)."
     } else {
         "The cluster serves no metrics API: usage is shown as the pods' requests against what the nodes can allocate."
@@ -42,7 +47,11 @@ pub fn Inventory(
                 <dt>"Kubernetes API server"</dt>
                 <dd id="api-version">{inv.api_version.clone().unwrap_or_else(|| "not known yet".into())}</dd>
                 <dt>"Last sync"</dt>
-                <dd id="last-sync">{inv.synced.clone().unwrap_or_else(|| "never".into())}
+                <dd id="last-sync">{if first_sync {
+                        "first sync running".to_owned()
+                    } else {
+                        inv.synced.clone().unwrap_or_else(|| "never".into())
+                    }}
                     {inv.stale.then(|| view! { " " <span class="badge badge-warn" id="stale">"stale"</span> })}
                 </dd>
                 <dt>"Last attempt"</dt>
