@@ -4,7 +4,7 @@ export RUSTUP_AUTO_INSTALL := 0
 WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check imports clippy test-rust e2e test clean
+.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check imports clippy test-rust e2e api-fuzz test clean
 
 help: ## List the recipes
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -49,7 +49,10 @@ test-rust: ## Unit and integration tests (SQLite and Postgres at 127.0.0.1:5432)
 e2e: setup-test site build fakes ## Browser tests, JavaScript off and on
 	cd end2end && npm test
 
-test: setup-test fmt-check imports clippy test-rust e2e ## Install everything and run every check and test
+api-fuzz: setup-test ## The API fuzzer (schemathesis, pinned, every check) over /api/v1/openapi.json
+	scripts/api-fuzz.sh
+
+test: setup-test fmt-check imports clippy test-rust e2e api-fuzz ## Install everything and run every check and test
 	@echo "all checks and tests passed"
 
 clean: ## Remove build output

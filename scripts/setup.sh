@@ -4,7 +4,7 @@
 #   scripts/setup.sh test   the above, plus what the tests need (Chromium, browser-test driver,
 #                           a running PostgreSQL when one is installed but stopped)
 # Every version is pinned in scripts/versions.env. Nothing is downloaded from outside the
-# package registries (Debian, the crate registry, npm).
+# package registries (Debian, the crate registry, npm, PyPI).
 set -euo pipefail
 export RUSTUP_AUTO_INSTALL=0
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -63,7 +63,9 @@ if [[ "$mode" == test ]]; then
   # 4. Browser tests: Debian's Chromium driven by playwright-core (no browser download).
   [[ -x /usr/bin/chromium ]] || apt_install chromium
   npm_ci end2end node_modules/playwright-core/package.json
-  # 5. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
+  # 5. The API fuzzer (scripts/api-fuzz.sh) installs schemathesis into a venv with pip.
+  python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
+  # 6. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
   if [[ "${KQUEEN_TEST_SKIP_POSTGRES:-0}" != 1 ]] && command -v pg_isready >/dev/null \
     && ! pg_isready -q -h 127.0.0.1 -p 5432 && command -v pg_ctlcluster >/dev/null; then
     log "starting the local PostgreSQL cluster"

@@ -62,6 +62,7 @@ pub fn router(state: AppState) -> Router {
         // Server functions read their whole body themselves: bound it like axum's extractors
         // bound the API's.
         .layer(RequestBodyLimitLayer::new(BODY_LIMIT))
+        .layer(axum::middleware::from_fn(api::api_error_shape))
         .layer(from_fn_with_state(state.clone(), csrf::same_origin))
         .layer(from_fn_with_state(state.clone(), auth::resolve_actor))
         .layer(sessions)

@@ -20,6 +20,7 @@ const EXPORT_MAX: u32 = 10_000;
 /// Filters of the audit list. Dates are RFC 3339 times or `YYYY-MM-DD` (UTC; `until` then
 /// includes that whole day).
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AuditParams {
     /// Tenant slug.
     pub tenant: Option<String>,
@@ -27,11 +28,16 @@ pub struct AuditParams {
     pub actor: Option<String>,
     /// Exact action, or a prefix ending in `.` such as `member.`.
     pub action: Option<String>,
+    #[param(value_type = Option<super::schemas::DateOrTime>, inline)]
     pub since: Option<String>,
+    #[param(value_type = Option<super::schemas::DateOrTime>, inline)]
     pub until: Option<String>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     pub limit: Option<u32>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     pub offset: Option<u32>,
     /// `json` (default) or `csv`.
+    #[param(value_type = Option<super::schemas::ListFormat>, inline)]
     pub format: Option<String>,
 }
 
@@ -49,8 +55,10 @@ impl AuditParams {
 
 /// Audit events, newest first: operators see all, tenant admins their tenants'.
 #[utoipa::path(get, path = "/api/v1/audit", tag = "audit", params(AuditParams),
-    responses((status = 200, body = Vec<AuditEventDto>, description = "JSON, or CSV with format=csv"),
-        (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
+    responses((status = 200, description = "JSON, or CSV with format=csv",
+        content((Vec<AuditEventDto> = "application/json"), (String = "text/csv"))),
+        (status = 400, body = ErrorOut), (status = 403, body = ErrorOut),
+        (status = 404, body = ErrorOut, description = "No such tenant")))]
 pub async fn list_audit(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,

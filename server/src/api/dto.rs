@@ -7,9 +7,21 @@ use utoipa::ToSchema;
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TenantRole {
     pub tenant: String,
-    /// `member` or `admin`.
+    #[schema(value_type = RoleName)]
     pub role: String,
 }
+
+/// A role in a tenant: `member` (request and use clusters) or `admin` (also manage members).
+#[derive(ToSchema)]
+#[schema(rename_all = "lowercase")]
+#[allow(dead_code)] // Only its schema is used: roles travel as strings, parsed by the core.
+pub enum RoleName {
+    Member,
+    Admin,
+}
+
+/// A DNS-1123 label, as the core's `TenantSlug` and `ClusterName` parse it.
+pub const DNS_LABEL: &str = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WhoAmI {
@@ -42,20 +54,33 @@ impl From<&Identity> for WhoAmI {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TenantIn {
     /// DNS-1123 label, e.g. `team-a`.
+    #[schema(
+        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        max_length = 63,
+        example = "team-a"
+    )]
     pub slug: String,
+    /// Up to 100 characters, no control characters; empty: the slug.
+    #[schema(pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$", max_length = 100)]
     pub display_name: Option<String>,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct MemberIn {
-    /// `member` or `admin`.
+    #[schema(value_type = RoleName)]
     pub role: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TokenIn {
+    /// 1 to 100 printable characters.
+    #[schema(
+        pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*[^\\s\\x00-\\x1f\\x7f-\\x9f][^\\x00-\\x1f\\x7f-\\x9f]*$",
+        max_length = 100
+    )]
     pub name: String,
-    /// Validity in days, 1 to 365 (default 90).
+    /// Validity in days (default 90).
+    #[schema(minimum = 1, maximum = 365)]
     pub days: Option<u32>,
 }
 

@@ -7,6 +7,8 @@ mod clusters;
 mod dto;
 mod extract;
 mod fleet;
+mod openapi;
+mod schemas;
 mod tenants;
 mod tokens;
 
@@ -91,10 +93,32 @@ pub fn router() -> Router<AppState> {
         .split_for_parts();
     // Authentication first, before any body is read: nobody learns more than "401".
     let router = router.route_layer(axum::middleware::from_fn(require_identity));
+    let doc = std::sync::Arc::new(openapi::finish(&doc));
     router.route(
         "/api/v1/openapi.json",
-        get(move || async move { Json(doc.clone()) }),
+        get(move || async move { Json(doc.as_ref().clone()) }),
     )
+}
+
+/// Layers outside the API's router (the body limit of the whole app) answer in plain text:
+/// under `/api/` their refusals take the API's error shape too, as the document says.
+pub async fn api_error_shape(
+    req: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> Response {
+    let api = req.uri().path().starts_with("/api/");
+    let res = next.run(req).await;
+    let json = res
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .is_some_and(|ct| ct.as_bytes().starts_with(b"application/json"));
+    if api && res.status() == StatusCode::PAYLOAD_TOO_LARGE && !json {
+        return error_response(
+            StatusCode::PAYLOAD_TOO_LARGE,
+            "the body is larger than the 2 MiB the API accepts",
+        );
+    }
+    res
 }
 
 /// Refuses API requests without a logged-in user (session or token) with 401.
@@ -123,7 +147,26 @@ impl From<kqueen_core::Error> for ApiError {
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let public = self.0.public();
-        error_response(crate::error::status_of(public.kind), &public.message)
+        let status = if names_a_missing_resource(&self.0) {
+            StatusCode::NOT_FOUND
+        } else {
+            crate::error::status_of(public.kind)
+        };
+        error_response(status, &public.message)
+    }
+}
+
+/// A body that names a template, provider or tenant that does not exist (`{"template":
+/// "nope"}`) is well formed: like a path naming nothing, it answers 404, saying which.
+fn names_a_missing_resource(e: &kqueen_core::Error) -> bool {
+    match e {
+        kqueen_core::Error::Invalid(v) => {
+            matches!(
+                (v.field, v.message.as_str()),
+                ("template", "no such template") | ("provider", "no such provider")
+            ) || (v.field == "tenants" && v.message.starts_with("no tenant '"))
+        }
+        _ => false,
     }
 }
 

@@ -24,10 +24,13 @@ pub async fn whoami(Extension(actor): Extension<Actor>) -> ApiResult<Json<WhoAmI
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TenantQuery {
     /// Case-insensitive substring of slug or name.
     q: Option<String>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     limit: Option<u32>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     offset: Option<u32>,
 }
 

@@ -43,8 +43,9 @@ pub async fn create_token(
 }
 
 /// Revokes one of the caller's tokens.
-#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", params(("id" = String, Path)),
-    responses((status = 204), (status = 404, body = ErrorOut)))]
+#[utoipa::path(delete, path = "/api/v1/tokens/{id}", tag = "tokens", params(("id" = uuid::Uuid, Path)),
+    responses((status = 204), (status = 400, body = ErrorOut, description = "Not a token id"),
+        (status = 404, body = ErrorOut)))]
 pub async fn revoke_token(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,

@@ -11,5 +11,6 @@ mod fleet;
 mod helpers;
 mod hosted;
 mod oidc;
+mod openapi;
 mod portal;
 mod provider;

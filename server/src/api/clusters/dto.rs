@@ -12,6 +12,8 @@ use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::{ClusterDetail, Error, KindInfo, TemplateView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
+
+pub use crate::api::schemas::{AdminAccessIn, ClusterStateFilter, ParamValue};
 use uuid::Uuid;
 
 /// A provisioner kind: what it can do and the schemas of its settings and requests.
@@ -73,18 +75,27 @@ impl From<Provider> for ProviderOut {
     }
 }
 
-/// Creates or edits a provider. On edit, `kind` is ignored and secret settings left out
-/// keep their stored value.
+/// Creates a provider (`POST`), or edits one (`PUT`: `kind` is ignored, secret settings left
+/// out keep their stored value).
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct ProviderIn {
+    /// DNS-1123 label.
+    #[schema(
+        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        max_length = 63,
+        example = "lab"
+    )]
     pub name: String,
     #[serde(default)]
+    #[schema(value_type = KindName, required = true)]
     pub kind: String,
     #[serde(default)]
+    #[schema(max_length = 500)]
     pub description: String,
-    /// Setting name -> value (strings, numbers or booleans).
+    /// Setting name -> value (strings, numbers or booleans), as the kind's `provider_schema`
+    /// at `/api/v1/provider-kinds` describes them; checked against it (400 naming the setting).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = BTreeMap<String, ParamValue>)]
     pub settings: serde_json::Map<String, serde_json::Value>,
     #[serde(default)]
     pub disabled: bool,
@@ -111,6 +122,54 @@ impl std::fmt::Debug for RedactedJson<'_> {
         f.debug_map()
             .entries(self.0.keys().map(|k| (k, format_args!("[redacted]"))))
             .finish()
+    }
+}
+
+/// Edits a provider: its kind stays; secret settings left out keep their stored value.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct ProviderUpdateIn {
+    /// DNS-1123 label (a new name renames it).
+    #[schema(
+        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        max_length = 63,
+        example = "lab"
+    )]
+    pub name: String,
+    #[serde(default)]
+    #[schema(max_length = 500)]
+    pub description: String,
+    /// Setting name -> value, as the kind's `provider_schema` at `/api/v1/provider-kinds`
+    /// describes them; checked against it (400 naming the setting).
+    #[serde(default)]
+    #[schema(value_type = BTreeMap<String, ParamValue>)]
+    pub settings: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    pub disabled: bool,
+}
+
+impl std::fmt::Debug for ProviderUpdateIn {
+    /// Names the settings, shows none of their values (some are secrets).
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ProviderUpdateIn")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("settings", &RedactedJson(&self.settings))
+            .field("disabled", &self.disabled)
+            .finish()
+    }
+}
+
+impl TryFrom<ProviderUpdateIn> for ProviderInput {
+    type Error = Error;
+    fn try_from(p: ProviderUpdateIn) -> Result<Self, Error> {
+        ProviderIn {
+            name: p.name,
+            kind: String::new(),
+            description: p.description,
+            settings: p.settings,
+            disabled: p.disabled,
+        }
+        .try_into()
     }
 }
 
@@ -145,6 +204,8 @@ pub struct TemplateOut {
     pub fixed: BTreeMap<String, String>,
     /// Tenants it is offered to; empty: every tenant.
     pub tenants: Vec<String>,
+    /// How long an operation may run before it fails.
+    #[schema(minimum = 1, maximum = 10080)]
     pub timeout_minutes: u32,
     /// What tenant admins' kubeconfigs may do in clusters made from it: `namespaced`
     /// (`admin` in the tenant's namespaces) or `cluster-admin` (the whole cluster).
@@ -175,25 +236,47 @@ impl From<TemplateView> for TemplateOut {
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateIn {
+    /// DNS-1123 label.
+    #[schema(
+        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        max_length = 63,
+        example = "small"
+    )]
     pub name: String,
     /// Provider name.
     pub provider: String,
     #[serde(default)]
+    #[schema(max_length = 500)]
     pub description: String,
-    /// Parameter name -> `{default, min, max, options, fixed}`.
+    /// Parameter name -> `{default, min, max, options, fixed}`, refining the provider kind's
+    /// `cluster_schema` at `/api/v1/provider-kinds`; checked against it (400 naming it).
     #[serde(default)]
     #[schema(value_type = Object)]
     pub overrides: serde_json::Map<String, serde_json::Value>,
     /// Tenant slugs; empty: every tenant.
     #[serde(default)]
     pub tenants: Vec<String>,
+    /// How long an operation may run before it fails, 1 minute to a week (default 60).
+    #[schema(minimum = 1, maximum = 10080)]
     pub timeout_minutes: Option<u32>,
-    /// `namespaced` (the default) or `cluster-admin`: what tenant admins' kubeconfigs may
-    /// do in clusters made from this template.
+    /// `namespaced` (the default, also when empty) or `cluster-admin`: what tenant admins'
+    /// kubeconfigs may do in clusters made from this template.
     #[serde(default)]
+    #[schema(value_type = AdminAccessIn)]
     pub admin_access: String,
     #[serde(default)]
     pub disabled: bool,
+}
+
+/// A provisioner kind.
+#[derive(Serialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)] // Only its schema is used: the core parses the string.
+pub enum KindName {
+    Import,
+    Command,
+    Jenkins,
+    Hosted,
 }
 
 impl From<TemplateIn> for TemplateInput {
@@ -294,12 +377,20 @@ pub struct ClusterIn {
     /// create clusters: that one is used. Otherwise 400.
     #[serde(default)]
     pub tenant: Option<String>,
+    /// DNS-1123 label, unique among the tenant's clusters.
+    #[schema(
+        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
+        max_length = 63,
+        example = "dev"
+    )]
     pub name: String,
     /// Template name.
     pub template: String,
-    /// Parameter name -> value (strings, numbers or booleans).
+    /// Parameter name -> value (strings, numbers or booleans), as the template's
+    /// `parameters` at `/api/v1/templates/{name}` describe them; checked against them (400
+    /// naming the parameter).
     #[serde(default)]
-    #[schema(value_type = Object)]
+    #[schema(value_type = BTreeMap<String, ParamValue>)]
     pub parameters: serde_json::Map<String, serde_json::Value>,
 }
 
@@ -329,24 +420,30 @@ pub struct ClusterList {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ClusterQuery {
     /// Tenant slug.
     pub tenant: Option<String>,
     /// Cluster state.
+    #[param(value_type = Option<ClusterStateFilter>, inline)]
     pub state: Option<String>,
     /// Substring of the name.
     pub name: Option<String>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     pub limit: Option<u32>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     pub offset: Option<u32>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct TemplateQuery {
     /// Only templates offered to this tenant (required for non-operators).
     pub tenant: Option<String>,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct EventsQuery {
     /// Only entries after this event id.
     pub after: Option<Uuid>,
@@ -354,22 +451,31 @@ pub struct EventsQuery {
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ScaleIn {
+    #[schema(minimum = 1, maximum = 1000)]
     pub node_count: u32,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct UpgradeIn {
+    /// Such as `1.34` or `v1.34.2`.
+    #[schema(pattern = "^[A-Za-z0-9.+-]{1,20}$", example = "v1.34.2")]
     pub kubernetes_version: String,
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct QuotaIo {
+    /// Empty: unlimited.
+    #[schema(minimum = 1, maximum = 100000)]
     pub max_clusters: Option<u32>,
+    /// Empty: unlimited.
+    #[schema(minimum = 1, maximum = 1000000)]
     pub max_nodes: Option<u32>,
+    /// Hours a cluster lives before it is deleted (up to ten years); empty: for ever.
+    #[schema(minimum = 1, maximum = 87600)]
     pub cluster_ttl_hours: Option<u32>,
     /// Bytes (1 to 2^50) the tenant's hosted clusters may keep in the shared etcd; over it,
     /// the next inventory round makes them read-only there until the tenant is under again.
-    #[schema(example = 1073741824)]
+    #[schema(example = 1073741824, minimum = 1, maximum = 1125899906842624_i64)]
     pub max_shared_storage_bytes: Option<u64>,
 }
 
@@ -410,6 +516,7 @@ pub(super) fn page_of(limit: Option<u32>, offset: Option<u32>) -> Page {
 }
 
 #[derive(Debug, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct AccessQuery {
     /// Whose access to revoke (tenant admins, operators); default: the caller's own.
     pub user: Option<String>,

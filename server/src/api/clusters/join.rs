@@ -13,7 +13,7 @@ pub use kqueen_dto::clusters::Join as JoinOut;
 
 /// The `kubeadm join` command for a worker node of a hosted cluster, with a bootstrap token
 /// valid for a day (the same token while it has an hour or more left). Audited.
-#[utoipa::path(get, path = "/api/v1/clusters/{id}/join", tag = "clusters", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/join", tag = "clusters", params(("id" = uuid::Uuid, Path)),
     responses((status = 200, body = JoinOut), (status = 403, body = ErrorOut),
               (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn join_info(
@@ -29,7 +29,7 @@ pub async fn join_info(
 
 /// Revokes a join token: machines that have not joined cannot join with it any more.
 #[utoipa::path(delete, path = "/api/v1/clusters/{id}/join/{token_id}", tag = "clusters",
-    params(("id" = String, Path), ("token_id" = String, Path)),
+    params(("id" = uuid::Uuid, Path), ("token_id" = String, Path)),
     responses((status = 204), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut),
               (status = 409, body = ErrorOut)))]
 pub async fn revoke_join_token(

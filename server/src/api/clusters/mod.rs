@@ -89,7 +89,7 @@ pub async fn create_cluster(
 }
 
 /// A cluster: state, progress, current step, operations and timeline.
-#[utoipa::path(get, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = uuid::Uuid, Path)),
     responses((status = 200, body = ClusterDetailOut), (status = 404, body = ErrorOut)))]
 pub async fn get_cluster(
     State(state): State<AppState>,
@@ -108,7 +108,7 @@ pub async fn get_cluster(
 
 /// Timeline entries, optionally only those after an event id (for polling).
 #[utoipa::path(get, path = "/api/v1/clusters/{id}/events", tag = "clusters",
-    params(("id" = String, Path), EventsQuery),
+    params(("id" = uuid::Uuid, Path), EventsQuery),
     responses((status = 200, body = Vec<EventOut>), (status = 404, body = ErrorOut)))]
 pub async fn cluster_events(
     State(state): State<AppState>,
@@ -125,7 +125,7 @@ pub async fn cluster_events(
 }
 
 /// Deletes a cluster (in the background; answers with the operation).
-#[utoipa::path(delete, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = uuid::Uuid, Path)),
     responses((status = 202, body = OperationOut), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn delete_cluster(
     State(state): State<AppState>,
@@ -137,7 +137,7 @@ pub async fn delete_cluster(
 }
 
 /// Changes the node count (provisioners that can scale).
-#[utoipa::path(post, path = "/api/v1/clusters/{id}/scale", tag = "clusters", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/scale", tag = "clusters", params(("id" = uuid::Uuid, Path)),
     request_body = ScaleIn,
     responses((status = 202, body = OperationOut), (status = 400, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn scale_cluster(
@@ -155,7 +155,7 @@ pub async fn scale_cluster(
 }
 
 /// Upgrades Kubernetes (provisioners that can upgrade).
-#[utoipa::path(post, path = "/api/v1/clusters/{id}/upgrade", tag = "clusters", params(("id" = String, Path)),
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/upgrade", tag = "clusters", params(("id" = uuid::Uuid, Path)),
     request_body = UpgradeIn,
     responses((status = 202, body = OperationOut), (status = 400, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn upgrade_cluster(
@@ -174,8 +174,9 @@ pub async fn upgrade_cluster(
 
 /// The caller's kubeconfig as YAML: the admin kubeconfig for operators, a per-user,
 /// short-lived one for tenant members. Every download is audited.
-#[utoipa::path(get, path = "/api/v1/clusters/{id}/kubeconfig", tag = "clusters", params(("id" = String, Path)),
-    responses((status = 200, content_type = "application/yaml", body = String),
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/kubeconfig", tag = "clusters", params(("id" = uuid::Uuid, Path)),
+    responses((status = 200, content_type = "application/yaml", body = Object,
+        description = "A kubeconfig: a YAML mapping (apiVersion, kind, clusters, users, contexts)"),
               (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn kubeconfig(
     State(state): State<AppState>,
@@ -210,7 +211,7 @@ pub fn kubeconfig_response(d: kqueen_core::KubeconfigDownload) -> Response {
 /// Revokes a user's access to a cluster: deletes their ServiceAccount, so every kubeconfig
 /// issued to them stops working.
 #[utoipa::path(delete, path = "/api/v1/clusters/{id}/access", tag = "clusters",
-    params(("id" = String, Path), AccessQuery),
+    params(("id" = uuid::Uuid, Path), AccessQuery),
     responses((status = 204), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn revoke_access(
     State(state): State<AppState>,

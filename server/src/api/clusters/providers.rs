@@ -67,13 +67,14 @@ pub async fn get_provider(
 
 /// Edits a provider (name, description, settings, disabled).
 #[utoipa::path(put, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
-    request_body = ProviderIn,
-    responses((status = 200, body = ProviderOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+    request_body = ProviderUpdateIn,
+    responses((status = 200, body = ProviderOut), (status = 400, body = ErrorOut),
+              (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn update_provider(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
     Path(name): Path<String>,
-    ApiJson(input): ApiJson<ProviderIn>,
+    ApiJson(input): ApiJson<ProviderUpdateIn>,
 ) -> ApiResult<Json<ProviderOut>> {
     let p = state
         .kqueen

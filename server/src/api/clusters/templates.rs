@@ -12,7 +12,8 @@ use crate::state::AppState;
 
 /// Templates: all (operators), or those offered to `tenant`.
 #[utoipa::path(get, path = "/api/v1/templates", tag = "templates", params(TemplateQuery),
-    responses((status = 200, body = Vec<TemplateOut>), (status = 403, body = ErrorOut)))]
+    responses((status = 200, body = Vec<TemplateOut>), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut, description = "No such tenant")))]
 pub async fn list_templates(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
@@ -28,7 +29,9 @@ pub async fn list_templates(
 
 #[utoipa::path(post, path = "/api/v1/templates", tag = "templates", request_body = TemplateIn,
     responses((status = 201, body = TemplateOut), (status = 400, body = ErrorOut),
-              (status = 403, body = ErrorOut), (status = 409, body = ErrorOut)))]
+              (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut, description = "No such provider or tenant"),
+              (status = 409, body = ErrorOut)))]
 pub async fn create_template(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
@@ -56,7 +59,8 @@ pub async fn get_template(
 
 #[utoipa::path(put, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
     request_body = TemplateIn,
-    responses((status = 200, body = TemplateOut), (status = 400, body = ErrorOut), (status = 404, body = ErrorOut)))]
+    responses((status = 200, body = TemplateOut), (status = 400, body = ErrorOut),
+              (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn update_template(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,

@@ -51,7 +51,8 @@ pub struct FindingsOut {
 
 /// Findings of the audit checks in the visible clusters, most severe first.
 #[utoipa::path(get, path = "/api/v1/fleet/findings", tag = "fleet", params(FleetParams),
-    responses((status = 200, body = FindingsOut, description = "JSON, or CSV with format=csv"),
+    responses((status = 200, description = "JSON, or CSV with format=csv",
+        content((FindingsOut = "application/json"), (String = "text/csv"))),
         (status = 400, body = ErrorOut)))]
 pub async fn findings(
     State(state): State<AppState>,

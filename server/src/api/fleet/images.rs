@@ -82,7 +82,8 @@ pub struct ImagesOut {
 /// Every image running in the visible clusters, with the clusters, namespaces and workloads
 /// that run it; `q` searches the reference ("which clusters run image X").
 #[utoipa::path(get, path = "/api/v1/fleet/images", tag = "fleet", params(FleetParams),
-    responses((status = 200, body = ImagesOut, description = "JSON, or CSV (one row per usage) with format=csv"),
+    responses((status = 200, description = "JSON, or CSV (one row per usage) with format=csv",
+        content((ImagesOut = "application/json"), (String = "text/csv"))),
         (status = 400, body = ErrorOut)))]
 pub async fn images(
     State(state): State<AppState>,
@@ -137,7 +138,8 @@ pub struct ImageHistoryPageOut {
 /// The image history of the visible clusters, gone images included: per cluster and image,
 /// first and last seen ("since when does cluster X run image Y"); `q` searches the reference.
 #[utoipa::path(get, path = "/api/v1/fleet/images/history", tag = "fleet", params(FleetParams),
-    responses((status = 200, body = ImageHistoryPageOut, description = "JSON, or CSV with format=csv"),
+    responses((status = 200, description = "JSON, or CSV with format=csv",
+        content((ImageHistoryPageOut = "application/json"), (String = "text/csv"))),
         (status = 400, body = ErrorOut)))]
 pub async fn image_history(
     State(state): State<AppState>,

@@ -195,7 +195,7 @@ impl From<ClusterSync> for ClusterSyncOut {
 /// A cluster's inventory: nodes, workloads, pods per namespace and phase, findings, and
 /// how the last sync went.
 #[utoipa::path(get, path = "/api/v1/clusters/{id}/inventory", tag = "fleet",
-    params(("id" = String, Path)),
+    params(("id" = uuid::Uuid, Path)),
     responses((status = 200, body = ClusterInventoryOut), (status = 404, body = ErrorOut)))]
 pub async fn cluster_inventory(
     State(state): State<AppState>,
@@ -215,7 +215,7 @@ pub async fn cluster_inventory(
 /// Syncs a Ready cluster's inventory now (members of its tenant). A cluster that cannot be
 /// read answers 200 with the reason in `error`.
 #[utoipa::path(post, path = "/api/v1/clusters/{id}/inventory/sync", tag = "fleet",
-    params(("id" = String, Path)),
+    params(("id" = uuid::Uuid, Path)),
     responses((status = 200, body = ClusterSyncOut), (status = 404, body = ErrorOut),
         (status = 409, body = ErrorOut, description = "the cluster is not Ready")))]
 pub async fn sync_cluster(

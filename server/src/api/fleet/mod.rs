@@ -28,6 +28,7 @@ use super::ApiResult;
 
 /// Filters and paging of the fleet queries.
 #[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FleetParams {
     /// Tenant slug.
     pub tenant: Option<String>,
@@ -37,15 +38,47 @@ pub struct FleetParams {
     /// message (findings).
     pub q: Option<String>,
     /// Findings only: `high`, `medium` or `low`.
+    #[param(value_type = Option<crate::api::schemas::SeverityFilter>, inline)]
     pub severity: Option<String>,
     /// Findings only: a check id such as `latest-tag`.
     pub check: Option<String>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     pub limit: Option<u32>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
     pub offset: Option<u32>,
     /// `json` (default: one page) or `csv` (the whole result, as a download).
+    #[param(value_type = Option<crate::api::schemas::ListFormat>, inline)]
     pub format: Option<String>,
     /// With `format=json`: the whole result (up to 10,000 rows) as a download.
     pub download: Option<bool>,
+}
+
+/// Filters of the fleet dashboard (it has no pages and no exports).
+#[derive(Debug, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FleetFilterParams {
+    /// Tenant slug.
+    pub tenant: Option<String>,
+    /// Substring of the cluster name.
+    pub cluster: Option<String>,
+    /// Substring of image references, versions, subjects or messages.
+    pub q: Option<String>,
+    #[param(value_type = Option<crate::api::schemas::SeverityFilter>, inline)]
+    pub severity: Option<String>,
+    /// A check id such as `latest-tag`.
+    pub check: Option<String>,
+}
+
+impl FleetFilterParams {
+    pub fn filter(&self) -> Result<FleetFilter, Error> {
+        Ok(FleetFilter::parse(
+            self.tenant.as_deref(),
+            self.cluster.as_deref(),
+            self.q.as_deref(),
+            self.severity.as_deref(),
+            self.check.as_deref(),
+        )?)
+    }
 }
 
 impl FleetParams {

@@ -9,7 +9,7 @@ use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::inventory::ResourcesOut;
-use super::{time, FleetParams};
+use super::{time, FleetFilterParams};
 use crate::api::{ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 
@@ -127,12 +127,12 @@ impl From<FleetOverview> for FleetOut {
 /// The fleet dashboard's figures: clusters by state, provider and version, node totals, and
 /// the clusters needing attention. Operators see all, with each hosted cluster's shared etcd
 /// usage and each tenant's usage against its quota; tenant admins their tenants.
-#[utoipa::path(get, path = "/api/v1/fleet", tag = "fleet", params(FleetParams),
+#[utoipa::path(get, path = "/api/v1/fleet", tag = "fleet", params(FleetFilterParams),
     responses((status = 200, body = FleetOut), (status = 403, body = ErrorOut)))]
 pub async fn overview(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
-    ApiQuery(p): ApiQuery<FleetParams>,
+    ApiQuery(p): ApiQuery<FleetFilterParams>,
 ) -> ApiResult<Json<FleetOut>> {
     let filter = p.filter()?;
     Ok(Json(

@@ -55,7 +55,8 @@ pub struct VersionsOut {
 /// API server and kubelet versions of every visible cluster and node (a cluster without
 /// synced nodes has one row with empty node fields).
 #[utoipa::path(get, path = "/api/v1/fleet/versions", tag = "fleet", params(FleetParams),
-    responses((status = 200, body = VersionsOut, description = "JSON, or CSV with format=csv"),
+    responses((status = 200, description = "JSON, or CSV with format=csv",
+        content((VersionsOut = "application/json"), (String = "text/csv"))),
         (status = 400, body = ErrorOut)))]
 pub async fn versions(
     State(state): State<AppState>,

@@ -1,0 +1,231 @@
+//! The OpenAPI document tells the truth: the limits the core enforces are in the schemas,
+//! every status the middlewares and extractors answer is documented on every operation it
+//! can happen on, the kubeconfig is YAML; and a malformed body answers 400 naming the field
+//! in plain words. `scripts/api-fuzz.sh` (schemathesis, `make api-fuzz`) checks the rest.
+
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::helpers::TestApp;
+
+async fn document(app: &TestApp) -> Value {
+    app.get("/api/v1/openapi.json").await.json().await.unwrap()
+}
+
+#[tokio::test]
+async fn the_schemas_carry_the_limits_the_core_enforces() {
+    let app = TestApp::sqlite().await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+    let prop = |schema: &str, field: &str| schemas[schema]["properties"][field].clone();
+
+    let nodes = prop("ScaleIn", "node_count");
+    assert_eq!(
+        (&nodes["type"], &nodes["minimum"], &nodes["maximum"]),
+        (&json!("integer"), &json!(1), &json!(1000)),
+        "{nodes}"
+    );
+    for schema in ["MemberIn", "TenantRole"] {
+        assert_eq!(
+            prop(schema, "role")["$ref"],
+            "#/components/schemas/RoleName",
+            "{schema}"
+        );
+    }
+    assert_eq!(schemas["RoleName"]["enum"], json!(["member", "admin"]));
+    let label = kqueen_server::api::DNS_LABEL;
+    for (schema, field) in [("TenantIn", "slug"), ("ClusterIn", "name")] {
+        let p = prop(schema, field);
+        assert_eq!(p["pattern"], label, "{schema}.{field}: {p}");
+        assert_eq!(p["maxLength"], 63, "{schema}.{field}: {p}");
+    }
+    assert!(prop("UpgradeIn", "kubernetes_version")["pattern"].is_string());
+    for schema in ["TemplateIn", "TemplateOut"] {
+        let t = prop(schema, "timeout_minutes");
+        let kind = t["type"].clone();
+        assert!(
+            kind == json!("integer") || kind == json!(["integer", "null"]),
+            "{schema}: {t}"
+        );
+        assert_eq!((&t["minimum"], &t["maximum"]), (&json!(1), &json!(10080)));
+    }
+    let days = prop("TokenIn", "days");
+    assert_eq!(
+        (&days["minimum"], &days["maximum"]),
+        (&json!(1), &json!(365))
+    );
+    assert_eq!(
+        schemas["AdminAccessIn"]["enum"],
+        json!(["", "namespaced", "cluster-admin"])
+    );
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn every_operation_documents_the_answers_it_can_give() {
+    let app = TestApp::sqlite().await;
+    let doc = document(&app).await;
+    let paths = doc["paths"].as_object().unwrap();
+    assert!(paths.len() > 20, "{}", paths.len());
+    let text = doc.to_string();
+    assert!(!text.contains("\"422\""), "nothing answers 422");
+    for (path, item) in paths {
+        for (method, op) in item.as_object().unwrap() {
+            let answers = op["responses"].as_object().unwrap();
+            let has = |status: &str| {
+                let a = &answers[status];
+                assert!(
+                    a["content"]["application/json"]["schema"]["$ref"]
+                        == "#/components/schemas/ErrorOut",
+                    "{method} {path} {status}: {a}"
+                );
+            };
+            has("401");
+            if op.get("requestBody").is_some() {
+                for status in ["400", "413", "415"] {
+                    has(status);
+                }
+            }
+            if method != "get" {
+                has("403");
+            }
+            if path.contains('{') {
+                has("404");
+            }
+        }
+    }
+    // Query parameters are documented in the query (not as path parameters).
+    let list = doc["paths"]["/api/v1/clusters"]["get"]["parameters"]
+        .as_array()
+        .unwrap();
+    for p in list {
+        assert_eq!(p["in"], "query", "{p}");
+    }
+    // A write with no credential at all answers 401 (it has nothing a forger could use).
+    let res = app
+        .client
+        .post(format!("{}/api/v1/tokens", app.url))
+        .json(&json!({"name": "x"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::UNAUTHORIZED);
+    let kubeconfig = &doc["paths"]["/api/v1/clusters/{id}/kubeconfig"]["get"]["responses"]["200"];
+    let media: Vec<&String> = kubeconfig["content"].as_object().unwrap().keys().collect();
+    assert_eq!(media, ["application/yaml"], "{kubeconfig}");
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn malformed_bodies_answer_400_naming_the_field_in_plain_words() {
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    let olga = app.user("olga", true, &[]).await;
+    let id = "0190a4c4-0000-7000-8000-000000000000";
+    let scale = format!("/api/v1/clusters/{id}/scale");
+    let cases = [
+        (
+            Method::POST,
+            scale.as_str(),
+            r#"{"node_count": "three"}"#,
+            "node_count: must be a whole number from 0 to 4294967295",
+        ),
+        (
+            Method::POST,
+            scale.as_str(),
+            r#"{"node_count": -1}"#,
+            "node_count: must be a whole number from 0 to 4294967295",
+        ),
+        (
+            Method::POST,
+            scale.as_str(),
+            "{}",
+            "node_count: is required",
+        ),
+        (
+            Method::POST,
+            "/api/v1/tokens",
+            r#"{"name": 1}"#,
+            "name: must be text",
+        ),
+        (
+            Method::POST,
+            "/api/v1/templates",
+            r#"{"name": "t", "provider": "p", "tenants": ["a", 2]}"#,
+            "tenants[1]: must be text",
+        ),
+        (
+            Method::PUT,
+            "/api/v1/tenants/team-a/quota",
+            r#"{"max_nodes": true}"#,
+            "max_nodes: must be a whole number from 0 to 4294967295",
+        ),
+        (
+            Method::POST,
+            "/api/v1/tokens",
+            "[]",
+            "the body must be an object",
+        ),
+        (
+            Method::POST,
+            "/api/v1/clusters",
+            r#"{"name": "#,
+            "the body ends before its JSON does (line 1, column 9)",
+        ),
+        (
+            Method::POST,
+            "/api/v1/clusters",
+            "{name: 1}",
+            "the body is not valid JSON (line 1, column 2)",
+        ),
+    ];
+    // Over the body limit (refused before the API's router, on Content-Length alone) and
+    // not JSON: the API's shape too.
+    let huge = format!(
+        "{{\"name\": \"{}\"}}",
+        "x".repeat(kqueen_server::routes::BODY_LIMIT)
+    );
+    for (content_type, body, status) in [
+        ("application/json", huge, StatusCode::PAYLOAD_TOO_LARGE),
+        (
+            "text/plain",
+            "{}".to_owned(),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+        ),
+    ] {
+        // A fresh connection each: the server closes one whose body it refused.
+        let olga = app.browser();
+        app.login(&olga, "olga", crate::helpers::PASSWORD).await;
+        let res = olga
+            .post(format!("{}/api/v1/tokens", app.url))
+            .header("content-type", content_type)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), status);
+        let answer: Value = res.json().await.unwrap();
+        assert_eq!(answer["status"], status.as_u16(), "{answer}");
+    }
+    for (method, path, body, want) in cases {
+        let res = olga
+            .request(method.clone(), format!("{}{path}", app.url))
+            .header("content-type", "application/json")
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(
+            res.status(),
+            StatusCode::BAD_REQUEST,
+            "{method} {path} {body}"
+        );
+        let answer: Value = res.json().await.unwrap();
+        assert_eq!(
+            answer,
+            json!({"error": want, "status": 400}),
+            "{method} {path} {body}"
+        );
+    }
+    app.stop().await;
+}
