@@ -1,7 +1,8 @@
 // The portal on a desktop (1440 px) and a phone (390 px), with JavaScript off and on, as an
 // operator and as a member: no page is wider than the window, the top bar's items are
-// reachable (behind "Menu" on the phone), chart text renders at 11 px or more, severities have
-// one colour in charts and tables, and no page logs a console error.
+// reachable (behind "Menu" on the phone), names heading table rows stay on one line, chart
+// text renders at 11 px or more, severities have one colour in charts and tables, and no page
+// logs a console error.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -94,6 +95,16 @@ const chartText = (page) => page.evaluate(() => {
   return { count: heights.length, min: Math.min(...heights) };
 });
 
+/** Names at the head of table rows (images, nodes) that the layout split over lines. */
+const splitNames = (page) => page.evaluate(() => [...document.querySelectorAll('.table th[scope=row]')]
+  .map((th) => th.querySelector('code') ?? th)
+  .filter((e) => {
+    const range = document.createRange();
+    range.selectNodeContents(e.firstChild ?? e);
+    return new Set([...range.getClientRects()].map((r) => Math.round(r.top))).size > 1;
+  })
+  .map((e) => e.textContent));
+
 /** Waits for a page to be interactive when JavaScript runs. */
 async function ready(page, js) {
   if (js) await page.waitForSelector('main[data-hydrated=true]');
@@ -115,6 +126,7 @@ for (const js of [false, true]) {
           await ready(page, js);
           const wider = await overflow(page);
           assert.equal(wider, 0, `${path} at ${width} px is ${wider} px wider than the window: ${wider && (await culprits(page)).join(', ')}`);
+          assert.deepEqual(await splitNames(page), [], `${path} at ${width} px keeps each name on one line`);
           const text = await chartText(page);
           if (text.count > 0) assert.ok(text.min >= 11, `${path} at ${width} px: chart text ${text.min.toFixed(1)} px`);
           if (['/fleet', clusterPath].includes(path)) assert.ok(text.count > 0, `${path} has charts`);
