@@ -1,6 +1,6 @@
-// Pages as people meet them: unknown pages answer 404, pages log no console error, and a
-// member sees only what a member can use (no greyed menu items, the audit page's refusal
-// without its filters).
+// Pages as people meet them: unknown pages answer 404, pages log no console error, the
+// choosing steps navigate in place when hydrated, and a member sees only what a member can
+// use (no greyed menu items, the audit page's refusal without its filters).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, launchBrowser, newPage, loginLocal, seedOperator, submit } from '../support/harness.mjs';
@@ -89,3 +89,27 @@ for (const js of [false, true]) {
     await close();
   });
 }
+
+test('the Choose and Show the form steps navigate in place when hydrated', async () => {
+  const { page, errors, close } = await newPage(browser, { javaScriptEnabled: true });
+  await loginLocal(page, server.url);
+  await page.goto(server.url + '/providers');
+  await page.locator('main[data-hydrated="true"]').waitFor({ timeout: 15_000 });
+  await page.evaluate(() => { window.kqueenSameDocument = true; });
+  await page.selectOption('#kind', 'command');
+  await page.click('#provider-kind button[type=submit]');
+  await page.waitForURL(/\/providers\?kind=command&step=settings$/);
+  await page.locator('#f-create_command').waitFor();
+  assert.equal(await page.evaluate(() => window.kqueenSameDocument), true, 'Choose did not reload');
+
+  await page.goto(server.url + '/clusters/new');
+  await page.locator('main[data-hydrated="true"]').waitFor({ timeout: 15_000 });
+  await page.evaluate(() => { window.kqueenSameDocument = true; });
+  await page.selectOption('#r-tenant', 'team-a');
+  await page.click('#choose-template button[type=submit]');
+  await page.waitForURL(/\/clusters\/new\?tenant=team-a&template=&step=parameters$/);
+  await page.locator('#quota-note').waitFor();
+  assert.equal(await page.evaluate(() => window.kqueenSameDocument), true, 'Show the form did not reload');
+  assert.deepEqual(errors, []);
+  await close();
+});

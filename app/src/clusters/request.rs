@@ -3,6 +3,7 @@
 
 use leptos::prelude::*;
 use leptos_meta::Title;
+use leptos_router::components::Form;
 use leptos_router::hooks::use_query_map;
 
 use crate::clusters::actions::RequestCluster;
@@ -43,28 +44,42 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
         .map(|t| t.name.clone())
         .unwrap_or_default();
     let no_templates = page.tenant.is_some() && page.templates.is_empty();
+    let tenant_options = page
+        .tenants
+        .iter()
+        .map(|t| {
+            let selected = *t == tenant;
+            view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
+        })
+        .collect_view();
+    let template_options = page
+        .templates
+        .iter()
+        .map(|t| {
+            let selected = t.name == chosen;
+            let label = if t.description.is_empty() {
+                t.name.clone()
+            } else {
+                format!("{} — {}", t.name, t.description)
+            };
+            view! { <option value=t.name.clone() selected=selected>{label}</option> }
+        })
+        .collect_view();
     view! {
         <section class="card" aria-labelledby="choose-heading">
             <div class="card-head"><h2 id="choose-heading">"1. Tenant and template"</h2></div>
-            <form method="get" action="/clusters/new" class="filter wrap" id="choose-template">
+            // The router's Form: hydrated, choosing navigates in place instead of reloading.
+            <Form method="get" action="/clusters/new" attr:class="filter wrap" attr:id="choose-template">
                 <label for="r-tenant">"Tenant"</label>
-                <select id="r-tenant" name="tenant" required>
-                    {page.tenants.iter().map(|t| {
-                        let selected = *t == tenant;
-                        view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-                    }).collect_view()}
-                </select>
+                <select id="r-tenant" name="tenant" required>{tenant_options}</select>
                 <label for="r-template">"Template"</label>
                 <select id="r-template" name="template">
                     <option value="">"Choose…"</option>
-                    {page.templates.iter().map(|t| {
-                        let selected = t.name == chosen;
-                        let label = if t.description.is_empty() { t.name.clone() } else { format!("{} — {}", t.name, t.description) };
-                        view! { <option value=t.name.clone() selected=selected>{label}</option> }
-                    }).collect_view()}
+                    {template_options}
                 </select>
-                <button type="submit">"Show the form"</button>
-            </form>
+                // Named: the router's Form sends the button too (an unnamed one as `&=`).
+                <button type="submit" name="step" value="parameters">"Show the form"</button>
+            </Form>
             {page.quota.clone().map(|q| view! { <p class="muted" id="quota-note">"Quota of " {tenant.clone()} ": " {q}</p> })}
             {no_templates.then(|| view! { <p class="empty">"No template is offered to this tenant. Ask an operator."</p> })}
         </section>

@@ -19,21 +19,28 @@ use crate::providers::dto::{KindDto, ProviderDto, ProvidersPageDto, TemplateDto}
 #[component]
 pub fn Providers() -> impl IntoView {
     let writes = CatalogWrites::new();
+    // The forms follow the URL (`kind`, `edit`, `template`): hydrated, choosing a kind or an
+    // entry to edit navigates in place, and the page renders again for it.
+    let q = use_query_map();
+    let form_query = move || {
+        let q = q.read();
+        (q.get("kind"), q.get("edit"), q.get("template"))
+    };
     let page = Resource::new(
-        move || writes.version(),
+        move || (writes.version(), form_query()),
         |_| crate::providers::sfn::providers_page(),
     );
     view! {
         <Title text="Providers" />
         <h1>"Providers and templates"</h1>
-        <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
+        <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
                     Ok(p) => view! { <Catalog page=p writes /> }.into_any(),
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                 }
             })}
-        </Suspense>
+        </Transition>
     }
 }
 
@@ -85,7 +92,8 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
                             view! { <option value=k.kind.clone() selected=selected>{kind_label(&k.kind)}</option> }
                         }).collect_view()}
                     </select>
-                    <button type="submit">"Choose"</button>
+                    // Named: the router's Form sends the button too (an unnamed one as `&=`).
+                    <button type="submit" name="step" value="settings">"Choose"</button>
                 </Form>
             }})}
             {kind_dto.map(|k| view! { <ProviderForm kind=k existing=editing.clone() save=writes.save_provider /> })}
