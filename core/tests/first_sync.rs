@@ -63,7 +63,8 @@ async fn first_sync_follows_ready(db: TestDatabase) {
     let started = Instant::now();
     loop {
         let inventory = k.fleet().cluster_inventory(&alice, &id).await.unwrap();
-        if inventory.status.is_some() {
+        if let Some(status) = &inventory.status {
+            assert_eq!(status.error, None, "the first sync failed");
             let names: Vec<&str> = inventory.nodes.iter().map(|n| n.name.as_str()).collect();
             assert_eq!(names, ["node-a"]);
             let detail = k.clusters().cluster_detail(&alice, &id).await.unwrap();

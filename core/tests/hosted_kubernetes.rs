@@ -71,8 +71,8 @@ async fn state_of(k: &Kqueen, id: &str) -> Option<ClusterState> {
 }
 
 /// The test's kubelet: runs the control-plane pod's containers as processes of this host
-/// with the Secret's files, the pod's port 6443 mapped to the Service's node port (what
-/// kube-proxy would do), and reports the Deployment's pods available.
+/// with the Secret's files (the pod listens on the Service's node port itself, as the
+/// NodePort runtime has it), and reports the Deployment's pods available.
 struct Kubelet {
     dir: tempfile::TempDir,
     children: Vec<Child>,
@@ -86,24 +86,22 @@ impl Kubelet {
         }
     }
 
-    /// What the pod sees, as this host has it.
-    fn localize(&self, text: &str, node_port: u16) -> String {
+    /// What the pod sees, as this host has it: the Secret's volume is a directory here,
+    /// and the pod's "every address" is loopback.
+    fn localize(&self, text: &str) -> String {
         text.replace(runtime::PKI_DIR, &self.dir.path().display().to_string())
-            .replace("$(POD_IP)", "127.0.0.1")
             .replace("--bind-address=0.0.0.0", "--bind-address=127.0.0.1")
-            .replace("--secure-port=6443", &format!("--secure-port={node_port}"))
-            .replace("127.0.0.1:6443", &format!("127.0.0.1:{node_port}"))
     }
 
     /// Starts the pod's containers (again) from the Deployment and the Secret as they are.
-    async fn run_pod(&mut self, admin: &kube::Client, ns: &str, node_port: u16) {
+    async fn run_pod(&mut self, admin: &kube::Client, ns: &str) {
         self.stop();
         let secret = Api::<Secret>::namespaced(admin.clone(), ns)
             .get(runtime::PKI_SECRET)
             .await
             .unwrap();
         for (name, body) in secret.data.unwrap() {
-            let text = self.localize(std::str::from_utf8(&body.0).unwrap(), node_port);
+            let text = self.localize(std::str::from_utf8(&body.0).unwrap());
             std::fs::write(self.dir.path().join(name), text).unwrap();
         }
         let deployment = Api::<Deployment>::namespaced(admin.clone(), ns)
@@ -121,7 +119,7 @@ impl Kubelet {
                 .args
                 .unwrap()
                 .iter()
-                .map(|a| self.localize(a, node_port))
+                .map(|a| self.localize(a))
                 .collect();
             let log =
                 std::fs::File::create(self.dir.path().join(format!("{}.log", container.name)))
@@ -320,6 +318,10 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     assert_eq!(service_spec.type_.as_deref(), Some("NodePort"));
     let port = &service_spec.ports.unwrap()[0];
     assert_eq!((port.port, port.name.as_deref()), (6443, Some("https")));
+    assert_eq!(
+        port.target_port,
+        Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String("https".into()))
+    );
     let node_port = u16::try_from(port.node_port.unwrap()).unwrap();
     let selector = service_spec.selector.unwrap();
     assert_eq!(selector.get(runtime::CLUSTER_LABEL), Some(&id));
@@ -384,25 +386,25 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
             KeySpace::for_cluster(cluster.id).prefix()
         ),
         "--etcd-compaction-interval=0".to_owned(),
-        "--advertise-address=$(POD_IP)".to_owned(),
-        "--secure-port=6443".to_owned(),
+        // Where the tenant's nodes reach it: the node address and the node port.
+        "--advertise-address=127.0.0.1".to_owned(),
+        format!("--secure-port={node_port}"),
         "--authorization-mode=Node,RBAC".to_owned(),
         "--enable-bootstrap-token-auth=true".to_owned(),
         format!("--client-ca-file={}/ca.crt", runtime::PKI_DIR),
     ] {
         assert!(args.contains(&arg), "{arg} in {args:?}");
     }
-    let env = apiserver.env.unwrap();
     assert_eq!(
-        env[0]
-            .value_from
-            .as_ref()
-            .unwrap()
-            .field_ref
-            .as_ref()
-            .unwrap()
-            .field_path,
-        "status.podIP"
+        apiserver.ports.clone().unwrap()[0].container_port,
+        i32::from(node_port),
+        "the Service's target port https is the node port"
+    );
+    let pod_security = pod.security_context.clone().unwrap();
+    assert_eq!(pod_security.run_as_non_root, Some(true));
+    assert_eq!(
+        pod_security.seccomp_profile.unwrap().type_,
+        "RuntimeDefault"
     );
     assert!(apiserver.readiness_probe.unwrap().http_get.is_some());
     let controller_manager = container("kube-controller-manager");
@@ -436,7 +438,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
 
     // The kubelet runs the pod and reports it: Ready, and the admin kubeconfig works.
     let mut kubelet = Kubelet::new();
-    kubelet.run_pod(&admin, &ns, node_port).await;
+    kubelet.run_pod(&admin, &ns).await;
     kubelet.report_available(&admin, &ns).await;
     wait_until("Ready", || async {
         state_of(&k, &id).await == Some(ClusterState::Ready)
@@ -471,7 +473,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     .await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(state_of(&k, &id).await, Some(ClusterState::Updating));
-    kubelet.run_pod(&admin, &ns, node_port).await;
+    kubelet.run_pod(&admin, &ns).await;
     kubelet.report_available(&admin, &ns).await;
     wait_until("Ready after the upgrade", || async {
         state_of(&k, &id).await == Some(ClusterState::Ready)

@@ -22,8 +22,8 @@ pub struct ControlPlaneSpec {
     pub key_space: KeySpace,
     /// The address it binds (`0.0.0.0` in a pod).
     pub bind_address: String,
-    /// The address it advertises to the cluster (in a pod `$(POD_IP)`, which the kubelet
-    /// expands from the container's environment).
+    /// The address it advertises to the cluster's nodes (the endpoints of the tenant's
+    /// `kubernetes` Service).
     pub advertise_address: String,
     pub port: u16,
     /// How the controller manager beside it reaches it.
@@ -35,9 +35,6 @@ pub struct ControlPlaneSpec {
     /// Whether controller managers elect a leader (several run side by side).
     pub leader_elect: bool,
 }
-
-/// The environment variable a pod's API server container gets its own address from.
-pub const POD_IP_ENV: &str = "POD_IP";
 
 impl ControlPlaneSpec {
     /// A control plane run as processes on this host, on `address:port`.
@@ -61,25 +58,28 @@ impl ControlPlaneSpec {
         }
     }
 
-    /// A control plane run as containers of a pod, the API server on `port` of the pod;
-    /// `replicas` such pods side by side.
+    /// A control plane run as containers of a pod (of several side by side): the API server
+    /// binds `port` on every address of the pod and advertises `advertise:port` (where the
+    /// tenant's nodes reach it: the endpoints of its `kubernetes` Service); the controller
+    /// manager beside it reaches it on loopback and elects a leader (during a rolling
+    /// update two pods run even with one replica).
     pub fn in_pod(
         etcd_endpoints: Vec<String>,
         key_space: KeySpace,
+        advertise: IpAddr,
         port: u16,
         version: (u32, u32),
-        replicas: i32,
     ) -> Self {
         Self {
             etcd_endpoints,
             key_space,
             bind_address: "0.0.0.0".into(),
-            advertise_address: format!("$({POD_IP_ENV})"),
+            advertise_address: advertise.to_string(),
             port,
             local_endpoint: endpoint("127.0.0.1", port),
             service_cidr: SERVICE_CIDR.into(),
             version,
-            leader_elect: replicas > 1,
+            leader_elect: true,
         }
     }
 }

@@ -24,7 +24,7 @@ use uuid::Uuid;
 use super::runtime::{Endpoint, Launch, Rollout, Runtime};
 use super::settings::{self, ServiceType};
 use super::{failed, transient};
-use crate::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec, POD_IP_ENV};
+use crate::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use crate::provisioner::{OpContext, ProvisionError, Step};
 
 /// The field manager of everything KQueen applies.
@@ -37,9 +37,11 @@ const COMPONENT: (&str, &str) = ("app.kubernetes.io/component", "control-plane")
 pub const PKI_SECRET: &str = "control-plane-pki";
 pub const DEPLOYMENT: &str = "control-plane";
 pub const SERVICE: &str = "kube-apiserver";
+/// The user and group the control-plane containers run as (not root).
+const NON_ROOT: i64 = 65532;
 /// Where the containers see the Secret's files.
 pub const PKI_DIR: &str = "/etc/kqueen/pki";
-/// The API server's port in its pod and on the Service.
+/// The API server's port on the Service (and in its pod behind a load balancer).
 pub const API_PORT: u16 = 6443;
 
 /// The Namespace of a cluster's control plane in the admin cluster.
@@ -58,7 +60,9 @@ fn apply() -> PatchParams {
 /// operation, the rest is retried.
 fn kube_error(what: &str, e: kube::Error) -> ProvisionError {
     match &e {
-        kube::Error::Api(s) if (400..500).contains(&s.code) && s.code != 409 && s.code != 429 => {
+        kube::Error::Api(s)
+            if (400..500).contains(&s.code) && ![408, 409, 429].contains(&s.code) =>
+        {
             failed(format!("{what}: the admin cluster refused: {}", s.message))
         }
         _ => transient(format!("{what}: {e}")),
@@ -109,10 +113,12 @@ fn service(ctx: &OpContext) -> Result<serde_json::Value, ProvisionError> {
         "spec": {
             "type": kind.as_str(),
             "selector": pod_selector(ctx),
+            // The pod's port named https: 6443 behind a load balancer, the node port itself
+            // with NodePort (what the API server advertises must be where nodes reach it).
             "ports": [{
                 "name": "https",
                 "port": API_PORT,
-                "targetPort": API_PORT,
+                "targetPort": "https",
                 "protocol": "TCP",
             }],
         },
@@ -145,7 +151,7 @@ fn pki_secret(ctx: &OpContext, launch: &Launch, spec: &ControlPlaneSpec) -> Secr
 /// An HTTPS probe of the API server's own port.
 fn probe(path: &str, period: u32, failures: u32) -> serde_json::Value {
     json!({
-        "httpGet": {"path": path, "port": API_PORT, "scheme": "HTTPS"},
+        "httpGet": {"path": path, "port": "https", "scheme": "HTTPS"},
         "periodSeconds": period,
         "failureThreshold": failures,
         "timeoutSeconds": 5,
@@ -162,7 +168,11 @@ fn deployment(
     let mut pod_labels = owner_labels(ctx);
     pod_labels.extend(pod_selector(ctx));
     let mount = json!([{"name": "pki", "mountPath": PKI_DIR, "readOnly": true}]);
-    let hardened = json!({"allowPrivilegeEscalation": false});
+    // What the Pod Security "restricted" level asks: admin clusters may enforce it.
+    let hardened = json!({
+        "allowPrivilegeEscalation": false,
+        "capabilities": {"drop": ["ALL"]},
+    });
     json!({
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -180,17 +190,20 @@ fn deployment(
                 "spec": {
                     "automountServiceAccountToken": false,
                     "enableServiceLinks": false,
+                    "securityContext": {
+                        "runAsNonRoot": true,
+                        "runAsUser": NON_ROOT,
+                        "runAsGroup": NON_ROOT,
+                        "fsGroup": NON_ROOT,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
                     "containers": [
                         {
                             "name": "kube-apiserver",
                             "image": launch.artifacts.apiserver,
                             "command": ["kube-apiserver"],
                             "args": files.apiserver_args(spec),
-                            "env": [{
-                                "name": POD_IP_ENV,
-                                "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}},
-                            }],
-                            "ports": [{"name": "https", "containerPort": API_PORT, "protocol": "TCP"}],
+                            "ports": [{"name": "https", "containerPort": spec.port, "protocol": "TCP"}],
                             "volumeMounts": mount,
                             "startupProbe": probe("/livez", 5, 60),
                             "livenessProbe": probe("/livez", 10, 6),
@@ -210,7 +223,8 @@ fn deployment(
                     ],
                     "volumes": [{
                         "name": "pki",
-                        "secret": {"secretName": PKI_SECRET, "defaultMode": 0o400},
+                        // Readable by the pods' group (fsGroup), nobody else.
+                        "secret": {"secretName": PKI_SECRET, "defaultMode": 0o440},
                     }],
                 },
             },
@@ -252,6 +266,20 @@ fn service_endpoint(
                 port: API_PORT,
             })),
     }
+}
+
+/// The address the API server advertises to the tenant's nodes: the endpoint's, resolved
+/// when the load balancer gave a host name (kube-apiserver advertises an IP address).
+async fn advertised(endpoint: &Endpoint) -> Result<std::net::IpAddr, ProvisionError> {
+    if let Ok(ip) = endpoint.host.parse() {
+        return Ok(ip);
+    }
+    let found = tokio::net::lookup_host((endpoint.host.as_str(), endpoint.port))
+        .await
+        .map_err(|e| transient(format!("{} does not resolve yet: {e}", endpoint.host)))?
+        .map(|a| a.ip())
+        .min_by_key(|ip| ip.is_ipv6());
+    found.ok_or_else(|| transient(format!("{} has no address yet", endpoint.host)))
 }
 
 /// How far the Deployment's rollout has got, as `kubectl rollout status` reads it.
@@ -329,12 +357,17 @@ impl Runtime for KubernetesRuntime {
     /// Applies the Secret, then the Deployment (a changed image rolls the pods).
     async fn start(&self, ctx: &OpContext, launch: &Launch) -> Result<(), ProvisionError> {
         let replicas = settings::replicas(&ctx.provider_config).map_err(failed)?;
+        let kind = settings::service_type(&ctx.provider_config).map_err(failed)?;
+        let port = match kind {
+            ServiceType::NodePort => launch.endpoint.port,
+            ServiceType::LoadBalancer => API_PORT,
+        };
         let spec = ControlPlaneSpec::in_pod(
             launch.etcd_endpoints.clone(),
             launch.key_space.clone(),
-            API_PORT,
+            advertised(&launch.endpoint).await?,
+            port,
             launch.version,
-            replicas,
         );
         ctx.reporter.step(format!(
             "Rolling out the control plane in the admin cluster ({replicas} pod(s), {})",

@@ -65,15 +65,25 @@ impl HostedProvisioner {
         }
     }
 
+    /// The name of the runtime [`HostedProvisioner::runtime`] picks.
+    fn runtime_name(&self, ctx: &OpContext) -> Result<&'static str, ProvisionError> {
+        let kind = match ctx.cluster_state.get("runtime").and_then(|r| r.as_str()) {
+            Some(kept) => settings::runtime_named(kept),
+            None => settings::runtime(&ctx.provider_config),
+        };
+        kind.map(settings::Runtime::name).map_err(failed)
+    }
+
     /// The supervisor of this process's control planes (runtime `process`).
     pub fn supervisor(&self) -> &Supervisor {
         self.process.supervisor()
     }
 
-    /// The runtime the cluster's provider names.
+    /// The runtime the cluster was created with (kept in its state: an edited provider
+    /// does not move running control planes), else the one its provider names.
     fn runtime(&self, ctx: &OpContext) -> Result<&dyn Runtime, ProvisionError> {
         Ok(
-            match settings::runtime(&ctx.provider_config).map_err(failed)? {
+            match settings::runtime_named(self.runtime_name(ctx)?).map_err(failed)? {
                 settings::Runtime::Process => &self.process,
                 settings::Runtime::Kubernetes => &self.kubernetes,
             },
@@ -413,6 +423,7 @@ impl Provisioner for HostedProvisioner {
             kubeconfig: admin_kubeconfig(ctx, &pki, &endpoint),
             endpoint: Some(endpoint.url()),
             state: json!({
+                "runtime": self.runtime_name(ctx)?,
                 "host": endpoint.host,
                 "port": endpoint.port,
                 "version": ctx.checkpoint.get("version").cloned().unwrap_or_default(),

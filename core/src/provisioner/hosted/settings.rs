@@ -37,10 +37,23 @@ pub(super) enum Runtime {
 }
 
 pub(super) fn runtime(config: &Params) -> Result<Runtime, String> {
-    match config.get(RUNTIME).map(|r| r.trim()).unwrap_or_default() {
+    runtime_named(config.get(RUNTIME).map(|r| r.trim()).unwrap_or_default())
+}
+
+pub(super) fn runtime_named(name: &str) -> Result<Runtime, String> {
+    match name {
         "" | "process" => Ok(Runtime::Process),
         "kubernetes" => Ok(Runtime::Kubernetes),
         other => Err(format!("'{other}' is not a runtime (process, kubernetes)")),
+    }
+}
+
+impl Runtime {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Self::Process => "process",
+            Self::Kubernetes => "kubernetes",
+        }
     }
 }
 

@@ -404,13 +404,19 @@ impl InventoryStore for SqlStore {
             .execute(&mut *tx)
             .await?;
             // One number of nodes everywhere (lists, cards, the tenant's quota): what the
-            // cluster reports once synced, the request's before. Last in the transaction:
-            // the engine updates the same row.
-            sqlx::query("UPDATE clusters SET node_count = $1 WHERE id = $2")
-                .bind(i32::try_from(snapshot.nodes.len()).unwrap_or(i32::MAX))
-                .bind(cluster_id)
-                .execute(&mut *tx)
-                .await?;
+            // cluster reports once synced, the request's before. Not while an operation
+            // is queued or runs (a scale sets its own count when it ends; a read from
+            // before it must not undo it), nor for a cluster that is no longer Ready. Last
+            // in the transaction: the engine updates the same row.
+            sqlx::query(
+                "UPDATE clusters SET node_count = $1 WHERE id = $2 AND deleted_at IS NULL \
+                 AND state = 'ready' AND NOT EXISTS (SELECT 1 FROM operations o \
+                 WHERE o.cluster_id = $2 AND o.state IN ('pending', 'running'))",
+            )
+            .bind(i32::try_from(snapshot.nodes.len()).unwrap_or(i32::MAX))
+            .bind(cluster_id)
+            .execute(&mut *tx)
+            .await?;
             tx.commit().await?;
         });
         Ok(())
