@@ -264,8 +264,9 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
             "already",
         ),
         (
+            // Names a template that does not exist: 404, like a path naming nothing.
             json!({"tenant": "team-a", "name": "dev3", "template": "nope"}),
-            StatusCode::BAD_REQUEST,
+            StatusCode::NOT_FOUND,
             "template",
         ),
     ];
