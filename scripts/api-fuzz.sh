@@ -89,7 +89,7 @@ done
 log "tenant team-a (admin: the operator), provider imported, template import, cluster lab ($cluster) ready"
 
 "$venv/bin/schemathesis" --config-file scripts/api-fuzz.toml run "$url/api/v1/openapi.json" \
-  --checks all --max-examples "$examples" --seed "$seed" --workers 2 \
+  --checks all --max-examples "$examples" --seed "$seed" --workers 1 \
   --generation-database none \
   --header "Authorization: Bearer $token" \
   --report junit --report-dir target/api-fuzz/report \
