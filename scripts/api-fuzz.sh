@@ -88,9 +88,13 @@ done
 [[ "$state" == ready ]] || { log "cluster $cluster is $state, not ready"; exit 1; }
 log "tenant team-a (admin: the operator), provider imported, template import, cluster lab ($cluster) ready"
 
-"$venv/bin/schemathesis" --config-file scripts/api-fuzz.toml run "$url/api/v1/openapi.json" \
+# From the temporary directory: schemathesis keeps a cache (.schemathesis/) where it runs.
+repo="$PWD"
+cd "$work"
+"$repo/$venv/bin/schemathesis" --config-file "$repo/scripts/api-fuzz.toml" \
+  run "$url/api/v1/openapi.json" \
   --checks all --max-examples "$examples" --seed "$seed" --workers 1 \
   --generation-database none \
   --header "Authorization: Bearer $token" \
-  --report junit --report-dir target/api-fuzz/report \
+  --report junit --report-dir "$repo/target/api-fuzz/report" \
   "$@"
