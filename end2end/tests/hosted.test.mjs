@@ -143,7 +143,9 @@ test('a member requests a hosted cluster, watches it reach Ready and downloads a
   await page.waitForURL(/\/clusters\/new/);
   await page.selectOption('#r-template', 'hosted-small');
   await submit(page, '#choose-template button[type=submit]');
-  // The form is the template's: the version is a choice among what it offers.
+  // The form is the template's: the version is a choice among what it offers (the step
+  // renders in place: wait for it).
+  await page.locator('#f-kubernetes_version option').first().waitFor({ state: 'attached' });
   assert.deepEqual(await page.locator('#f-kubernetes_version option').allTextContents(), ['1.20']);
   await page.fill('#p-name', 'edge');
   await page.selectOption('#f-kubernetes_version', '1.20');
