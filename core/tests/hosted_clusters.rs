@@ -101,26 +101,13 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         copies.join("kube-apiserver").display(),
         copies.join("kube-controller-manager").display()
     );
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let pem = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    let (client_ca_key, admin_key) = (pem(&client_ca.key_pem), pem(&root.client.key_pem));
+    let mut settings = etcd.provider_settings();
+    settings.push(("versions", versions));
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(
         &k,
         &ops,
-        (
-            "hosted",
-            "shared",
-            &[
-                ("etcd_endpoints", etcd.endpoint.as_str()),
-                ("etcd_ca", root.server_ca_pem.as_str()),
-                ("etcd_client_ca", client_ca.cert_pem.as_str()),
-                ("etcd_client_ca_key", client_ca_key.as_str()),
-                ("etcd_admin_cert", root.client.cert_pem.as_str()),
-                ("etcd_admin_key", admin_key.as_str()),
-                ("versions", versions.as_str()),
-            ],
-        ),
+        ("hosted", "shared", &settings),
         ("hosted-small", ""),
     )
     .await;
@@ -286,6 +273,7 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
     assert!(members_view.shared_storage.is_none(), "operators only");
 
     let space = KeySpace::for_cluster(cluster.id);
+    let root = etcd.root_access();
     let shared = SharedEtcd::connect(&root, Duration::from_secs(5))
         .await
         .unwrap();

@@ -243,34 +243,25 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
 
     // The operator: a hosted provider of runtime kubernetes on the shared etcd, exposing API
     // servers as NodePort Services on 127.0.0.1, two versions (images).
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let pem = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    let (client_ca_key, admin_key) = (pem(&client_ca.key_pem), pem(&root.client.key_pem));
     let admin_kubeconfig = admin_cluster.admin_kubeconfig();
     let versions = "1.20 images.test/kube-apiserver:v1.20.2 images.test/kube-controller-manager:v1.20.2\n\
                     1.21 images.test/kube-apiserver:v1.21.14 images.test/kube-controller-manager:v1.21.14\n";
+    let mut settings = etcd.provider_settings();
+    for (field, value) in [
+        ("runtime", "kubernetes"),
+        ("versions", versions),
+        ("address", "127.0.0.1"),
+        ("admin_kubeconfig", admin_kubeconfig.as_str()),
+        ("service_type", "NodePort"),
+        ("replicas", "2"),
+    ] {
+        settings.push((field, value.to_owned()));
+    }
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(
         &k,
         &ops,
-        (
-            "hosted",
-            "kamaji-like",
-            &[
-                ("runtime", "kubernetes"),
-                ("etcd_endpoints", etcd.endpoint.as_str()),
-                ("etcd_ca", root.server_ca_pem.as_str()),
-                ("etcd_client_ca", client_ca.cert_pem.as_str()),
-                ("etcd_client_ca_key", client_ca_key.as_str()),
-                ("etcd_admin_cert", root.client.cert_pem.as_str()),
-                ("etcd_admin_key", admin_key.as_str()),
-                ("versions", versions),
-                ("address", "127.0.0.1"),
-                ("admin_kubeconfig", admin_kubeconfig.as_str()),
-                ("service_type", "NodePort"),
-                ("replicas", "2"),
-            ],
-        ),
+        ("hosted", "kamaji-like", &settings),
         ("hosted-ha", ""),
     )
     .await;
@@ -513,7 +504,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     ] {
         assert!(!kind, "nothing is left in the admin cluster");
     }
-    let shared = SharedEtcd::connect(&root, Duration::from_secs(5))
+    let shared = SharedEtcd::connect(&etcd.root_access(), Duration::from_secs(5))
         .await
         .unwrap();
     let space = KeySpace::for_cluster(cluster.id);

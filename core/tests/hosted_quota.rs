@@ -109,27 +109,14 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
         .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
     let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
     let ops = Actor::cli(Some("ops".into()));
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let pem = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    let (client_ca_key, admin_key) = (pem(&client_ca.key_pem), pem(&root.client.key_pem));
     let versions = format!("1.20 {apiserver} {cm}\n");
+    let mut settings = etcd.provider_settings();
+    settings.push(("versions", versions));
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(
         &k,
         &ops,
-        (
-            "hosted",
-            "shared",
-            &[
-                ("etcd_endpoints", etcd.endpoint.as_str()),
-                ("etcd_ca", root.server_ca_pem.as_str()),
-                ("etcd_client_ca", client_ca.cert_pem.as_str()),
-                ("etcd_client_ca_key", client_ca_key.as_str()),
-                ("etcd_admin_cert", root.client.cert_pem.as_str()),
-                ("etcd_admin_key", admin_key.as_str()),
-                ("versions", versions.as_str()),
-            ],
-        ),
+        ("hosted", "shared", &settings),
         ("hosted-small", ""),
     )
     .await;
@@ -172,7 +159,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
     let admin = client_of(admin.yaml.expose()).await;
     create_namespace(&admin, "before").await.unwrap();
     let space = KeySpace::for_cluster(cluster.id);
-    let etcd_admin = SharedEtcd::connect(&root, Duration::from_secs(5))
+    let etcd_admin = SharedEtcd::connect(&etcd.root_access(), Duration::from_secs(5))
         .await
         .unwrap();
 

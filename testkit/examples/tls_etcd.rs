@@ -21,24 +21,18 @@ async fn main() {
         .nth(1)
         .expect("usage: tls_etcd <settings-file>");
     let etcd = TlsEtcd::start().await;
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    let settings = serde_json::json!({
-        "etcd_endpoints": etcd.endpoint,
-        "etcd_ca": root.server_ca_pem,
-        "etcd_client_ca": client_ca.cert_pem,
-        "etcd_client_ca_key": text(&client_ca.key_pem),
-        "etcd_admin_cert": root.client.cert_pem,
-        "etcd_admin_key": text(&root.client.key_pem),
-    });
+    let settings: serde_json::Map<String, serde_json::Value> = etcd
+        .provider_settings()
+        .into_iter()
+        .map(|(field, value)| (field.to_owned(), value.into()))
+        .collect();
     std::fs::OpenOptions::new()
         .write(true)
         .create(true)
         .truncate(true)
         .mode(0o600)
         .open(&path)
-        .and_then(|mut f| f.write_all(settings.to_string().as_bytes()))
+        .and_then(|mut f| f.write_all(serde_json::Value::Object(settings).to_string().as_bytes()))
         .unwrap();
 
     // A plain thread: a blocking read in tokio's pool would hold the runtime open at exit.

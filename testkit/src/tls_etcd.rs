@@ -126,6 +126,22 @@ impl TlsEtcd {
         }
     }
 
+    /// What a hosted provider's settings say of this etcd (field → value): its endpoint,
+    /// server CA, client CA and key, and a root certificate and key for KQueen.
+    pub fn provider_settings(&self) -> Vec<(&'static str, String)> {
+        let root = self.root_access();
+        let client_ca = self.client_ca.cert_key();
+        let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
+        vec![
+            ("etcd_endpoints", self.endpoint.clone()),
+            ("etcd_ca", root.server_ca_pem),
+            ("etcd_client_ca", client_ca.cert_pem.clone()),
+            ("etcd_client_ca_key", text(&client_ca.key_pem)),
+            ("etcd_admin_cert", root.client.cert_pem.clone()),
+            ("etcd_admin_key", text(&root.client.key_pem)),
+        ]
+    }
+
     /// A plain etcd client authenticated by `cert`.
     pub async fn raw(&self, cert: &CertKey) -> Result<etcd_client::Client, etcd_client::Error> {
         let key = std::str::from_utf8(cert.key_pem.expose()).unwrap();

@@ -30,18 +30,13 @@ fn binaries() -> Option<(String, String)> {
 
 /// A hosted provider `shared` on `etcd`, offering 1.20 with these binaries.
 fn hosted_provider(etcd: &TlsEtcd, apiserver: &str, cm: &str) -> serde_json::Value {
-    let root = etcd.root_access();
-    let client_ca = etcd.client_ca.cert_key();
-    let text = |s: &kqueen_core::vault::Secret| String::from_utf8(s.expose().to_vec()).unwrap();
-    json!({"name": "shared", "kind": "hosted", "settings": {
-        "etcd_endpoints": etcd.endpoint,
-        "etcd_ca": root.server_ca_pem,
-        "etcd_client_ca": client_ca.cert_pem,
-        "etcd_client_ca_key": text(&client_ca.key_pem),
-        "etcd_admin_cert": root.client.cert_pem,
-        "etcd_admin_key": text(&root.client.key_pem),
-        "versions": format!("1.20 {apiserver} {cm}"),
-    }})
+    let mut settings: serde_json::Map<String, serde_json::Value> = etcd
+        .provider_settings()
+        .into_iter()
+        .map(|(field, value)| (field.to_owned(), value.into()))
+        .collect();
+    settings.insert("versions".into(), format!("1.20 {apiserver} {cm}").into());
+    json!({"name": "shared", "kind": "hosted", "settings": settings})
 }
 
 #[tokio::test]

@@ -65,13 +65,14 @@ impl HostedProvisioner {
         }
     }
 
-    /// The name of the runtime [`HostedProvisioner::runtime`] picks.
-    fn runtime_name(&self, ctx: &OpContext) -> Result<&'static str, ProvisionError> {
-        let kind = match ctx.cluster_state.get("runtime").and_then(|r| r.as_str()) {
+    /// The runtime the cluster was created with (kept in its state: an edited provider
+    /// does not move running control planes), else the one its provider names.
+    fn runtime_kind(&self, ctx: &OpContext) -> Result<settings::Runtime, ProvisionError> {
+        match ctx.cluster_state.get("runtime").and_then(|r| r.as_str()) {
             Some(kept) => settings::runtime_named(kept),
             None => settings::runtime(&ctx.provider_config),
-        };
-        kind.map(settings::Runtime::name).map_err(failed)
+        }
+        .map_err(failed)
     }
 
     /// The supervisor of this process's control planes (runtime `process`).
@@ -79,15 +80,12 @@ impl HostedProvisioner {
         self.process.supervisor()
     }
 
-    /// The runtime the cluster was created with (kept in its state: an edited provider
-    /// does not move running control planes), else the one its provider names.
+    /// The [`Runtime`] of [`HostedProvisioner::runtime_kind`].
     fn runtime(&self, ctx: &OpContext) -> Result<&dyn Runtime, ProvisionError> {
-        Ok(
-            match settings::runtime_named(self.runtime_name(ctx)?).map_err(failed)? {
-                settings::Runtime::Process => &self.process,
-                settings::Runtime::Kubernetes => &self.kubernetes,
-            },
-        )
+        Ok(match self.runtime_kind(ctx)? {
+            settings::Runtime::Process => &self.process,
+            settings::Runtime::Kubernetes => &self.kubernetes,
+        })
     }
 }
 
@@ -423,7 +421,7 @@ impl Provisioner for HostedProvisioner {
             kubeconfig: admin_kubeconfig(ctx, &pki, &endpoint),
             endpoint: Some(endpoint.url()),
             state: json!({
-                "runtime": self.runtime_name(ctx)?,
+                "runtime": self.runtime_kind(ctx)?.name(),
                 "host": endpoint.host,
                 "port": endpoint.port,
                 "version": ctx.checkpoint.get("version").cloned().unwrap_or_default(),
