@@ -3,7 +3,8 @@
 // use (no greyed menu items, the audit page's refusal without its filters).
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { startServer, launchBrowser, newPage, loginLocal, seedOperator, submit } from '../support/harness.mjs';
+import { startServer, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
+import { seedUser, addMember, DOCUMENT_404 } from '../support/portal.mjs';
 
 const MEMBER = { username: 'devon', password: 'a long enough password' };
 
@@ -12,18 +13,12 @@ let browser;
 
 before(async () => {
   server = await startServer({
-    seed: [
-      seedOperator,
-      ['tenant', 'create', 'team-a', '--name', 'Team Alpha'],
-      { args: ['user', 'create', MEMBER.username, '--password-stdin'], input: `${MEMBER.password}\n` },
-    ],
+    seed: [seedOperator, ['tenant', 'create', 'team-a', '--name', 'Team Alpha'], seedUser(MEMBER)],
   });
   browser = await launchBrowser();
   const { page, close } = await newPage(browser, { javaScriptEnabled: false });
   await loginLocal(page, server.url);
-  await page.goto(server.url + '/tenants/team-a');
-  await page.fill('#member-username', MEMBER.username);
-  await submit(page, '#add-member button[type=submit]');
+  await addMember(page, server.url, 'team-a', MEMBER.username);
   await close();
 });
 
@@ -32,25 +27,32 @@ after(async () => {
   await server?.stop();
 });
 
-test('unknown pages answer 404', async () => {
-  const { page, close } = await newPage(browser, { javaScriptEnabled: false });
-  await loginLocal(page, server.url);
-  for (const [path, heading] of [
-    ['/no/such/page', 'Page not found'],
-    ['/clusters/00000000-0000-0000-0000-000000000000', 'Cluster'],
-    ['/clusters/not-a-cluster', 'Cluster'],
-    ['/tenants/no-such-tenant', 'Tenant'],
-  ]) {
-    const res = await page.goto(server.url + path);
-    assert.equal(res.status(), 404, path);
-    assert.equal(await page.locator('h1').textContent(), heading, path);
-  }
-  // Known pages still answer 200.
-  for (const path of ['/clusters', '/tenants/team-a']) {
-    assert.equal((await page.goto(server.url + path)).status(), 200, path);
-  }
-  await close();
-});
+for (const js of [false, true]) {
+  test(`unknown pages answer 404 and say so (JavaScript ${js ? 'on' : 'off'})`, async () => {
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url);
+    for (const [path, heading] of [
+      ['/no/such/page', 'Page not found'],
+      ['/fleet/no-such-tab', 'Page not found'],
+      ['/clusters/00000000-0000-0000-0000-000000000000', 'Cluster'],
+      ['/clusters/not-a-cluster', 'Cluster'],
+      ['/clusters/00000000-0000-0000-0000-000000000000/join', 'Add worker nodes'],
+      ['/tenants/no-such-tenant', 'Tenant'],
+    ]) {
+      const res = await page.goto(server.url + path);
+      assert.equal(res.status(), 404, path);
+      if (js) await page.locator('main[data-hydrated="true"]').waitFor({ timeout: 15_000 });
+      assert.equal(await page.locator('h1').textContent(), heading, path);
+      assert.deepEqual(errors.splice(0).filter((e) => e !== DOCUMENT_404), [], path);
+    }
+    // Known pages still answer 200.
+    for (const path of ['/clusters', '/tenants/team-a']) {
+      assert.equal((await page.goto(server.url + path)).status(), 200, path);
+    }
+    assert.deepEqual(errors, []);
+    await close();
+  });
+}
 
 test('an operator\'s pages log no console error, and the tenant slug is checked in the browser', async () => {
   const { page, errors, close } = await newPage(browser, { javaScriptEnabled: true });

@@ -72,11 +72,14 @@ pub fn ClusterJoin() -> impl IntoView {
                         </section>
                         <p><a href=format!("/clusters/{}", id())>"Back to the cluster"</a></p>
                     }.into_any(),
-                    Err(e) => view! {
-                        <h1>"Add worker nodes"</h1>
-                        <ErrorNote error=e />
-                        <p><a href=format!("/clusters/{}", id())>"Back to the cluster"</a></p>
-                    }.into_any(),
+                    Err(e) => {
+                        crate::not_found::status_for(&e);
+                        view! {
+                            <h1>"Add worker nodes"</h1>
+                            <ErrorNote error=e />
+                            <p><a href=format!("/clusters/{}", id())>"Back to the cluster"</a></p>
+                        }.into_any()
+                    }
                 }
             })}
         </Suspense>
