@@ -16,6 +16,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startServer, launchBrowser, newPage, loginLocal, seedOperator, submit } from '../support/harness.mjs';
 import { kubeBinaries, startTlsEtcd, processesMentioning, killProcessesMentioning } from '../support/hosted.mjs';
+import { assertFits } from '../support/portal.mjs';
 
 const MEMBER = { username: 'hana', password: 'a long enough password' };
 const kube = kubeBinaries();
@@ -225,6 +226,11 @@ test('the member sees the kubeadm join command and deletes the cluster, which st
   assert.equal(config.status, 200, config.body);
   const others = await kubeGet(kubeconfig.server, bootstrap, '/api/v1/namespaces/kube-system/configmaps');
   assert.equal(others.status, 403, others.body);
+  // The join command (one long word) wraps: the page fits a phone and a desktop.
+  for (const width of [390, 1440]) {
+    await page.setViewportSize({ width, height: 844 });
+    await assertFits(page, `${clusterPath}/join`);
+  }
 
   // Delete: the processes stop and the cluster goes away.
   await page.goto(server.url + clusterPath);
