@@ -88,9 +88,18 @@ done
 [[ "$state" == ready ]] || { log "cluster $cluster is $state, not ready"; exit 1; }
 log "tenant team-a (admin: the operator), provider imported, template import, cluster lab ($cluster) ready"
 
+# Real values for the provider settings' formats that a JSON schema cannot generate (a key, a
+# certificate, a kubeconfig): scripts/api-fuzz-hooks.py draws them from here.
+material="$work/material"
+mkdir -p "$material"
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 -subj /CN=api-fuzz \
+  -keyout "$material/key.pem" -out "$material/cert.pem" 2>/dev/null
+cp "$work/admin.kubeconfig" "$material/admin.kubeconfig"
+
 # From the temporary directory: schemathesis keeps a cache (.schemathesis/) where it runs.
 repo="$PWD"
 cd "$work"
+API_FUZZ_MATERIAL="$material" SCHEMATHESIS_HOOKS="$repo/scripts/api-fuzz-hooks.py" \
 "$repo/$venv/bin/schemathesis" --config-file "$repo/scripts/api-fuzz.toml" \
   run "$url/api/v1/openapi.json" \
   --checks all --max-examples "$examples" --seed "$seed" --workers 1 \

@@ -112,13 +112,17 @@ impl Identity {
 }
 
 /// A username: 1–64 of `A-Z a-z 0-9 . _ @ + -`, not one of the names the audit trail uses
-/// for non-users (`system`, `anonymous`, `cli`).
+/// for non-users (`system`, `anonymous`, `cli`). Taken exactly as given: surrounding spaces
+/// are refused, not trimmed (as every name, see [`crate::tenant::TenantSlug`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Username(String);
 
 impl Username {
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let err = |m: &str| Err(ValidationError::new("username", m));
+        if let Some(m) = crate::tenant::surrounding_space(raw).filter(|_| !raw.trim().is_empty()) {
+            return err(m);
+        }
         if raw.is_empty() || raw.len() > 64 {
             return err("must be 1 to 64 characters");
         }
@@ -263,5 +267,9 @@ mod tests {
         assert!(Username::parse("System").is_err());
         assert!(Username::parse("").is_err());
         assert!(Username::parse(&"a".repeat(65)).is_err());
+        for bad in [" alice", "alice ", "alice\n"] {
+            let e = Username::parse(bad).expect_err(bad);
+            assert_eq!(e.message, "must not start or end with a space");
+        }
     }
 }

@@ -8,6 +8,11 @@ use crate::ValidationError;
 
 /// A tenant's stable identifier in URLs, group mappings and namespaces: a DNS-1123 label
 /// (1–63 characters of `a-z`, `0-9` and `-`, starting and ending with a letter or digit).
+///
+/// Names are taken exactly as given, here and in every name type built on it (cluster,
+/// provider and template names) and in [`crate::identity::Username`]: surrounding spaces are
+/// refused with their own message, never trimmed, so the API's documented `pattern` is the
+/// whole rule and a name means the same in the portal, the API and the command line.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TenantSlug(String);
 
@@ -16,8 +21,11 @@ impl TenantSlug {
 
     pub fn parse(raw: &str) -> Result<Self, ValidationError> {
         let err = |m: &str| Err(ValidationError::new("slug", m));
-        if raw.is_empty() {
+        if raw.trim().is_empty() {
             return err("must not be empty");
+        }
+        if let Some(m) = surrounding_space(raw) {
+            return err(m);
         }
         if raw.len() > Self::MAX_LEN {
             return err("must be at most 63 characters");
@@ -37,6 +45,13 @@ impl TenantSlug {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// The message for a name with spaces (or other blanks) before or after it, if it has any.
+pub(crate) fn surrounding_space(raw: &str) -> Option<&'static str> {
+    let blank = |c: Option<char>| c.is_some_and(char::is_whitespace);
+    (blank(raw.chars().next()) || blank(raw.chars().next_back()))
+        .then_some("must not start or end with a space")
 }
 
 impl fmt::Display for TenantSlug {
@@ -140,6 +155,18 @@ mod tests {
         ] {
             let e = TenantSlug::parse(bad).expect_err(bad);
             assert_eq!(e.field, "slug");
+        }
+    }
+
+    #[test]
+    fn slug_refuses_surrounding_spaces_in_words() {
+        for bad in [" team-a", "team-a ", "\tteam-a", "team-a\n", "\u{a0}team-a"] {
+            let e = TenantSlug::parse(bad).expect_err(bad);
+            assert_eq!(e.message, "must not start or end with a space", "{bad:?}");
+        }
+        for blank in [" ", "\t\n"] {
+            let e = TenantSlug::parse(blank).expect_err(blank);
+            assert_eq!(e.message, "must not be empty");
         }
     }
 

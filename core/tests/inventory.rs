@@ -828,8 +828,10 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         assert!(k.fleet().sync_inventory().await.is_ok());
     }
 
-    // A cluster claiming v1.99 sets no floor and no "newest": prod's v1.33 is fine.
-    assert_eq!(overview.newest_version, None);
+    // A cluster claiming v1.99 sets no floor and nothing offered: prod's v1.33 is fine. The
+    // dashboard still says truthfully what runs: v1.99.0 is the newest running version.
+    assert_eq!(overview.newest_offered, None);
+    assert_eq!(overview.newest_running.as_deref(), Some("v1.99.0"));
     let reasons = |o: &kqueen_core::FleetOverview, name: &str| {
         o.attention
             .iter()
@@ -866,10 +868,11 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         .fleet_overview(&f.ops, &FleetFilter::default())
         .await
         .unwrap();
-    assert_eq!(o.newest_version.as_deref(), Some("1.34"));
+    assert_eq!(o.newest_offered.as_deref(), Some("1.34"));
+    assert_eq!(o.newest_running.as_deref(), Some("v1.99.0"));
     let prod_reasons = reasons(&o, "prod");
     assert!(
-        prod_reasons.contains("Kubernetes 1.33 is behind 1.34"),
+        prod_reasons.contains("Kubernetes 1.33 is behind 1.34, the newest offered"),
         "{prod_reasons}"
     );
     assert!(

@@ -60,12 +60,16 @@ test('an operator imports a cluster, syncs it and reads its inventory (JavaScrip
   await page.fill('#member-username', BOB.username);
   await submit(page, '#add-member button[type=submit]');
 
-  // The shared etcd quota is a size: garbage comes back as the form's error, a size is kept
-  // and shown back exactly (so saving the form again keeps it).
+  // The shared etcd quota is a size: garbage comes back as the error at that field, with the
+  // other fields as typed; a size is kept and shown back exactly (so saving the form again
+  // keeps it).
   await page.goto(server.url + '/tenants/team-a');
+  await page.fill('#q-clusters', '7');
   await page.fill('#q-storage', '-5 MiB');
   await submit(page, '#quota-form button[type=submit]');
-  assert.match(await page.locator('#form-error').textContent(), /max_shared_storage: must be a size such as 512 MiB/);
+  assert.match(await page.locator('#q-storage-error').textContent(), /Must be a size such as 512 MiB/);
+  assert.equal(await page.inputValue('#q-storage'), '-5 MiB');
+  assert.equal(await page.inputValue('#q-clusters'), '7');
   await page.goto(server.url + '/tenants/team-a');
   await page.fill('#q-storage', '1.5 GiB');
   await submit(page, '#quota-form button[type=submit]');
@@ -135,6 +139,11 @@ test('the fleet dashboard draws its charts and lists what needs attention (JavaS
   }
   assert.equal((await chart(page, 'chart-version')).desc, '1.33: clusters 1.');
   assert.match(await page.locator('#fleet-stats').textContent(), /2 \/ 3/);
+  // What runs and what is offered, each said as such (the import template offers no version).
+  assert.equal(await page.locator('#newest-running .stat-value').textContent(), 'v1.33.2');
+  assert.equal(await page.locator('#newest-offered .stat-value').textContent(), 'none yet');
+  assert.match(await page.locator('#newest-offered .stat-note').textContent(), /no template offers a version/);
+  assert.ok(!(await page.locator('#fleet-stats').textContent()).includes('unknown'));
   assert.match(await page.locator('#attention tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready/);
   // An imported cluster keeps nothing in the shared etcd: no etcd column, no etcd card.
   assert.equal(await page.locator('#fleet-storage').count(), 0);

@@ -137,7 +137,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download">{kubeconfig_label}</a></p>
                         <p class="muted">{kubeconfig_help}</p>
                         {(!page.admin_kubeconfig).then(|| view! {
-                            <p><a href=format!("{base}?confirm=revoke") id="revoke-access">"Revoke my access…"</a></p>
+                            <p><a class="danger" href=format!("{base}?confirm=revoke") id="revoke-access">"Revoke my access…"</a></p>
                         })}
                     }.into_any()
                 } else {
@@ -183,7 +183,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                 })}
                 {can_delete.then(|| view! {
                     <p class="muted">{delete_note}</p>
-                    <p><a class="button" href=format!("{base}?confirm=delete") id="delete-cluster">"Delete cluster…"</a></p>
+                    <p><a class="button danger" href=format!("{base}?confirm=delete") id="delete-cluster">"Delete cluster…"</a></p>
                 })}
             </section>
             })}

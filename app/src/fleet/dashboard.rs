@@ -36,7 +36,14 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
             <Stat label="Nodes Ready" value=format!("{} / {}", p.nodes_ready, p.nodes) />
             <Stat label="CPU requested / allocatable" value=format!("{} / {}", p.requested.cpu, p.allocatable.cpu) />
             <Stat label="Memory requested / allocatable" value=format!("{} / {}", p.requested.memory, p.allocatable.memory) />
-            <Stat label="Newest Kubernetes" value=p.newest_version.clone().unwrap_or_else(|| "unknown".into()) />
+            <VersionStat id="newest-running" label="Newest Kubernetes running" value=p.newest_running.clone()
+                note=if p.newest_running.is_some() { "reported by a synced cluster's API server" } else { "no cluster synced yet" } />
+            <VersionStat id="newest-offered" label="Newest Kubernetes offered" value=p.newest_offered.clone()
+                note=if p.newest_offered.is_some() {
+                    "by a template or the configured minimum; clusters behind it need attention"
+                } else {
+                    "no template offers a version: no cluster counts as behind"
+                } />
         </section>
         <div class="grid-2">
             <Chart svg=p.state_chart.clone() id="chart-state" />
@@ -66,6 +73,23 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
             <div class="card-head"><h2 id="fleet-clusters-heading">{format!("Clusters ({})", p.rows.len())}</h2></div>
             <ClusterTable rows=p.rows />
         </section>
+    }
+}
+
+/// A Kubernetes version figure: the version, or "none yet", and what it is measured from.
+#[component]
+fn VersionStat(
+    id: &'static str,
+    label: &'static str,
+    value: Option<String>,
+    note: &'static str,
+) -> impl IntoView {
+    view! {
+        <div class="stat" id=id>
+            <div class="stat-value">{value.unwrap_or_else(|| "none yet".into())}</div>
+            <div class="stat-label">{label}</div>
+            <div class="stat-note">{note}</div>
+        </div>
     }
 }
 

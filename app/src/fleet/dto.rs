@@ -148,7 +148,11 @@ pub struct FleetPageDto {
     pub capacity: ResourcesDto,
     pub allocatable: ResourcesDto,
     pub requested: ResourcesDto,
-    pub newest_version: Option<String>,
+    /// The highest version a synced cluster's API server reports (`v1.33.2`); none yet.
+    pub newest_running: Option<String>,
+    /// The newest minor version offered by a template or the configured minimum (`1.34`),
+    /// which "behind" is measured against; none when nothing offers a version.
+    pub newest_offered: Option<String>,
     /// SVG charts: by state, by provider, by version, CPU totals, memory totals.
     pub state_chart: String,
     pub provider_chart: String,

@@ -4,9 +4,10 @@
 #[allow(clippy::wildcard_imports)]
 use super::*;
 
-/// A provider or template name: 1-63 characters of a-z, 0-9 and '-' (a DNS-1123 label).
+/// A provider or template name: 1-63 characters of a-z, 0-9 and '-' (a DNS-1123 label),
+/// exactly as given (surrounding spaces are refused, see [`TenantSlug`]).
 pub fn parse_object_name(raw: &str) -> Result<String, ValidationError> {
-    TenantSlug::parse(raw.trim())
+    TenantSlug::parse(raw)
         .map(|s| s.as_str().to_owned())
         .map_err(|e| ValidationError::new("name", e.message))
 }

@@ -23,7 +23,8 @@ pub use operation::*;
 pub use params::{ParamOverride, Params};
 pub use quota::*;
 
-/// A cluster's name: a DNS-1123 label, unique among a tenant's live clusters.
+/// A cluster's name: a DNS-1123 label, unique among a tenant's live clusters, exactly as
+/// given (surrounding spaces are refused, see [`TenantSlug`]).
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClusterName(String);
 
@@ -265,6 +266,18 @@ mod tests {
         for bad in ["", "Dev", "-a", "a-", "a_b", &"a".repeat(64)] {
             let e = ClusterName::parse(bad).expect_err(bad);
             assert_eq!(e.field, "name");
+        }
+        for bad in [" dev", "dev "] {
+            let e = ClusterName::parse(bad).expect_err(bad);
+            assert_eq!(
+                (e.field, e.message.as_str()),
+                ("name", "must not start or end with a space")
+            );
+            let e = parse_object_name(bad).expect_err(bad);
+            assert_eq!(
+                (e.field, e.message.as_str()),
+                ("name", "must not start or end with a space")
+            );
         }
     }
 

@@ -25,7 +25,8 @@ impl Tenancy {
         self.guard
             .authorize(actor, Permission::SetQuota, action::QUOTA_SET, tenant, None)
             .await?;
-        let slug = TenantSlug::parse(tenant.trim())?;
+        // A name in the path that no tenant can have names none.
+        let slug = TenantSlug::parse(tenant).map_err(|_| Error::NotFound("tenant"))?;
         let t = self.deps.store.tenant_by_slug(&slug).await?;
         for (field, v, max) in [
             ("max_clusters", quota.max_clusters.map(u64::from), 100_000),

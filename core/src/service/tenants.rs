@@ -56,7 +56,7 @@ impl Tenancy {
     }
 
     async fn try_create_tenant(&self, actor: &Actor, input: &NewTenant) -> Result<Tenant> {
-        let slug = TenantSlug::parse(input.slug.trim())?;
+        let slug = TenantSlug::parse(&input.slug)?;
         let display_name = match input.display_name.as_deref().map(str::trim) {
             Some(name) if !name.is_empty() => DisplayName::parse(name)?,
             _ => DisplayName::parse(slug.as_str())?,

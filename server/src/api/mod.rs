@@ -8,6 +8,7 @@ mod dto;
 mod extract;
 mod fleet;
 mod openapi;
+mod provider_schemas;
 mod schemas;
 mod tenants;
 mod tokens;
@@ -94,9 +95,17 @@ pub fn router() -> Router<AppState> {
     // Authentication first, before any body is read: nobody learns more than "401".
     let router = router.route_layer(axum::middleware::from_fn(require_identity));
     let doc = std::sync::Arc::new(openapi::finish(&doc));
+    // The provider bodies depend on the provisioners of this installation (its state).
+    let finished = std::sync::Arc::new(std::sync::OnceLock::new());
     router.route(
         "/api/v1/openapi.json",
-        get(move || async move { Json(doc.as_ref().clone()) }),
+        get(
+            move |axum::extract::State(state): axum::extract::State<AppState>| async move {
+                let full = finished
+                    .get_or_init(|| openapi::with_provider_kinds(&doc, state.kqueen.registry()));
+                Json(serde_json::Value::clone(full))
+            },
+        ),
     )
 }
 

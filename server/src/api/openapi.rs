@@ -28,6 +28,19 @@ pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
     doc
 }
 
+/// `doc` with the provider bodies of the kinds this installation has, per kind
+/// ([`super::provider_schemas`]) in place of utoipa's "settings: a map of values".
+pub fn with_provider_kinds(doc: &Value, registry: &kqueen_core::provisioner::Registry) -> Value {
+    let mut doc = doc.clone();
+    if let Some(schemas) = doc
+        .pointer_mut("/components/schemas")
+        .and_then(Value::as_object_mut)
+    {
+        schemas.extend(super::provider_schemas::components(registry));
+    }
+    doc
+}
+
 fn add_shared_answers(method: &str, op: &mut Map<String, Value>) {
     let params: Vec<String> = op
         .get("parameters")

@@ -233,6 +233,41 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     assert_eq!(body["clusters"], 1);
     assert_eq!(body["nodes_ready"], 1);
     assert_eq!(body["by_version"], json!([{"label": "1.33", "count": 1}]));
+    // What runs and what is offered, each said as such: no template offers a version yet.
+    assert_eq!(body["newest_running"], "v1.33.2", "{body}");
+    assert_eq!(body["newest_offered"], Value::Null, "{body}");
+    let behind = |body: &Value| body["attention"].to_string().contains("behind");
+    assert!(!behind(&body), "{body}");
+    // A template offering 1.34: the cluster is behind the newest offered, and says so.
+    for (path, body) in [
+        (
+            "/api/v1/providers",
+            json!({"name": "installer", "kind": "command",
+                   "settings": {"create_command": "/bin/true"}}),
+        ),
+        (
+            "/api/v1/templates",
+            json!({"name": "current", "provider": "installer",
+                   "overrides": {"kubernetes_version": {"options": ["1.33", "1.34"]}}}),
+        ),
+    ] {
+        let (status, body) = call(&olga, &app, Method::POST, path, Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{body}");
+    }
+    let (_, body) = call(&olga, &app, Method::GET, "/api/v1/fleet", None).await;
+    assert_eq!(
+        (
+            body["newest_running"].as_str(),
+            body["newest_offered"].as_str()
+        ),
+        (Some("v1.33.2"), Some("1.34")),
+        "{body}"
+    );
+    assert_eq!(
+        body["attention"][0]["reasons"],
+        json!(["Kubernetes 1.33 is behind 1.34, the newest offered"]),
+        "{body}"
+    );
     let (status, body) = call(&adam, &app, Method::GET, "/api/v1/fleet", None).await;
     assert_eq!(
         (status, body["clusters"].clone()),

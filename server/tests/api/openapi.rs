@@ -229,3 +229,162 @@ async fn malformed_bodies_answer_400_naming_the_field_in_plain_words() {
     }
     app.stop().await;
 }
+
+#[tokio::test]
+async fn names_are_taken_exactly_as_given_as_the_pattern_says() {
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    let olga = app.user("olga", true, &[("team-a", "admin")]).await;
+    let call = |method: Method, path: &'static str, body: Value| {
+        let req = olga
+            .request(method, format!("{}{path}", app.url))
+            .json(&body);
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let spaced = "must not start or end with a space";
+    for (path, body, want) in [
+        (
+            "/api/v1/tenants",
+            json!({"slug": " team-b"}),
+            format!("slug: {spaced}"),
+        ),
+        (
+            "/api/v1/providers",
+            json!({"name": "lab ", "kind": "import"}),
+            format!("name: {spaced}"),
+        ),
+        (
+            "/api/v1/templates",
+            json!({"name": "\tsmall", "provider": "lab"}),
+            format!("name: {spaced}"),
+        ),
+    ] {
+        let (status, answer) = call(Method::POST, path, body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{path}: {answer}");
+        assert_eq!(answer["error"], want, "{path}");
+    }
+    // Nothing was created under the trimmed name either; the exact names work.
+    for (path, body) in [
+        (
+            "/api/v1/providers",
+            json!({"name": "lab", "kind": "import"}),
+        ),
+        (
+            "/api/v1/templates",
+            json!({"name": "small", "provider": "lab"}),
+        ),
+    ] {
+        let (status, answer) = call(Method::POST, path, body).await;
+        assert_eq!(status, StatusCode::CREATED, "{path}: {answer}");
+    }
+    let (status, answer) = call(
+        Method::POST,
+        "/api/v1/clusters",
+        json!({"tenant": "team-a", "name": "dev ", "template": "small",
+               "parameters": {"kubeconfig": "apiVersion: v1"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(answer["error"], format!("name: {spaced}"));
+    let (status, answer) = call(Method::GET, "/api/v1/tenants/team-b", Value::Null).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{answer}");
+    // The document's pattern (a DNS label, anchored) admits no space anywhere.
+    let doc = document(&app).await;
+    let slug = &doc["components"]["schemas"]["TenantIn"]["properties"]["slug"]["pattern"];
+    assert_eq!(slug, kqueen_server::api::DNS_LABEL);
+    app.stop().await;
+}
+
+#[tokio::test]
+async fn provider_bodies_are_described_per_kind_and_checked_as_described() {
+    let app = TestApp::sqlite().await;
+    let olga = app.user("olga", true, &[]).await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+    for body in ["ProviderIn", "ProviderUpdateIn"] {
+        let s = &schemas[body];
+        assert_eq!(s["discriminator"]["propertyName"], "kind", "{s}");
+        let mapping = s["discriminator"]["mapping"].as_object().unwrap();
+        let mut kinds: Vec<&String> = mapping.keys().collect();
+        kinds.sort();
+        assert_eq!(kinds, ["command", "hosted", "import", "jenkins"], "{s}");
+        assert_eq!(s["oneOf"].as_array().unwrap().len(), 4);
+    }
+    let command = &schemas["ProviderInCommand"]["properties"];
+    assert_eq!(command["kind"]["enum"], json!(["command"]));
+    let settings = &command["settings"];
+    assert_eq!(settings["additionalProperties"], false);
+    assert_eq!(settings["required"], json!(["create_command"]));
+    let p = &settings["properties"];
+    assert_eq!(p["create_command"]["format"], "command-line");
+    assert_eq!(p["create_command"]["maxLength"], 2000);
+    assert_eq!(p["shell"]["type"], json!(["boolean", "null"]));
+    assert_eq!(
+        (
+            &p["timeout_seconds"]["type"],
+            &p["timeout_seconds"]["minimum"]
+        ),
+        (&json!(["integer", "null"]), &json!(1))
+    );
+    assert_eq!(p["environment"]["writeOnly"], true);
+    // On edit, secret settings may be left out (they keep their value).
+    let jenkins = &schemas["ProviderUpdateInJenkins"]["properties"]["settings"];
+    assert_eq!(jenkins["required"], json!(["url", "job", "username"]));
+    let hosted = &schemas["ProviderInHosted"]["properties"]["settings"]["oneOf"];
+    assert_eq!(
+        hosted[1]["properties"]["runtime"]["enum"],
+        json!(["kubernetes"])
+    );
+
+    // The server checks what the document says: JSON types, the kind on edit.
+    let send = |method: Method, path: &'static str, body: Value| {
+        let req = olga
+            .request(method, format!("{}{path}", app.url))
+            .json(&body);
+        async move {
+            let res = req.send().await.unwrap();
+            (res.status(), res.json::<Value>().await.unwrap())
+        }
+    };
+    let (status, answer) = send(
+        Method::POST,
+        "/api/v1/providers",
+        json!({"name": "lab", "kind": "command",
+               "settings": {"create_command": "/bin/true", "timeout_seconds": "60"}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
+    assert_eq!(
+        answer["error"],
+        "settings: timeout_seconds: must be a whole number"
+    );
+    let (status, answer) = send(
+        Method::POST,
+        "/api/v1/providers",
+        json!({"name": "lab", "kind": "command",
+               "settings": {"create_command": "/bin/true", "timeout_seconds": 60, "shell": null}}),
+    )
+    .await;
+    assert_eq!(status, StatusCode::CREATED, "{answer}");
+    for (body, want) in [
+        (
+            json!({"name": "lab", "settings": {"create_command": "/bin/true"}}),
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            json!({"name": "lab", "kind": "import", "settings": {}}),
+            StatusCode::CONFLICT,
+        ),
+        (
+            json!({"name": "lab", "kind": "command", "settings": {"create_command": "/bin/false"}}),
+            StatusCode::OK,
+        ),
+    ] {
+        let (status, answer) = send(Method::PUT, "/api/v1/providers/lab", body.clone()).await;
+        assert_eq!(status, want, "{body}: {answer}");
+    }
+    app.stop().await;
+}

@@ -61,7 +61,7 @@ impl Clusters {
         tenant: &Tenant,
         req: &ClusterRequest,
     ) -> Result<(Cluster, Operation)> {
-        let name = ClusterName::parse(req.name.trim())?;
+        let name = ClusterName::parse(&req.name)?;
         let view = match self.catalog.template(actor, req.template.trim()).await {
             Ok(v) => v,
             Err(Error::NotFound(_)) => {

@@ -95,8 +95,14 @@ pub struct FleetOverview {
     pub by_version: Tally,
     pub totals: FleetTotals,
     pub attention: Vec<Attention>,
-    /// The newest minor version offered by a template or configured as the minimum (`1.34`).
-    pub newest_version: Option<String>,
+    /// The highest version any synced cluster's API server reports (`v1.33.2`), as it
+    /// reports it; none before a cluster was synced. Shown, never measured against: any
+    /// cluster could claim v1.99.
+    pub newest_running: Option<String>,
+    /// The newest minor version offered by a template, or the configured minimum when that
+    /// is newer (`1.34`); none when no template offers a version and no minimum is set.
+    /// "Behind" (a reason for attention) is measured against this one only.
+    pub newest_offered: Option<String>,
     pub clusters: Vec<FleetCluster>,
     /// Operators: per tenant (of the filter), what its clusters keep in shared storage
     /// against its quota. Empty for everyone else.
@@ -115,6 +121,28 @@ fn tally(items: impl IntoIterator<Item = String>) -> Tally {
 
 fn format_minor((major, minor): (u32, u32)) -> String {
     format!("{major}.{minor}")
+}
+
+/// `v1.33.2-gke.100` → `(1, 33, 2)`; a version without a readable patch counts as `.0`.
+fn version_key(version: &str) -> Option<(u32, u32, u32)> {
+    let (major, minor) = minor_version(version)?;
+    let patch = version
+        .trim()
+        .trim_start_matches('v')
+        .split(['.', '-', '+'])
+        .nth(2)
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+/// The highest of the versions the clusters report, as reported (`v1.33.2`).
+fn newest_running<'a>(versions: impl IntoIterator<Item = &'a str>) -> Option<String> {
+    versions
+        .into_iter()
+        .filter_map(|v| version_key(v).map(|k| (k, v.trim())))
+        .max_by_key(|(k, _)| *k)
+        .map(|(_, v)| v.to_owned())
 }
 
 /// Inventories of the clusters (sync, the cluster page's view) and the fleet views over them.
@@ -149,10 +177,10 @@ impl Fleet {
 }
 
 impl Fleet {
-    /// The version the fleet is measured against: the newest minor version a template offers,
-    /// or the configured minimum when that is newer. Versions reported by clusters are not
-    /// trusted for this: any cluster could claim v1.99.
-    async fn newest_version(&self) -> Result<Option<(u32, u32)>> {
+    /// The version the fleet is measured against ("behind"): the newest minor version a
+    /// template offers, or the configured minimum when that is newer. Versions reported by
+    /// clusters are not trusted for this: any cluster could claim v1.99.
+    async fn newest_offered(&self) -> Result<Option<(u32, u32)>> {
         Ok(self
             .newest_offered_version()
             .await?
@@ -191,5 +219,33 @@ impl Fleet {
             }
         }
         Ok(newest)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn newest_running_compares_whole_versions() {
+        assert_eq!(
+            newest_running(["v1.33.2", "v1.33.10", "v1.32.9"]).as_deref(),
+            Some("v1.33.10")
+        );
+        assert_eq!(
+            newest_running(["v1.29.4-gke.100", "v1.31+k3s1", "latest"]).as_deref(),
+            Some("v1.31+k3s1")
+        );
+        assert_eq!(newest_running(["1.34", "v1.33.2"]).as_deref(), Some("1.34"));
+        assert_eq!(newest_running(["latest", ""]), None);
+        assert_eq!(newest_running([]), None);
+    }
+
+    #[test]
+    fn version_keys() {
+        assert_eq!(version_key("v1.33.2"), Some((1, 33, 2)));
+        assert_eq!(version_key("1.30"), Some((1, 30, 0)));
+        assert_eq!(version_key("v1.29.4-gke.100"), Some((1, 29, 4)));
+        assert_eq!(version_key("nope"), None);
     }
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use chrono::Utc;
 use uuid::Uuid;
 
-use super::{format_minor, tally, Attention, Fleet, FleetOverview, FleetTotals};
+use super::{format_minor, newest_running, tally, Attention, Fleet, FleetOverview, FleetTotals};
 use crate::audit::action;
 use crate::cluster::ClusterState;
 use crate::identity::Role;
@@ -91,7 +91,7 @@ impl Fleet {
             }
             Vec::new()
         };
-        let newest = self.newest_version().await?;
+        let newest = self.newest_offered().await?;
         let now = Utc::now();
         let stale_after =
             chrono::Duration::from_std(self.settings.stale_after).unwrap_or(chrono::Duration::MAX);
@@ -144,7 +144,7 @@ impl Fleet {
             if let (Some(n), Some(v)) = (newest, c.api_version.as_deref().and_then(minor_version)) {
                 if v < n {
                     reasons.push(format!(
-                        "Kubernetes {} is behind {}",
+                        "Kubernetes {} is behind {}, the newest offered",
                         format_minor(v),
                         format_minor(n)
                     ));
@@ -168,7 +168,10 @@ impl Fleet {
             })),
             totals,
             attention,
-            newest_version: newest.map(format_minor),
+            newest_running: newest_running(
+                clusters.iter().filter_map(|c| c.api_version.as_deref()),
+            ),
+            newest_offered: newest.map(format_minor),
             clusters,
             storage,
         })

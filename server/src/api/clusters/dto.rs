@@ -9,6 +9,8 @@ use std::collections::BTreeMap;
 use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, Quota, TemplateInput};
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::schema::params_from_json;
+use kqueen_core::provisioner::{ParamKind, ParamSchema, Params};
+use kqueen_core::ValidationError;
 use kqueen_core::{ClusterDetail, Error, KindInfo, TemplateView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
@@ -125,7 +127,8 @@ impl std::fmt::Debug for RedactedJson<'_> {
     }
 }
 
-/// Edits a provider: its kind stays; secret settings left out keep their stored value.
+/// Edits a provider: its kind stays; secret settings left out keep their stored value. (The
+/// document describes this body per kind, `provider_schemas`.)
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct ProviderUpdateIn {
     /// DNS-1123 label (a new name renames it).
@@ -135,6 +138,11 @@ pub struct ProviderUpdateIn {
         example = "lab"
     )]
     pub name: String,
+    /// The provider's kind, which cannot change (another one answers 409): required, so that
+    /// the settings are read as that kind's.
+    #[serde(default)]
+    #[schema(value_type = Option<KindName>)]
+    pub kind: Option<String>,
     #[serde(default)]
     #[schema(max_length = 500)]
     pub description: String,
@@ -152,6 +160,7 @@ impl std::fmt::Debug for ProviderUpdateIn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ProviderUpdateIn")
             .field("name", &self.name)
+            .field("kind", &self.kind)
             .field("description", &self.description)
             .field("settings", &RedactedJson(&self.settings))
             .field("disabled", &self.disabled)
@@ -159,31 +168,65 @@ impl std::fmt::Debug for ProviderUpdateIn {
     }
 }
 
-impl TryFrom<ProviderUpdateIn> for ProviderInput {
-    type Error = Error;
-    fn try_from(p: ProviderUpdateIn) -> Result<Self, Error> {
+impl ProviderUpdateIn {
+    /// The input to the core, the settings taken as `schema` (the stored kind's) types them.
+    pub(crate) fn into_input(self, schema: &ParamSchema) -> Result<ProviderInput, Error> {
         ProviderIn {
-            name: p.name,
+            name: self.name,
             kind: String::new(),
-            description: p.description,
-            settings: p.settings,
-            disabled: p.disabled,
+            description: self.description,
+            settings: self.settings,
+            disabled: self.disabled,
         }
-        .try_into()
+        .into_input(Some(schema))
     }
 }
 
-impl TryFrom<ProviderIn> for ProviderInput {
-    type Error = Error;
-    fn try_from(p: ProviderIn) -> Result<Self, Error> {
+impl ProviderIn {
+    /// The input to the core. With the kind's `schema`, each setting must have the JSON type
+    /// the document gives it (a boolean, a whole number or text; null leaves it out).
+    pub(crate) fn into_input(self, schema: Option<&ParamSchema>) -> Result<ProviderInput, Error> {
+        let settings = match schema {
+            Some(schema) => typed_settings(schema, &self.settings)?,
+            None => params_from_json(&self.settings)?,
+        };
         Ok(ProviderInput {
-            name: p.name,
-            kind: p.kind,
-            description: p.description,
-            settings: params_from_json(&p.settings)?,
-            disabled: p.disabled,
+            name: self.name,
+            kind: self.kind,
+            description: self.description,
+            settings,
+            disabled: self.disabled,
         })
     }
+}
+
+/// Settings as text for the core, each checked to be of the JSON type its kind's schema
+/// gives it. Names the schema lacks pass as text: the core refuses them by name.
+fn typed_settings(
+    schema: &ParamSchema,
+    settings: &serde_json::Map<String, serde_json::Value>,
+) -> Result<Params, ValidationError> {
+    use serde_json::Value;
+    let mut out = Params::new();
+    for (name, value) in settings {
+        let Some(spec) = schema.get(name) else {
+            let one = serde_json::Map::from_iter([(name.clone(), value.clone())]);
+            out.extend(params_from_json(&one)?);
+            continue;
+        };
+        let wrong = |what: &str| ValidationError::new("settings", format!("{name}: {what}"));
+        let text = match (&spec.kind, value) {
+            (_, Value::Null) => continue,
+            (ParamKind::Boolean { .. }, Value::Bool(b)) => b.to_string(),
+            (ParamKind::Boolean { .. }, _) => return Err(wrong("must be true or false")),
+            (ParamKind::Integer { .. }, Value::Number(n)) if n.is_i64() => n.to_string(),
+            (ParamKind::Integer { .. }, _) => return Err(wrong("must be a whole number")),
+            (_, Value::String(s)) => s.clone(),
+            _ => return Err(wrong("must be text")),
+        };
+        out.insert(name.clone(), text);
+    }
+    Ok(out)
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -4,7 +4,8 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::{Extension, Json};
 use kqueen_core::page::Page;
-use kqueen_core::Actor;
+use kqueen_core::provisioner::ProviderKind;
+use kqueen_core::{Actor, Error, ValidationError};
 
 use super::dto::*;
 use crate::api::{ApiJson, ApiResult, ErrorOut};
@@ -45,10 +46,14 @@ pub async fn create_provider(
     Extension(actor): Extension<Actor>,
     ApiJson(input): ApiJson<ProviderIn>,
 ) -> ApiResult<(StatusCode, Json<ProviderOut>)> {
+    // An unknown kind is refused by the core, by name.
+    let schema = ProviderKind::parse(input.kind.trim())
+        .and_then(|k| state.kqueen.registry().get(k))
+        .map(|p| p.provider_schema());
     let p = state
         .kqueen
         .catalog()
-        .create_provider(&actor, input.try_into()?)
+        .create_provider(&actor, input.into_input(schema.as_ref())?)
         .await?;
     Ok((StatusCode::CREATED, Json(p.into())))
 }
@@ -65,7 +70,7 @@ pub async fn get_provider(
     ))
 }
 
-/// Edits a provider (name, description, settings, disabled).
+/// Edits a provider (name, description, settings, disabled); its kind cannot change (409).
 #[utoipa::path(put, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
     request_body = ProviderUpdateIn,
     responses((status = 200, body = ProviderOut), (status = 400, body = ErrorOut),
@@ -76,10 +81,33 @@ pub async fn update_provider(
     Path(name): Path<String>,
     ApiJson(input): ApiJson<ProviderUpdateIn>,
 ) -> ApiResult<Json<ProviderOut>> {
-    let p = state
+    let catalog = state.kqueen.catalog();
+    let kind = catalog.provider(&actor, &name).await?.kind;
+    // The settings are the kind's: the body says which, so that it is checked as written.
+    match input.kind.as_deref().map(str::trim).unwrap_or_default() {
+        "" => {
+            return Err(Error::Invalid(ValidationError::new(
+                "kind",
+                format!("is required: the provider's kind ({kind}), which cannot change"),
+            ))
+            .into())
+        }
+        asked if asked != kind.as_str() => {
+            return Err(Error::Conflict(format!(
+                "kind: a provider's kind cannot change (this one is {kind})"
+            ))
+            .into());
+        }
+        _ => {}
+    }
+    let schema = state
         .kqueen
-        .catalog()
-        .update_provider(&actor, &name, input.try_into()?)
+        .registry()
+        .get(kind)
+        .map(|p| p.provider_schema())
+        .unwrap_or_default();
+    let p = catalog
+        .update_provider(&actor, &name, input.into_input(&schema)?)
         .await?;
     Ok(Json(p.into()))
 }

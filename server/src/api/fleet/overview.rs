@@ -88,7 +88,16 @@ pub struct FleetOut {
     pub by_provider: Vec<CountOut>,
     /// By Kubernetes minor version; `unknown` for clusters never synced.
     pub by_version: Vec<CountOut>,
-    pub newest_version: Option<String>,
+    /// The highest version any synced cluster's API server reports, as reported
+    /// (`v1.33.2`); null until a cluster was synced. Shown only: nothing is measured against it.
+    #[schema(example = "v1.33.2")]
+    pub newest_running: Option<String>,
+    /// The newest minor version offered by a template, or the configured minimum
+    /// (`KQUEEN_MIN_KUBERNETES_VERSION`) when newer; null when no template offers a version and
+    /// no minimum is set. A cluster older than it needs attention ("… is behind 1.34, the
+    /// newest offered").
+    #[schema(example = "1.34")]
+    pub newest_offered: Option<String>,
     pub attention: Vec<AttentionOut>,
     pub items: Vec<FleetClusterOut>,
     /// Operators: per tenant with hosted clusters, its shared etcd usage against its quota
@@ -109,7 +118,8 @@ impl From<FleetOverview> for FleetOut {
             by_state: counts(o.by_state),
             by_provider: counts(o.by_provider),
             by_version: counts(o.by_version),
-            newest_version: o.newest_version,
+            newest_running: o.newest_running,
+            newest_offered: o.newest_offered,
             attention: o
                 .attention
                 .into_iter()
