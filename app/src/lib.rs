@@ -26,6 +26,7 @@ mod ssr;
 pub use ssr::back_to;
 pub mod tenants;
 mod time;
+pub mod users;
 
 use leptos::prelude::*;
 use leptos_meta::{provide_meta_context, MetaTags, Stylesheet, Title};
@@ -71,6 +72,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/tenants/:slug") view=tenants::TenantPage ssr=SsrMode::Async />
                     <Route path=path!("/tokens") view=account::Tokens ssr=SsrMode::Async />
                     <Route path=path!("/admin") view=tenants::Admin ssr=SsrMode::Async />
+                    <Route path=path!("/admin/users") view=users::Users ssr=SsrMode::Async />
+                    <Route path=path!("/invite/:token") view=users::AcceptInvite ssr=SsrMode::Async />
                     <Route path=path!("/audit") view=audit::Audit ssr=SsrMode::Async />
                     <Route path=path!("/clusters") view=clusters::Clusters ssr=SsrMode::Async />
                     <Route path=path!("/clusters/new") view=clusters::NewCluster ssr=SsrMode::Async />

@@ -18,7 +18,12 @@ pub fn AppShell(children: Children) -> impl IntoView {
     let hydrated = RwSignal::new(false);
     Effect::new(move |_| hydrated.set(true));
     let location = use_location();
-    let on_login_page = move || location.pathname.get() == "/login";
+    // Pages for people who are not signed in: the login page, and the one where an invited
+    // person sets their password.
+    let on_login_page = move || {
+        let path = location.pathname.get();
+        path == "/login" || path.starts_with("/invite/")
+    };
     let me = Resource::new(|| (), |_| crate::account::sfn::me());
     // A client-side navigation keeps the shell, and so an open menu (phones): close it when
     // the page changes, as a full page load would.

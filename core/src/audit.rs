@@ -50,6 +50,11 @@ pub mod action {
     pub const MEMBER_REMOVE: &str = "member.remove";
     pub const MEMBER_LIST: &str = "member.list";
     pub const USER_CREATE: &str = "user.create";
+    pub const USER_LIST: &str = "user.list";
+    /// A new set-password link for a local account that has no password yet.
+    pub const USER_INVITE: &str = "user.invite";
+    /// The invited person set their password with the link.
+    pub const USER_INVITE_ACCEPT: &str = "user.invite.accept";
     pub const LOGIN: &str = "auth.login";
     pub const LOGOUT: &str = "auth.logout";
     pub const TOKEN_CREATE: &str = "token.create";

@@ -1,7 +1,7 @@
 //! How the domain's types travel: the `kqueen_dto` types the REST API and the portal both
 //! send, filled from the domain's own.
 
-use kqueen_dto::{audit, clusters, tenants, tokens};
+use kqueen_dto::{audit, clusters, tenants, tokens, users};
 
 /// The audit entry as the API and the portal send it.
 impl From<crate::audit::AuditEvent> for audit::AuditEvent {
@@ -130,6 +130,43 @@ impl From<&crate::cluster::storage_quota::TenantStorage> for clusters::TenantSto
             used_bytes: t.used(),
             quota_bytes: t.quota,
             writable: t.writable(),
+        }
+    }
+}
+
+/// A user as the operators' list shows them.
+impl From<crate::invite::UserSummary> for users::User {
+    fn from(s: crate::invite::UserSummary) -> Self {
+        let status = if s.user.disabled {
+            "disabled"
+        } else if s.pending {
+            "waiting for first sign-in"
+        } else if !s.local || s.has_password {
+            "active"
+        } else if s.invite_expires_at.is_some() {
+            "invited"
+        } else {
+            "invite expired"
+        };
+        Self {
+            source: if s.local { "local" } else { "sso" }.to_owned(),
+            status: status.to_owned(),
+            invite_expires_at: s.invite_expires_at.map(|t| t.to_rfc3339()),
+            tenants: s
+                .tenants
+                .into_iter()
+                .map(|(tenant, role)| users::UserTenant {
+                    tenant,
+                    role: role.to_string(),
+                })
+                .collect(),
+            username: s.user.username,
+            display_name: s.user.display_name,
+            email: s.user.email,
+            operator: s.user.is_operator,
+            disabled: s.user.disabled,
+            created_at: s.user.created_at.to_rfc3339(),
+            last_login_at: s.user.last_login_at.map(|t| t.to_rfc3339()),
         }
     }
 }

@@ -16,6 +16,7 @@ pub mod export;
 pub mod hosted;
 pub mod identity;
 pub mod inventory;
+pub mod invite;
 pub mod kubernetes;
 pub mod page;
 pub mod policy;
@@ -33,5 +34,5 @@ pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
     Attention, ClusterDetail, ClusterSettings, ClusterSync, ExternalLogin, FleetOverview,
     FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
-    Tally, TemplateView,
+    Tally, TemplateView, Users,
 };

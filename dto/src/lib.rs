@@ -8,3 +8,4 @@ pub mod audit;
 pub mod clusters;
 pub mod tenants;
 pub mod tokens;
+pub mod users;

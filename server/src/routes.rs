@@ -25,6 +25,7 @@ pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 pub fn router(state: AppState) -> Router {
     let routes = generate_route_list(App);
     let kqueen = state.kqueen.clone();
+    let public_url = kqueen_app::users::PublicUrl(state.auth.config.public_url.clone());
     let login_options = LoginOptions {
         sso: state.auth.oidc.is_some(),
         local_accounts: state.auth.config.local_accounts,
@@ -52,6 +53,7 @@ pub fn router(state: AppState) -> Router {
             move || {
                 provide_context(kqueen.clone());
                 provide_context(login_options);
+                provide_context(public_url.clone());
             },
             {
                 let options = state.leptos_options.clone();

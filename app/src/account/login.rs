@@ -19,6 +19,10 @@ pub fn Login() -> impl IntoView {
             Some("local-disabled") => Some(("error", "Local accounts are disabled.")),
             Some(_) => Some(("error", "Login failed. Please try again.")),
             None if q.get("logged_out").is_some() => Some(("notice", "You have been signed out.")),
+            // After an invitation's set-password page.
+            None if q.get("welcome").is_some() => {
+                Some(("notice", "Your password is set. Sign in with it."))
+            }
             None => None,
         }
     };
@@ -41,7 +45,8 @@ pub fn Login() -> impl IntoView {
                                     <form method="post" action="/auth/local" class="stack" id="local-login">
                                         <input type="hidden" name="next" value=next() />
                                         <label for="username">"Username"</label>
-                                        <input id="username" name="username" autocomplete="username" required maxlength="64" />
+                                        <input id="username" name="username" autocomplete="username" required maxlength="64"
+                                            value=query.read_untracked().get("welcome").unwrap_or_default() />
                                         <label for="password">"Password"</label>
                                         <input id="password" name="password" type="password" autocomplete="current-password" required />
                                         <button type="submit">"Sign in with a local account"</button>

@@ -68,6 +68,8 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
     view! {
         <section class="card" aria-labelledby="choose-heading">
             <div class="card-head"><h2 id="choose-heading">"1. Tenant and template"</h2></div>
+            // Clusters belong to tenants: with none, say why the list is empty and who helps.
+            {page.tenants.is_empty().then(|| view! { <crate::overview::NoTenantHelp /> })}
             // The router's Form: hydrated, choosing navigates in place instead of reloading.
             <Form method="get" action="/clusters/new" attr:class="filter wrap" attr:id="choose-template">
                 <label for="r-tenant">"Tenant"</label>

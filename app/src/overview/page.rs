@@ -1,4 +1,5 @@
-//! `/`: figures of the installation and the tenant list with a filter.
+//! `/`: the operators' first-run checklist while something is not set up, figures of the
+//! installation (operators), and the tenant list with a filter.
 //!
 //! Without JavaScript the filter is a GET form (`/?q=…`). Hydrated, typing updates the URL
 //! in place and the list follows, with no page load.
@@ -9,6 +10,7 @@ use leptos_router::components::A;
 use leptos_router::hooks::{use_navigate, use_query_map};
 use leptos_router::NavigateOptions;
 
+use super::checklist::{FirstRun, NoTenantNote};
 use crate::components::{encode_query_value, ErrorNote, Stat, TableHead};
 use crate::tenants::dto::Tenant;
 
@@ -46,12 +48,15 @@ pub fn Overview() -> impl IntoView {
                     Ok(s) => {
                         let n = |v: Option<u64>| v.map(|v| v.to_string());
                         view! {
-                            <section class="stats" aria-label="Figures">
-                                {n(s.tenants).map(|v| view! { <Stat label="Tenants" value=v /> })}
-                                {n(s.users).map(|v| view! { <Stat label="Users" value=v /> })}
-                                {n(s.audit_events).map(|v| view! { <Stat label="Audit events" value=v /> })}
-                                <Stat label="Database" value=s.database />
-                            </section>
+                            {s.setup.map(|setup| view! { <FirstRun setup /> })}
+                            {s.operator.then(|| view! {
+                                <section class="stats" aria-label="Figures">
+                                    {n(s.tenants).map(|v| view! { <Stat label="Tenants" value=v /> })}
+                                    {n(s.users).map(|v| view! { <Stat label="Users" value=v /> })}
+                                    {n(s.audit_events).map(|v| view! { <Stat label="Audit events" value=v /> })}
+                                    {s.database.map(|d| view! { <Stat label="Database" value=d /> })}
+                                </section>
+                            })}
                         }.into_any()
                     }
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
@@ -79,8 +84,9 @@ pub fn Overview() -> impl IntoView {
             </div>
             <Transition fallback=|| view! { <p class="muted">"Loading tenants…"</p> }>
                 {move || Suspend::new(async move {
+                    let operator = matches!(stats.await, Ok(s) if s.operator);
                     match tenants.await {
-                        Ok(list) => view! { <TenantTable tenants=list filtered=!q().is_empty() /> }.into_any(),
+                        Ok(list) => view! { <TenantTable tenants=list filtered=!q().is_empty() operator /> }.into_any(),
                         Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                     }
                 })}
@@ -90,19 +96,13 @@ pub fn Overview() -> impl IntoView {
 }
 
 #[component]
-fn TenantTable(tenants: Vec<Tenant>, filtered: bool) -> impl IntoView {
+fn TenantTable(tenants: Vec<Tenant>, filtered: bool, operator: bool) -> impl IntoView {
     if tenants.is_empty() {
         let text = if filtered {
             view! { <p class="empty" id="tenant-empty">"No tenant matches this filter."</p> }
                 .into_any()
         } else {
-            view! {
-                <p class="empty" id="tenant-empty">
-                    "You belong to no tenant yet. Tenants come from your identity provider's "
-                    "groups, or an operator or tenant admin adds you."
-                </p>
-            }
-            .into_any()
+            view! { <div id="tenant-empty"><NoTenantNote operator /></div> }.into_any()
         };
         return text;
     }

@@ -17,6 +17,14 @@ pub fn Admin() -> impl IntoView {
     view! {
         <Title text="Admin" />
         <h1>"Admin"</h1>
+        <section class="card" aria-labelledby="people-heading">
+            <h2 id="people-heading">"People"</h2>
+            <p>
+                <A href="/admin/users" attr:id="users-link">"Users"</A>
+                ": everyone who can sign in; create local accounts and invite people with a "
+                "one-time link. Add them to a tenant on the tenant's page."
+            </p>
+        </section>
         <section class="card" aria-labelledby="new-tenant-heading">
             <h2 id="new-tenant-heading">"New tenant"</h2>
             <FormError />

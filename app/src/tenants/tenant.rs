@@ -76,21 +76,53 @@ fn Tenant(
             </table>
             {manage.then({
                 let tenant = slug.clone();
-                move || view! {
-                <ActionForm action=put attr:class="filter" attr:id="add-member">
-                    <input type="hidden" name="tenant" value=tenant />
-                    <label for="member-username">"User"</label>
-                    <input id="member-username" name="username" required maxlength="64" placeholder="username" />
-                    <label for="member-role">"Role"</label>
-                    <select id="member-role" name="role">
-                        <option value="member">"member"</option>
-                        <option value="admin">"admin"</option>
-                    </select>
-                    <button type="submit">"Add or change"</button>
-                </ActionForm>
-            }})}
+                move || view! { <MemberForm tenant put /> }
+            })}
         </section>
         <QuotaCard slug=slug.clone() />
+    }
+}
+
+/// Adds a member or changes a role. The username field offers the known users (a
+/// `<datalist>`: suggestions with and without JavaScript) and still takes any name, for
+/// someone who will sign in through single sign-on later.
+#[component]
+fn MemberForm(tenant: String, put: ServerAction<PutMember>) -> impl IntoView {
+    let known = Resource::new(
+        {
+            let tenant = tenant.clone();
+            move || tenant.clone()
+        },
+        crate::users::sfn::known_users,
+    );
+    view! {
+        <ActionForm action=put attr:class="filter wrap" attr:id="add-member">
+            <input type="hidden" name="tenant" value=tenant />
+            <label for="member-username">"User"</label>
+            <input id="member-username" name="username" required maxlength="64" placeholder="username"
+                list="known-users" autocomplete="off" aria-describedby="member-username-help" />
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let names = known.await.unwrap_or_default();
+                    view! {
+                        <datalist id="known-users">
+                            {names.into_iter().map(|n| view! { <option value=n></option> }).collect_view()}
+                        </datalist>
+                    }
+                })}
+            </Suspense>
+            <label for="member-role">"Role"</label>
+            <select id="member-role" name="role">
+                <option value="member">"member"</option>
+                <option value="admin">"admin"</option>
+            </select>
+            <button type="submit">"Add or change"</button>
+            <small id="member-username-help" class="muted">
+                "Pick a known user, or type the username of someone who has not signed in yet: "
+                "they get this membership at their first single sign-on login under that name. "
+                "Operators create local accounts on the " <a href="/admin/users">"Users"</a> " page."
+            </small>
+        </ActionForm>
     }
 }
 

@@ -96,7 +96,17 @@ impl Auth {
             memberships.push((self.tenant_for_mapping(&slug).await?, role));
         }
         let now = crate::clock::now();
-        let existing = self.deps.store.user_by_subject(&subject).await?;
+        let mut existing = self.deps.store.user_by_subject(&subject).await?;
+        // Added to a tenant by username before this first login: the account becomes theirs.
+        if existing.is_none()
+            && self
+                .deps
+                .store
+                .claim_pending_user(&username, &subject)
+                .await?
+        {
+            existing = self.deps.store.user_by_subject(&subject).await?;
+        }
         let user = User {
             id: existing.as_ref().map_or_else(Uuid::now_v7, |u| u.id),
             subject,

@@ -2,8 +2,11 @@
 
 use super::tenants::Tenancy;
 use crate::audit::{action, AuditEvent};
-use crate::identity::{Member, MembershipSource, Role};
+use crate::identity::{Member, MembershipSource, Role, Username};
+use crate::invite::PENDING_PREFIX;
 use crate::policy::Permission;
+use crate::tenant::TenantSlug;
+use crate::user::User;
 use crate::{Actor, Error, Result};
 
 impl Tenancy {
@@ -37,12 +40,16 @@ impl Tenancy {
                 Some(t.id),
             )
             .await?;
-        let Some(user) = self.deps.store.user_by_username(username).await? else {
-            let e = Error::NotFound("user");
-            self.guard
-                .audit_refusal(actor, action::MEMBER_PUT, &target, Some(t.id), &e)
-                .await?;
-            return Err(e);
+        let user = match self.deps.store.user_by_username(username).await? {
+            Some(user) => user,
+            // Someone who has not signed in yet: they get the membership at their first
+            // single sign-on login under this username.
+            None => {
+                let pending = self.pending_user(actor, username, &t.slug).await;
+                self.guard
+                    .audited(actor, action::MEMBER_PUT, &target, Some(t.id), pending)
+                    .await?
+            }
         };
         let audit = AuditEvent::success(actor, action::MEMBER_PUT, &target)
             .in_tenant(t.id)
@@ -58,6 +65,34 @@ impl Tenancy {
             self.sweep.sweep_access_soon();
         }
         done
+    }
+
+    /// A user who has not signed in yet, known by the username the identity provider will
+    /// give them ([`crate::invite::PENDING_PREFIX`]): no password, so no local login; their
+    /// first single sign-on login under this username takes the account over.
+    async fn pending_user(
+        &self,
+        actor: &Actor,
+        username: &str,
+        tenant: &TenantSlug,
+    ) -> Result<User> {
+        let name = Username::parse(username)?;
+        let user = User {
+            id: uuid::Uuid::now_v7(),
+            subject: format!("{PENDING_PREFIX}{}", name.as_str()),
+            username: name.as_str().to_owned(),
+            email: None,
+            display_name: None,
+            is_operator: false,
+            disabled: false,
+            created_at: crate::clock::now(),
+            last_login_at: None,
+        };
+        let audit = AuditEvent::success(actor, action::USER_CREATE, &user.username).with_detail(
+            format!("added to {tenant} before their first single sign-on login"),
+        );
+        self.deps.store.create_user(&user, None, &audit).await?;
+        Ok(user)
     }
 
     /// Removes a user from a tenant.

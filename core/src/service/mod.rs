@@ -25,6 +25,7 @@ mod sweep_gate;
 mod templates;
 mod tenants;
 mod tokens;
+mod users;
 
 use std::sync::Arc;
 
@@ -50,6 +51,7 @@ pub use providers::{Catalog, KindInfo};
 pub use templates::TemplateView;
 pub use tenants::Tenancy;
 pub use tokens::Tokens;
+pub use users::Users;
 
 use identity_cache::{IdentityCache, TokenCache};
 
@@ -88,6 +90,7 @@ struct Areas {
     access: Access,
     sweep: AccessSweep,
     fleet: Fleet,
+    users: Users,
 }
 
 impl Areas {
@@ -113,6 +116,7 @@ impl Areas {
             Arc::new(TokenCache::new(config.identity_ttl)),
         );
         let audit = AuditLog::new(deps, &guard, &tenancy);
+        let users = Users::new(deps, &guard);
         let clusters = Clusters::new(deps, &guard, &tenancy, &catalog, &admin);
         let access = Access::new(deps, &guard, &clusters, &admin);
         let fleet = Fleet::new(
@@ -133,6 +137,7 @@ impl Areas {
             access,
             sweep,
             fleet,
+            users,
         }
     }
 }
@@ -216,6 +221,11 @@ impl Kqueen {
     /// Sign-in (external and local), identities, local users.
     pub fn auth(&self) -> &Auth {
         &self.areas.auth
+    }
+
+    /// Users as operators manage them: list, create, invite; invitations accepted.
+    pub fn users(&self) -> &Users {
+        &self.areas.users
     }
 
     /// API tokens.

@@ -462,11 +462,52 @@ pub trait AccessStore: Send + Sync {
     async fn access_grants(&self, limit: u32) -> Result<Vec<AccessGrant>>;
 }
 
+/// Local accounts created in the portal, their invitations, and the operators' user list.
+#[async_trait]
+pub trait PeopleStore: Send + Sync {
+    /// Stores a local account without a password and its first invitation: one transaction.
+    async fn create_invited_user(
+        &self,
+        user: &User,
+        invite: &crate::invite::Invite,
+        token_hash: &str,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Stores a new invitation for an existing user; their earlier unused ones stop working.
+    async fn replace_invite(
+        &self,
+        invite: &crate::invite::Invite,
+        token_hash: &str,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn invite_by_hash(&self, token_hash: &str) -> Result<Option<crate::invite::Invite>>;
+    /// Uses the invitation and sets the password, if the invitation is still open at `now`:
+    /// one transaction (false, and nothing written, when it is not).
+    async fn accept_invite(
+        &self,
+        invite_id: Uuid,
+        password_hash: &str,
+        now: DateTime<Utc>,
+        audit: &AuditEvent,
+    ) -> Result<bool>;
+    /// Every user with their tenants and open invitation, by username; at most `limit`.
+    async fn user_directory(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<crate::invite::UserSummary>>;
+    /// Gives the account added by `username` before its first login (subject
+    /// `pending:<username>`) the identity provider's `subject`; false when there is none.
+    async fn claim_pending_user(&self, username: &str, subject: &str) -> Result<bool>;
+    async fn setup_counts(&self) -> Result<crate::invite::SetupCounts>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
     TenantStore
     + UserStore
+    + PeopleStore
     + MembershipStore
     + TokenStore
     + SessionStore

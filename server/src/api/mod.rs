@@ -12,6 +12,7 @@ mod provider_schemas;
 mod schemas;
 mod tenants;
 mod tokens;
+mod users;
 
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -33,7 +34,7 @@ pub use extract::{ApiJson, ApiQuery};
     info(title = "KQueen API", version = "1", description = "Multi-cloud Kubernetes cluster manager"),
     modifiers(&BearerAuth),
     security(("bearer" = [])),
-    tags((name = "identity"), (name = "tenants"), (name = "tokens"), (name = "audit"),
+    tags((name = "identity"), (name = "tenants"), (name = "users"), (name = "tokens"), (name = "audit"),
          (name = "providers"), (name = "templates"), (name = "clusters"), (name = "fleet"))
 )]
 struct ApiDoc;
@@ -58,6 +59,8 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(tenants::get_tenant))
         .routes(routes!(tenants::list_members))
         .routes(routes!(tenants::put_member, tenants::remove_member))
+        .routes(routes!(users::list_users, users::create_user))
+        .routes(routes!(users::invite_user))
         .routes(routes!(tokens::list_tokens, tokens::create_token))
         .routes(routes!(tokens::revoke_token))
         .routes(routes!(audit::list_audit))

@@ -62,11 +62,12 @@ pub async fn resolve_actor(
     next.run(req).await
 }
 
-/// Portal pages (which need a login), as opposed to the login page, authentication routes,
-/// the API, server functions, health checks and static files.
+/// Portal pages (which need a login), as opposed to the login page, an invitation's
+/// set-password page (the link is the proof), authentication routes, the API, server
+/// functions, health checks and static files.
 fn is_page(path: &str) -> bool {
     const EXACT: [&str; 3] = ["/login", "/healthz", "/readyz"];
-    const PREFIX: [&str; 4] = ["/auth/", "/api/", "/sfn/", "/pkg/"];
+    const PREFIX: [&str; 5] = ["/auth/", "/api/", "/sfn/", "/pkg/", "/invite/"];
     let last = path.rsplit('/').next().unwrap_or_default();
     !EXACT.contains(&path) && !PREFIX.iter().any(|p| path.starts_with(p)) && !last.contains('.')
 }
@@ -101,6 +102,7 @@ mod tests {
         }
         for open in [
             "/login",
+            "/invite/kqi_secret",
             "/auth/callback",
             "/api/v1/whoami",
             "/sfn/me",

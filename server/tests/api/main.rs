@@ -14,3 +14,4 @@ mod oidc;
 mod openapi;
 mod portal;
 mod provider;
+mod users;

@@ -136,6 +136,7 @@ mod clusters;
 mod fleet_queries;
 mod inventory;
 mod list_cache;
+mod people;
 mod secrets;
 mod sessions;
 mod shared_storage;
