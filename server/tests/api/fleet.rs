@@ -288,6 +288,11 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     assert!(sfn(&bea, "fleet", vec![]).await.contains("Forbidden"));
     let dashboard: Value = serde_json::from_str(&sfn(&adam, "fleet", vec![]).await).unwrap();
     assert_eq!(dashboard["clusters"], 1, "{dashboard}");
+    assert_eq!(
+        (&dashboard["newest_running"], &dashboard["newest_offered"]),
+        (&json!("v1.33.2"), &json!("1.34")),
+        "{dashboard}"
+    );
     assert!(dashboard["cpu_chart"].as_str().unwrap().starts_with("<svg"));
     for (who, rows) in [(&amy, 1u64), (&bea, 0)] {
         for (endpoint, q) in [
@@ -349,6 +354,19 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     assert!(!html.contains(r#"<a href="/fleet">Fleet</a>"#), "{html}");
     assert!(!html.contains(">Dashboard</a>"), "{html}");
     assert!(html.contains("kqueen-images-history.csv"), "{html}");
+    // The dashboard says what runs and what is offered, never "unknown".
+    let html = page(&adam, "/fleet").await;
+    let stat = |id: &str| {
+        let at = html.find(&format!(r#"id="{id}""#)).expect(id);
+        html[at..].chars().take(300).collect::<String>()
+    };
+    assert!(stat("newest-running").contains("v1.33.2"), "{html}");
+    assert!(stat("newest-offered").contains("1.34"), "{html}");
+    assert!(html.contains("clusters behind it need attention"), "{html}");
+    assert!(
+        html.contains("is behind 1.34, the newest offered"),
+        "{html}"
+    );
     let html = page(&adam, "/fleet/images/history").await;
     assert!(html.contains(">Dashboard</a>"), "{html}");
     assert!(
