@@ -27,8 +27,9 @@ build: ## Build the server binary (target/debug/kqueen)
 fakes: ## Build the helpers the browser tests start (fake Kubernetes API server, TLS etcd)
 	cargo build -p kqueen-testkit --example fake_kube --example tls_etcd
 
-run: site build ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
-	target/debug/kqueen serve
+run: site ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
+	cargo build -p kqueen-server --profile serve
+	target/serve/kqueen serve
 
 fmt: ## Format the code
 	cargo fmt --all
