@@ -2,7 +2,7 @@
 //! the proof), then signs in with it. Unknown, used and expired links all say the same.
 
 use leptos::prelude::*;
-use leptos_meta::{Meta, Title};
+use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::components::FormError;
@@ -18,8 +18,9 @@ pub fn AcceptInvite() -> impl IntoView {
     let accept = ServerAction::<Accept>::new();
     view! {
         <Title text="Set your password" />
-        // The link is a secret: never hand it to another site in a Referer.
-        <Meta name="referrer" content="no-referrer" />
+        // No referrer policy of its own: the browsers' default (strict-origin-when-cross-origin)
+        // never sends this path, with its secret, to another site; a stricter one made them
+        // send `Origin: null` with the form, which the portal's same-origin check refuses.
         <section class="card login" id="accept-invite">
             <h1>"Set your password"</h1>
             <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -70,10 +70,10 @@ fn UserList(
             <div class="card-head"><h2 id="new-user-heading">"New local user"</h2></div>
             <ActionForm action=create attr:class="stack" attr:id="create-user">
                 <div class="field">
-                    <label for="user-name">"Username"</label>
-                    <input id="user-name" name="username" required maxlength="64"
-                        pattern="[A-Za-z0-9._@+\\-]+" aria-describedby="user-name-help" autocomplete="off" />
-                    <small id="user-name-help" class="muted">"Letters, digits and . _ @ + - (up to 64)."</small>
+                    <label for="new-user-name">"Username"</label>
+                    <input id="new-user-name" name="username" required maxlength="64"
+                        pattern="[A-Za-z0-9._@+\\-]+" aria-describedby="new-user-name-help" autocomplete="off" />
+                    <small id="new-user-name-help" class="muted">"Letters, digits and . _ @ + - (up to 64)."</small>
                 </div>
                 <div class="field">
                     <label for="user-display">"Display name (optional)"</label>
