@@ -46,6 +46,40 @@ pub fn FormError() -> impl IntoView {
     }
 }
 
+/// The error of one input of a refused form ([`crate::kept::KeptForm`]), under the input;
+/// the input points at it with `aria-describedby` (id `<input id>-error`) and `aria-invalid`.
+#[component]
+pub fn FieldError(input: String, error: Option<String>) -> impl IntoView {
+    error.map(|e| {
+        view! {
+            <p class="field-error" id=format!("{input}-error") role="alert">
+                {e}
+            </p>
+        }
+    })
+}
+
+/// A refused form's error that concerns none of its inputs, above the form.
+#[component]
+pub fn KeptFormError(kept: Option<crate::kept::KeptForm>) -> impl IntoView {
+    kept.and_then(|k| k.form_error()).map(|e| {
+        view! {
+            <p class="error" role="alert" id="form-error">
+                {e}
+            </p>
+        }
+    })
+}
+
+/// `aria-describedby` of an input with help text `help` and maybe an error.
+pub fn described_by(input: &str, help: Option<&str>, error: &Option<String>) -> String {
+    let mut ids: Vec<String> = help.map(str::to_owned).into_iter().collect();
+    if error.is_some() {
+        ids.push(format!("{input}-error"));
+    }
+    ids.join(" ")
+}
+
 /// A table's header row, one column per label; an empty label is a column of actions,
 /// named for screen readers only.
 #[component]

@@ -6,12 +6,17 @@
 //! functions behind `ActionForm` (a plain form post answered by a redirect), and routes render
 //! with `SsrMode::Async`, so the HTML arrives complete.
 
+// Deep view types (pages of many sections) exceed the default 128 when the hydrate build
+// computes their layouts; Leptos suggests raising it.
+#![recursion_limit = "256"]
+
 pub mod account;
 pub mod audit;
 pub mod clusters;
 mod components;
 mod error;
 pub mod fleet;
+pub mod kept;
 mod not_found;
 pub mod overview;
 pub mod providers;

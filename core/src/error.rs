@@ -10,6 +10,10 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ValidationError {
     pub field: &'static str,
+    /// The entry of a map-valued field the error concerns (a parameter of `parameters`, a
+    /// setting of `settings`), so that forms show it at that entry's input.
+    pub key: Option<String>,
+    /// What is wrong, in words for the person who typed it, without the field's name.
     pub message: String,
 }
 
@@ -17,14 +21,34 @@ impl ValidationError {
     pub fn new(field: &'static str, message: impl Into<String>) -> Self {
         Self {
             field,
+            key: None,
             message: message.into(),
         }
+    }
+
+    /// An error about the entry `key` of the map-valued `field`.
+    pub fn at(field: &'static str, key: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            field,
+            key: Some(key.into()),
+            message: message.into(),
+        }
+    }
+
+    /// The same error, said of the map-valued `field` (a schema's errors name `parameters`;
+    /// a provider's settings are checked with the same schemas).
+    pub fn within(mut self, field: &'static str) -> Self {
+        self.field = field;
+        self
     }
 }
 
 impl fmt::Display for ValidationError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}: {}", self.field, self.message)
+        match &self.key {
+            Some(key) => write!(f, "{}.{key}: {}", self.field, self.message),
+            None => write!(f, "{}: {}", self.field, self.message),
+        }
     }
 }
 

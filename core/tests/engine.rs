@@ -601,7 +601,7 @@ async fn scaling_stays_within_the_template(db: TestDatabase) {
             .scale_cluster(&s.alice, &c.id.to_string(), 5)
             .await;
     assert!(
-        matches!(&refused, Err(Error::Invalid(v)) if v.message.contains("node_count: must be at most 3")),
+        matches!(&refused, Err(Error::Invalid(v)) if v.to_string().contains("node_count: must be at most 3")),
         "{refused:?}"
     );
     let refused =

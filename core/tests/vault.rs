@@ -168,3 +168,31 @@ async fn vault_on_postgres() {
     };
     scenario(db).await;
 }
+
+#[tokio::test]
+async fn transient_values_open_only_for_their_purpose() {
+    let store = Arc::new(TestDatabase::sqlite().connect().await);
+    let vault = Vault::new(
+        Keyring::parse(&Keyring::generate_entry()).unwrap(),
+        store.clone(),
+    );
+    let sealed = vault
+        .seal_transient("form:provider-form", b"api_token=hunter2")
+        .unwrap();
+    assert!(sealed.starts_with("kqv1.") && !sealed.contains("hunter2"));
+    assert_eq!(
+        vault
+            .open_transient("form:provider-form", &sealed)
+            .unwrap()
+            .expose(),
+        b"api_token=hunter2"
+    );
+    assert!(matches!(
+        vault.open_transient("form:cluster-form", &sealed),
+        Err(Error::Vault(VaultError::Open))
+    ));
+    let stranger = Vault::new(Keyring::parse(&Keyring::generate_entry()).unwrap(), store);
+    assert!(stranger
+        .open_transient("form:provider-form", &sealed)
+        .is_err());
+}

@@ -12,6 +12,11 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
     use kqueen_core::{Error, ValidationError};
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let values = [
+        ("name".to_owned(), name.clone()),
+        ("days".to_owned(), days.clone().unwrap_or_default()),
+    ]
+    .into();
     let days = days
         .as_deref()
         .map(str::trim)
@@ -33,7 +38,10 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
             Err(e) => Err(e),
         },
     };
-    crate::ssr::back("/tokens", result);
+    match result {
+        Ok(()) => crate::ssr::back("/tokens", Ok(())),
+        Err(e) => crate::ssr::refused("/tokens", "create-token", values, e).await,
+    }
     Ok(())
 }
 

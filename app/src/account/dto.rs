@@ -25,4 +25,6 @@ pub struct TokensPageDto {
     pub tokens: Vec<kqueen_dto::tokens::Token>,
     /// A token created just before this page was shown: its secret, shown this once.
     pub new_secret: Option<String>,
+    /// The create form as it was refused, with the error.
+    pub kept: Option<crate::kept::KeptForm>,
 }

@@ -49,6 +49,7 @@ pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
     Ok(TokensPageDto {
         tokens: tokens.into_iter().map(Into::into).collect(),
         new_secret,
+        kept: crate::kept::take().await,
     })
 }
 

@@ -5,7 +5,8 @@ use leptos_meta::Title;
 
 use crate::account::actions::{CreateToken, RevokeToken};
 use crate::account::dto::TokensPageDto;
-use crate::components::{ErrorNote, FormError, TableHead};
+use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError, TableHead};
+use crate::kept::{error_at, value_or, KeptForm};
 use crate::time::{to_day, to_minute};
 
 #[component]
@@ -42,6 +43,14 @@ fn TokenList(
     create: ServerAction<CreateToken>,
     revoke: ServerAction<RevokeToken>,
 ) -> impl IntoView {
+    let kept = KeptForm::of(&page.kept, "create-token");
+    let (name_error, days_error) = (error_at(&kept, "name"), error_at(&kept, "days"));
+    let (name_invalid, days_invalid) = (
+        name_error.as_ref().map(|_| "true"),
+        days_error.as_ref().map(|_| "true"),
+    );
+    let name_described = described_by("token-name", None, &name_error);
+    let days_described = described_by("token-days", None, &days_error);
     view! {
         {page.new_secret.map(|secret| view! {
             <section class="card notice" aria-live="polite">
@@ -51,13 +60,19 @@ fn TokenList(
             </section>
         })}
         <section class="card">
+            <KeptFormError kept=kept.clone() />
             <ActionForm action=create attr:class="filter" attr:id="create-token">
                 <label for="token-name">"Name"</label>
-                <input id="token-name" name="name" required maxlength="100" placeholder="e.g. laptop" />
+                <input id="token-name" name="name" required maxlength="100" placeholder="e.g. laptop"
+                    value=value_or(&kept, "name", "")
+                    aria-invalid=name_invalid aria-describedby=name_described />
                 <label for="token-days">"Valid for (days)"</label>
-                <input id="token-days" name="days" type="number" min="1" max="365" value="90" />
+                <input id="token-days" name="days" type="number" min="1" max="365" value=value_or(&kept, "days", "90")
+                    aria-invalid=days_invalid aria-describedby=days_described />
                 <button type="submit">"Create token"</button>
             </ActionForm>
+            <FieldError input="token-name".to_owned() error=name_error />
+            <FieldError input="token-days".to_owned() error=days_error />
         </section>
         <section class="card">
             {if page.tokens.is_empty() {

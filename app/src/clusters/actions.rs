@@ -27,8 +27,8 @@ fn cluster_page(id: &str) -> String {
     format!("/clusters/{}", crate::query::form_escape(id))
 }
 
-/// Requests a cluster from a template; opens its page, or comes back to the form with what
-/// was typed (secret fields excepted: they never travel in URLs) and the message.
+/// Requests a cluster from a template; opens its page, or comes back to the form with
+/// everything as it was typed and the error at its field ([`crate::kept`]).
 #[server(prefix = "/sfn", endpoint = "request_cluster")]
 pub async fn request_cluster(
     tenant: Option<String>,
@@ -53,26 +53,16 @@ pub async fn request_cluster(
     match k.clusters().request_cluster(&actor, req).await {
         Ok((cluster, _)) => leptos_axum::redirect(&cluster_page(&cluster.id.to_string())),
         Err(e) => {
-            let secret: Vec<String> = match k.catalog().template(&actor, &template).await {
-                Ok(v) => v
-                    .schema
-                    .specs()
-                    .iter()
-                    .filter(|s| s.secret)
-                    .map(|s| s.name.clone())
-                    .collect(),
-                Err(_) => params.keys().cloned().collect(),
-            };
-            let mut page = format!(
-                "/clusters/new?tenant={}&template={}&name={}",
+            let page = format!(
+                "/clusters/new?tenant={}&template={}",
                 form_escape(&tenant),
                 form_escape(&template),
-                form_escape(&name)
             );
-            for (k, v) in params.iter().filter(|(k, _)| !secret.contains(k)) {
-                page.push_str(&format!("&p.{}={}", form_escape(k), form_escape(v)));
-            }
-            crate::ssr::back(&page, Err(e));
+            let values = [("name".to_owned(), name)]
+                .into_iter()
+                .chain(params.into_iter().map(|(k, v)| (format!("p[{k}]"), v)))
+                .collect();
+            crate::ssr::refused(&page, "request-form", values, e).await;
         }
     }
     Ok(())

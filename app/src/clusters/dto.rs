@@ -65,6 +65,8 @@ pub struct NewClusterPageDto {
     pub fixed: Vec<(String, String)>,
     /// The tenant's quota and usage, as text ("2 of 5 clusters").
     pub quota: Option<String>,
+    /// The request form as it was refused, with the error.
+    pub kept: Option<crate::kept::KeptForm>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

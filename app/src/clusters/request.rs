@@ -4,20 +4,22 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Form;
-use leptos_router::hooks::use_query_map;
 
 use crate::clusters::actions::RequestCluster;
 use crate::clusters::dto::{NewClusterPageDto, ParamDto};
-use crate::components::{ErrorNote, FormError};
+use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError};
+use crate::kept::{error_at, value_or, KeptForm};
 
 use super::list::query;
 
 #[component]
 pub fn NewCluster() -> impl IntoView {
     let (tenant, template) = (query("tenant"), query("template"));
+    let request = ServerAction::<RequestCluster>::new();
+    // Read again after a refused request: the form comes back as it was typed.
     let page = Resource::new(
-        move || (tenant(), template()),
-        |(t, tpl)| crate::clusters::sfn::new_cluster_page(t, tpl),
+        move || (tenant(), template(), request.version().get()),
+        |(t, tpl, _)| crate::clusters::sfn::new_cluster_page(t, tpl),
     );
     view! {
         <Title text="Request a cluster" />
@@ -25,7 +27,7 @@ pub fn NewCluster() -> impl IntoView {
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => view! { <RequestForm page=p /> }.into_any(),
+                    Ok(p) => view! { <RequestForm page=p request /> }.into_any(),
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                 }
             })}
@@ -34,9 +36,8 @@ pub fn NewCluster() -> impl IntoView {
 }
 
 #[component]
-fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
-    let q = use_query_map();
-    let request = ServerAction::<RequestCluster>::new();
+fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -> impl IntoView {
+    let kept = KeptForm::of(&page.kept, "request-form");
     let tenant = page.tenant.clone().unwrap_or_default();
     let chosen = page
         .template
@@ -88,24 +89,30 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
         {page.template.clone().map(|t| {
             let fixed = page.fixed.clone();
             let params = page.params.clone();
+            let name_error = error_at(&kept, "name");
             view! {
                 <section class="card" aria-labelledby="params-heading">
                     <div class="card-head"><h2 id="params-heading">{format!("2. Parameters of {}", t.name)}</h2></div>
                     <p class="muted">{format!("Provisioner: {} ({})", t.provider, t.kind)}</p>
                     <FormError />
+                    <KeptFormError kept=kept.clone() />
                     <ActionForm action=request attr:class="stack" attr:id="request-form">
                         <input type="hidden" name="tenant" value=tenant.clone() />
                         <input type="hidden" name="template" value=t.name.clone() />
                         <div class="field">
                             <label for="p-name">"Cluster name"</label>
                             <input id="p-name" name="name" required maxlength="63" pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?"
-                                value=q.read_untracked().get("name").unwrap_or_default()
-                                aria-describedby="p-name-help" />
+                                value=value_or(&kept, "name", "")
+                                aria-invalid=name_error.as_ref().map(|_| "true")
+                                aria-describedby=described_by("p-name", Some("p-name-help"), &name_error) />
+                            <FieldError input="p-name".to_owned() error=name_error.clone() />
                             <small id="p-name-help" class="muted">"Lowercase letters, digits and '-', unique in the tenant."</small>
                         </div>
                         {params.into_iter().map(|p| {
-                            let prefill = if p.secret { None } else { q.read_untracked().get(&format!("p.{}", p.name)) };
-                            view! { <ParamField param=p prefix="p" value=prefill /> }
+                            let input = format!("p[{}]", p.name);
+                            let prefill = kept.as_ref().and_then(|k| k.value(&input));
+                            let error = error_at(&kept, &input);
+                            view! { <ParamField param=p prefix="p" value=prefill error=error /> }
                         }).collect_view()}
                         {(!fixed.is_empty()).then(|| view! {
                             <p class="muted">"Set by the template: "
@@ -124,11 +131,20 @@ fn RequestForm(page: NewClusterPageDto) -> impl IntoView {
 /// checkbox also sends `<prefix>_shown[<param name>]`, so that an unchecked one counts as
 /// `false` ([`crate::clusters::actions::form_params`]).
 #[component]
-pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) -> impl IntoView {
+pub fn ParamField(
+    param: ParamDto,
+    prefix: &'static str,
+    value: Option<String>,
+    /// The error a refused form names this input with.
+    #[prop(default = None)]
+    error: Option<String>,
+) -> impl IntoView {
     let id = format!("f-{}", param.name);
     let name = format!("{prefix}[{}]", param.name);
     let shown = format!("{prefix}_shown[{}]", param.name);
     let help_id = format!("{id}-help");
+    let described = crate::components::described_by(&id, Some(&help_id), &error);
+    let invalid = error.is_some().then_some("true");
     let value = value.or(param.default.clone()).unwrap_or_default();
     let mut help = param.help.clone().unwrap_or_default();
     if let (Some(lo), Some(hi)) = (param.min, param.max) {
@@ -143,17 +159,17 @@ pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) 
         "integer" => view! {
             <input type="number" id=id.clone() name=name.clone() value=value required=param.required
                 min=param.min.map(|m| m.to_string()) max=param.max.map(|m| m.to_string())
-                aria-describedby=help_id.clone() />
+                aria-describedby=described.clone() aria-invalid=invalid />
         }.into_any(),
         "boolean" => {
             let checked = value == "true";
             view! {
                 <input type="hidden" name=shown value="1" />
-                <input type="checkbox" id=id.clone() name=name.clone() value="true" checked=checked aria-describedby=help_id.clone() />
+                <input type="checkbox" id=id.clone() name=name.clone() value="true" checked=checked aria-describedby=described.clone() aria-invalid=invalid />
             }.into_any()
         }
         "enum" => view! {
-            <select id=id.clone() name=name.clone() aria-describedby=help_id.clone()>
+            <select id=id.clone() name=name.clone() aria-describedby=described.clone() aria-invalid=invalid>
                 {param.options.iter().map(|o| {
                     let selected = *o == value;
                     view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
@@ -162,18 +178,19 @@ pub fn ParamField(param: ParamDto, prefix: &'static str, value: Option<String>) 
         }.into_any(),
         "text" => view! {
             <textarea id=id.clone() name=name.clone() rows="8" required=param.required
-                aria-describedby=help_id.clone() spellcheck="false">{value}</textarea>
+                aria-describedby=described.clone() aria-invalid=invalid spellcheck="false">{value}</textarea>
         }.into_any(),
         _ => view! {
             <input type=if param.secret { "password" } else { "text" } id=id.clone() name=name.clone()
                 value=value required=param.required maxlength=param.max_len.map(|m| m.to_string())
-                autocomplete="off" aria-describedby=help_id.clone() />
+                autocomplete="off" aria-describedby=described.clone() aria-invalid=invalid />
         }.into_any(),
     };
     view! {
         <div class="field" data-param=param.name.clone()>
-            <label for=id>{param.label.clone()}{param.required.then_some(" *")}</label>
+            <label for=id.clone()>{param.label.clone()}{param.required.then_some(" *")}</label>
             {input}
+            <crate::components::FieldError input=id error />
             <small id=help_id class="muted">{help}</small>
         </div>
     }

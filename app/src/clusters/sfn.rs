@@ -135,6 +135,7 @@ pub async fn new_cluster_page(
         params: vec![],
         fixed: vec![],
         quota: None,
+        kept: crate::kept::take().await,
     };
     let Some(tenant) = tenant else {
         return Ok(page);

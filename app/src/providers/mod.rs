@@ -3,6 +3,7 @@
 pub mod actions;
 pub mod dto;
 mod page;
+pub mod refine;
 pub mod sfn;
 
 pub use page::Providers;

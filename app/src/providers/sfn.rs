@@ -54,6 +54,12 @@ pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
                 disabled: v.template.disabled,
                 params: crate::clusters::sfn::map::params(&v.schema),
                 fixed: v.fixed.clone().into_iter().collect(),
+                refinements: v
+                    .template
+                    .overrides
+                    .iter()
+                    .map(|(name, o)| (name.clone(), crate::providers::refine::dto(o)))
+                    .collect(),
             })
             .collect(),
         kinds: kinds
@@ -65,5 +71,6 @@ pub async fn providers_page() -> Result<ProvidersPageDto, AppError> {
                 cluster_params: crate::clusters::sfn::map::params(&i.cluster_schema),
             })
             .collect(),
+        kept: crate::kept::take().await,
     })
 }

@@ -17,10 +17,18 @@ pub async fn create_tenant(slug: String, display_name: Option<String>) -> Result
     use kqueen_core::tenant::NewTenant;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let values = [
+        ("slug".to_owned(), slug.clone()),
+        (
+            "display_name".to_owned(),
+            display_name.clone().unwrap_or_default(),
+        ),
+    ]
+    .into();
     let input = NewTenant { slug, display_name };
     match k.tenancy().create_tenant(&actor, input).await {
         Ok(t) => leptos_axum::redirect(&tenant_page(t.slug.as_str())),
-        Err(e) => crate::ssr::back("/admin", Err(e)),
+        Err(e) => crate::ssr::refused("/admin", "create-tenant", values, e).await,
     }
     Ok(())
 }
@@ -100,6 +108,20 @@ pub async fn set_quota(
         Ok(q) => k.tenancy().set_quota(&actor, &tenant, q).await.map(|_| ()),
         Err(e) => Err(e),
     };
-    crate::ssr::back(&tenant_page(&tenant), result);
+    match result {
+        Ok(()) => crate::ssr::back(&tenant_page(&tenant), Ok(())),
+        Err(e) => {
+            let values = [
+                ("max_clusters", max_clusters),
+                ("max_nodes", max_nodes),
+                ("cluster_ttl_hours", cluster_ttl_hours),
+                ("max_shared_storage", max_shared_storage),
+            ]
+            .into_iter()
+            .map(|(k, v)| (k.to_owned(), v.unwrap_or_default()))
+            .collect();
+            crate::ssr::refused(&tenant_page(&tenant), "quota-form", values, e).await;
+        }
+    }
     Ok(())
 }

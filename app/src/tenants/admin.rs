@@ -4,7 +4,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use crate::components::{ErrorNote, FormError};
+use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError};
+use crate::kept::{error_at, value_or, KeptForm};
 use crate::tenants::actions::CreateTenant;
 
 #[component]
@@ -13,6 +14,11 @@ pub fn Admin() -> impl IntoView {
     let tenants = Resource::new(
         move || create.version().get(),
         |_| crate::tenants::sfn::list_tenants(None),
+    );
+    // A refused create comes back as it was typed.
+    let kept = Resource::new(
+        move || create.version().get(),
+        |_| crate::kept::take_kept_form(),
     );
     view! {
         <Title text="Admin" />
@@ -28,14 +34,32 @@ pub fn Admin() -> impl IntoView {
         <section class="card" aria-labelledby="new-tenant-heading">
             <h2 id="new-tenant-heading">"New tenant"</h2>
             <FormError />
-            <ActionForm action=create attr:class="filter" attr:id="create-tenant">
-                <label for="tenant-slug">"Slug"</label>
-                <input id="tenant-slug" name="slug" required maxlength="63" placeholder="team-a"
-                    pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" title="lowercase letters, digits and '-'" />
-                <label for="tenant-name">"Name"</label>
-                <input id="tenant-name" name="display_name" maxlength="100" placeholder="Team A" />
-                <button type="submit">"Create tenant"</button>
-            </ActionForm>
+            <Suspense fallback=|| ()>
+                {move || Suspend::new(async move {
+                    let kept = KeptForm::of(&kept.await.ok().flatten(), "create-tenant");
+                    let (slug_error, name_error) = (error_at(&kept, "slug"), error_at(&kept, "display_name"));
+                    let (slug_invalid, name_invalid) = (slug_error.as_ref().map(|_| "true"), name_error.as_ref().map(|_| "true"));
+                    let slug_described = described_by("tenant-slug", None, &slug_error);
+                    let name_described = described_by("tenant-name", None, &name_error);
+                    view! {
+                        <KeptFormError kept=kept.clone() />
+                        <ActionForm action=create attr:class="filter" attr:id="create-tenant">
+                            <label for="tenant-slug">"Slug"</label>
+                            <input id="tenant-slug" name="slug" required maxlength="63" placeholder="team-a"
+                                pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" title="lowercase letters, digits and '-'"
+                                value=value_or(&kept, "slug", "")
+                                aria-invalid=slug_invalid aria-describedby=slug_described />
+                            <label for="tenant-name">"Name"</label>
+                            <input id="tenant-name" name="display_name" maxlength="100" placeholder="Team A"
+                                value=value_or(&kept, "display_name", "")
+                                aria-invalid=name_invalid aria-describedby=name_described />
+                            <button type="submit">"Create tenant"</button>
+                        </ActionForm>
+                        <FieldError input="tenant-slug".to_owned() error=slug_error />
+                        <FieldError input="tenant-name".to_owned() error=name_error />
+                    }
+                })}
+            </Suspense>
         </section>
         <section class="card" aria-labelledby="all-tenants-heading">
             <h2 id="all-tenants-heading">"All tenants"</h2>

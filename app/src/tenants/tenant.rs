@@ -5,8 +5,10 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::components::{
-    confirming, confirming_name, encode_query_value, ConfirmStep, ErrorNote, FormError, TableHead,
+    confirming, confirming_name, described_by, encode_query_value, ConfirmStep, ErrorNote,
+    FieldError, FormError, KeptFormError, TableHead,
 };
+use crate::kept::{error_at, value_or, KeptForm};
 use crate::tenants::actions::{PutMember, RemoveMember, SetQuota};
 use crate::tenants::dto::TenantPageDto;
 
@@ -160,6 +162,11 @@ fn QuotaCard(slug: String) -> impl IntoView {
         move || (tenant.clone(), set.version().get()),
         |(tenant, _)| crate::tenants::sfn::quota(tenant),
     );
+    // A refused change comes back as it was typed.
+    let kept = Resource::new(
+        move || set.version().get(),
+        |_| crate::kept::take_kept_form(),
+    );
     let show = |v: Option<u32>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());
     let value = |v: Option<u32>| v.map(|v| v.to_string()).unwrap_or_default();
     view! {
@@ -169,6 +176,17 @@ fn QuotaCard(slug: String) -> impl IntoView {
                 {move || {
                     let slug = slug.clone();
                     Suspend::new(async move {
+                        let kept = KeptForm::of(&kept.await.ok().flatten(), "quota-form");
+                        let field = {
+                            let kept = kept.clone();
+                            move |name: &str, current: String| value_or(&kept, name, current)
+                        };
+                        let error = {
+                            let kept = kept.clone();
+                            move |name: &str| error_at(&kept, name)
+                        };
+                        // The inputs' attributes and the errors under the form each need one.
+                        let error_below = error.clone();
                         match quota.await {
                             Ok(q) => view! {
                                 <dl class="facts" id="quota">
@@ -178,18 +196,27 @@ fn QuotaCard(slug: String) -> impl IntoView {
                                     <dt>"Time-to-live"</dt><dd>{q.cluster_ttl_hours.map_or_else(|| "none".to_owned(), |h| format!("clusters are deleted {h} h after creation"))}</dd>
                                 </dl>
                                 {q.can_set.then(|| view! {
+                                    <KeptFormError kept=kept.clone() />
                                     <ActionForm action=set attr:class="filter wrap" attr:id="quota-form">
                                         <input type="hidden" name="tenant" value=slug />
                                         <label for="q-clusters">"Max clusters"</label>
-                                        <input type="number" min="1" id="q-clusters" name="max_clusters" value=value(q.max_clusters) placeholder="unlimited" />
+                                        <input type="number" min="1" id="q-clusters" name="max_clusters" value=field("max_clusters", value(q.max_clusters)) placeholder="unlimited"
+                                            aria-invalid=error("max_clusters").map(|_| "true") aria-describedby=described_by("q-clusters", None, &error("max_clusters")) />
                                         <label for="q-nodes">"Max nodes"</label>
-                                        <input type="number" min="1" id="q-nodes" name="max_nodes" value=value(q.max_nodes) placeholder="unlimited" />
+                                        <input type="number" min="1" id="q-nodes" name="max_nodes" value=field("max_nodes", value(q.max_nodes)) placeholder="unlimited"
+                                            aria-invalid=error("max_nodes").map(|_| "true") aria-describedby=described_by("q-nodes", None, &error("max_nodes")) />
                                         <label for="q-ttl">"Time-to-live (hours)"</label>
-                                        <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=value(q.cluster_ttl_hours) placeholder="none" />
+                                        <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=field("cluster_ttl_hours", value(q.cluster_ttl_hours)) placeholder="none"
+                                            aria-invalid=error("cluster_ttl_hours").map(|_| "true") aria-describedby=described_by("q-ttl", None, &error("cluster_ttl_hours")) />
                                         <label for="q-storage">"Max shared etcd (MiB, or 2 GiB…)"</label>
-                                        <input type="text" id="q-storage" name="max_shared_storage" value=q.shared_storage_input.clone() placeholder="unlimited" size="10" />
+                                        <input type="text" id="q-storage" name="max_shared_storage" value=field("max_shared_storage", q.shared_storage_input.clone()) placeholder="unlimited" size="10"
+                                            aria-invalid=error("max_shared_storage").map(|_| "true") aria-describedby=described_by("q-storage", None, &error("max_shared_storage")) />
                                         <button type="submit">"Set quota"</button>
                                     </ActionForm>
+                                    <FieldError input="q-clusters".to_owned() error=error_below("max_clusters") />
+                                    <FieldError input="q-nodes".to_owned() error=error_below("max_nodes") />
+                                    <FieldError input="q-ttl".to_owned() error=error_below("cluster_ttl_hours") />
+                                    <FieldError input="q-storage".to_owned() error=error_below("max_shared_storage") />
                                 })}
                             }.into_any(),
                             Err(e) => view! { <ErrorNote error=e /> }.into_any(),

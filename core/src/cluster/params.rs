@@ -133,6 +133,98 @@ pub struct ParamOverride {
     pub fixed: Option<String>,
 }
 
+impl ParamOverride {
+    /// A template's refinements from their JSON text (an object with one entry per parameter),
+    /// empty text meaning none. Errors say what is wrong in words for the operator who typed
+    /// it: where the JSON breaks (line and column), or which parameter's entry is wrong and how.
+    pub fn parse_all(text: &str) -> Result<BTreeMap<String, ParamOverride>, ValidationError> {
+        use serde_json::Value;
+
+        let text = text.trim();
+        if text.is_empty() {
+            return Ok(BTreeMap::new());
+        }
+        let value: Value = serde_json::from_str(text).map_err(|e| {
+            ValidationError::new(
+                "overrides",
+                format!(
+                    "is not valid JSON (line {}, column {})",
+                    e.line(),
+                    e.column()
+                ),
+            )
+        })?;
+        let Value::Object(entries) = value else {
+            return Err(ValidationError::new(
+                "overrides",
+                r#"must be an object with one entry per parameter, like {"node_count": {"max": 5}}"#,
+            ));
+        };
+        let scalar = |v: &Value| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Number(n) => Some(n.to_string()),
+            Value::Bool(b) => Some(b.to_string()),
+            _ => None,
+        };
+        let mut out = BTreeMap::new();
+        for (name, entry) in entries {
+            let wrong = |message: String| ValidationError::at("overrides", name.clone(), message);
+            let Value::Object(fields) = entry else {
+                return Err(wrong(
+                    r#"must be an object of refinements, like {"max": 5}"#.to_owned(),
+                ));
+            };
+            let mut o = ParamOverride::default();
+            for (key, v) in fields {
+                match key.as_str() {
+                    "default" | "fixed" => {
+                        let text = scalar(&v).ok_or_else(|| {
+                            wrong(format!("its {key} must be a text, a number or true/false"))
+                        })?;
+                        if key == "default" {
+                            o.default = Some(text);
+                        } else {
+                            o.fixed = Some(text);
+                        }
+                    }
+                    "min" | "max" => {
+                        let n = match &v {
+                            Value::Number(n) => n.as_i64(),
+                            Value::String(s) => s.trim().parse().ok(),
+                            _ => None,
+                        }
+                        .ok_or_else(|| wrong(format!("its {key} must be a whole number")))?;
+                        if key == "min" {
+                            o.min = Some(n);
+                        } else {
+                            o.max = Some(n);
+                        }
+                    }
+                    "options" => {
+                        let list = match &v {
+                            Value::Array(items) => {
+                                items.iter().map(scalar).collect::<Option<Vec<_>>>()
+                            }
+                            _ => None,
+                        }
+                        .ok_or_else(|| {
+                            wrong(r#"its options must be a list, like ["1.33", "1.34"]"#.to_owned())
+                        })?;
+                        o.options = Some(list);
+                    }
+                    other => {
+                        return Err(wrong(format!(
+                        "'{other}' is not a refinement (use default, min, max, options or fixed)"
+                    )))
+                    }
+                }
+            }
+            out.insert(name, o);
+        }
+        Ok(out)
+    }
+}
+
 /// Validated parameter values as text, by name (what reaches provisioners).
 pub type Params = BTreeMap<String, String>;
 
@@ -142,8 +234,7 @@ pub type Params = BTreeMap<String, String>;
 pub struct ParamSchema(pub Vec<ParamSpec>);
 
 fn invalid(field: &str, message: impl Into<String>) -> ValidationError {
-    // Field names of schemas are dynamic; the error names it in the message.
-    ValidationError::new("parameters", format!("{field}: {}", message.into()))
+    ValidationError::at("parameters", field, message)
 }
 
 impl ParamSchema {
@@ -182,7 +273,7 @@ impl ParamSchema {
                 ParamKind::Integer { default, min, max } => {
                     if let (Some(lo), Some(hi)) = (min, max) {
                         if lo > hi {
-                            return Err(invalid(&spec.name, "min is greater than max"));
+                            return Err(invalid(&spec.name, "the minimum is above the maximum"));
                         }
                     }
                     if let Some(d) = default {
@@ -195,14 +286,17 @@ impl ParamSchema {
                     }
                     if let Some(d) = default {
                         if !options.contains(d) {
-                            return Err(invalid(&spec.name, "default is not one of the options"));
+                            return Err(invalid(
+                                &spec.name,
+                                "the default is not one of the options",
+                            ));
                         }
                     }
                 }
                 ParamKind::String { default, max_len } => {
                     if let Some(d) = default {
                         if d.chars().count() > *max_len as usize {
-                            return Err(invalid(&spec.name, "default is too long"));
+                            return Err(invalid(&spec.name, "the default is too long"));
                         }
                     }
                 }
@@ -220,7 +314,10 @@ impl ParamSchema {
     ) -> Result<(ParamSchema, Params), ValidationError> {
         for name in overrides.keys() {
             if self.get(name).is_none() {
-                return Err(invalid(name, "is not a parameter of this provisioner"));
+                return Err(invalid(
+                    name,
+                    "is not a parameter of this provider's clusters",
+                ));
             }
         }
         let mut specs = Vec::new();
@@ -233,24 +330,65 @@ impl ParamSchema {
             let mut spec = spec.clone();
             spec.kind = match spec.kind {
                 ParamKind::Integer { default, min, max } => {
-                    let narrow = |outer: Option<i64>, inner: Option<i64>, lower: bool| match (
-                        outer, inner,
-                    ) {
-                        (Some(a), Some(b)) if (lower && b < a) || (!lower && b > a) => Err(
-                            invalid(&spec.name, "a template may narrow a range, not widen it"),
-                        ),
-                        (_, Some(b)) => Ok(Some(b)),
-                        (a, None) => Ok(a),
+                    // A template may narrow the provisioner's range, never widen it.
+                    let min = match (min, o.min) {
+                        (Some(own), Some(m)) if m < own => {
+                            return Err(invalid(
+                                &spec.name,
+                                format!("the minimum cannot be below {own}, the provider's own"),
+                            ))
+                        }
+                        (own, m) => m.or(own),
                     };
-                    let min = narrow(min, o.min, true)?;
-                    let max = narrow(max, o.max, false)?;
+                    let max = match (max, o.max) {
+                        (Some(own), Some(m)) if m > own => {
+                            return Err(invalid(
+                                &spec.name,
+                                format!("the maximum cannot be above {own}, the provider's own"),
+                            ))
+                        }
+                        (own, m) => m.or(own),
+                    };
+                    if let (Some(lo), Some(hi)) = (min, max) {
+                        if lo > hi {
+                            return Err(invalid(
+                                &spec.name,
+                                format!("the minimum ({lo}) is above the maximum ({hi})"),
+                            ));
+                        }
+                    }
                     let default = match &o.default {
-                        Some(d) => Some(
-                            d.trim()
-                                .parse()
-                                .map_err(|_| invalid(&spec.name, "default must be an integer"))?,
-                        ),
-                        None => default,
+                        Some(d) => {
+                            let n: i64 = d.trim().parse().map_err(|_| {
+                                invalid(&spec.name, "the default must be a whole number")
+                            })?;
+                            if min.is_some_and(|lo| n < lo) || max.is_some_and(|hi| n > hi) {
+                                let range = match (min, max) {
+                                    (Some(lo), Some(hi)) => format!("from {lo} to {hi}"),
+                                    (Some(lo), None) => format!("at least {lo}"),
+                                    (None, _) => format!("at most {}", max.unwrap_or(n)),
+                                };
+                                return Err(invalid(
+                                    &spec.name,
+                                    format!("the default must be {range}"),
+                                ));
+                            }
+                            Some(n)
+                        }
+                        None => match default {
+                            Some(d)
+                                if min.is_some_and(|lo| d < lo) || max.is_some_and(|hi| d > hi) =>
+                            {
+                                return Err(invalid(
+                                    &spec.name,
+                                    format!(
+                                        "the provider's default ({d}) is outside this range: \
+                                         set a default within it"
+                                    ),
+                                ))
+                            }
+                            other => other,
+                        },
                     };
                     ParamKind::Integer { default, min, max }
                 }
@@ -260,7 +398,10 @@ impl ParamSchema {
                             if let Some(bad) = sub.iter().find(|v| !options.contains(v)) {
                                 return Err(invalid(
                                     &spec.name,
-                                    format!("'{bad}' is not offered by the provisioner"),
+                                    format!(
+                                        "'{bad}' is not one of its options ({})",
+                                        options.join(", ")
+                                    ),
                                 ));
                             }
                             sub.clone()
@@ -286,8 +427,9 @@ impl ParamSchema {
                 },
                 ParamKind::Boolean { default } => ParamKind::Boolean {
                     default: match o.default.as_deref() {
-                        Some(d) => parse_bool(d)
-                            .ok_or_else(|| invalid(&spec.name, "default must be true or false"))?,
+                        Some(d) => parse_bool(d).ok_or_else(|| {
+                            invalid(&spec.name, "the default must be true or false")
+                        })?,
                         None => default,
                     },
                 },
@@ -296,13 +438,18 @@ impl ParamSchema {
             if (o.min.is_some() || o.max.is_some())
                 && !matches!(spec.kind, ParamKind::Integer { .. })
             {
-                return Err(invalid(&spec.name, "min/max apply to integers only"));
+                return Err(invalid(
+                    &spec.name,
+                    "a minimum or maximum applies to whole numbers only",
+                ));
             }
             if let Some(value) = &o.fixed {
                 let one = ParamSchema(vec![spec.clone()]);
                 let mut input = Params::new();
                 input.insert(spec.name.clone(), value.clone());
-                let v = one.validate(&input)?;
+                let v = one
+                    .validate(&input)
+                    .map_err(|e| invalid(&spec.name, format!("the fixed value {}", e.message)))?;
                 fixed.extend(v);
                 continue;
             }
@@ -485,7 +632,7 @@ mod tests {
         assert_eq!(v["node_count"], "3");
         assert_eq!(v["version"], "1.35");
         assert_eq!(v["ha"], "false");
-        let err = |i: &[(&str, &str)]| s.validate(&input(i)).expect_err("invalid").message;
+        let err = |i: &[(&str, &str)]| s.validate(&input(i)).expect_err("invalid").to_string();
         assert!(err(&[]).contains("region: is required"));
         assert!(err(&[("region", "x"), ("node_count", "0")]).contains("at least 1"));
         assert!(err(&[("region", "x"), ("node_count", "51")]).contains("at most 50"));
@@ -559,6 +706,96 @@ mod tests {
     }
 
     #[test]
+    fn refinement_errors_name_the_parameter_in_plain_words() {
+        let s = schema();
+        let refuse = |name: &str, o: ParamOverride| {
+            let e = s
+                .refine(&BTreeMap::from([(name.to_owned(), o)]))
+                .expect_err("refused");
+            assert_eq!(e.key.as_deref(), Some(name));
+            e.message
+        };
+        let int = |min, max, default: Option<&str>| ParamOverride {
+            min,
+            max,
+            default: default.map(str::to_owned),
+            ..Default::default()
+        };
+        assert_eq!(
+            refuse("node_count", int(None, Some(500), None)),
+            "the maximum cannot be above 50, the provider's own"
+        );
+        assert_eq!(
+            refuse("node_count", int(Some(0), None, None)),
+            "the minimum cannot be below 1, the provider's own"
+        );
+        assert_eq!(
+            refuse("node_count", int(Some(5), Some(4), None)),
+            "the minimum (5) is above the maximum (4)"
+        );
+        assert_eq!(
+            refuse("node_count", int(None, Some(5), Some("7"))),
+            "the default must be from 1 to 5"
+        );
+        assert_eq!(
+            refuse("node_count", int(None, None, Some("two"))),
+            "the default must be a whole number"
+        );
+        assert_eq!(
+            refuse("node_count", int(Some(4), None, None)),
+            "the provider's default (3) is outside this range: set a default within it"
+        );
+        assert_eq!(
+            refuse("nope", ParamOverride::default()),
+            "is not a parameter of this provider's clusters"
+        );
+        let options = |list: &[&str]| ParamOverride {
+            options: Some(list.iter().map(|o| (*o).to_owned()).collect()),
+            ..Default::default()
+        };
+        assert_eq!(
+            refuse("version", options(&["1.20"])),
+            "'1.20' is not one of its options (1.33, 1.34, 1.35)"
+        );
+        assert_eq!(
+            refuse("region", int(Some(1), None, None)),
+            "a minimum or maximum applies to whole numbers only"
+        );
+        let fixed = |v: &str| ParamOverride {
+            fixed: Some(v.into()),
+            ..Default::default()
+        };
+        assert_eq!(
+            refuse("node_count", fixed("51")),
+            "the fixed value must be at most 50"
+        );
+        assert_eq!(
+            refuse(
+                "ha",
+                ParamOverride {
+                    default: Some("maybe".into()),
+                    ..Default::default()
+                }
+            ),
+            "the default must be true or false"
+        );
+        // A text parameter's choices make it a choice among them.
+        let (refined, _) = s
+            .refine(&BTreeMap::from([(
+                "region".to_owned(),
+                options(&["eu-1", "us-1"]),
+            )]))
+            .expect("choices");
+        assert_eq!(
+            refined.get("region").map(|p| p.kind.clone()),
+            Some(ParamKind::Enum {
+                options: vec!["eu-1".into(), "us-1".into()],
+                default: None
+            })
+        );
+    }
+
+    #[test]
     fn malformed_schemas_are_refused() {
         let bad = ParamSchema::new(vec![ParamSpec::new(
             "Bad-Name",
@@ -574,5 +811,66 @@ mod tests {
         let json = r#"[{"name":"n","label":"N","type":"integer","min":1,"max":3,"default":2}]"#;
         let parsed: ParamSchema = serde_json::from_str(json).expect("json schema");
         parsed.check().expect("valid");
+    }
+    fn error(text: &str) -> (Option<String>, String) {
+        let e = ParamOverride::parse_all(text).expect_err("refused");
+        assert_eq!(e.field, "overrides");
+        (e.key, e.message)
+    }
+
+    #[test]
+    fn refinements_parse_from_json() {
+        assert!(ParamOverride::parse_all("  ").expect("empty").is_empty());
+        let o = ParamOverride::parse_all(
+            r#"{"node_count": {"max": 5, "default": 2}, "v": {"options": ["1.33", 1.34], "fixed": "1.33"}}"#,
+        )
+        .expect("valid");
+        assert_eq!(o["node_count"].max, Some(5));
+        assert_eq!(o["node_count"].default.as_deref(), Some("2"));
+        assert_eq!(
+            o["v"].options.as_deref(),
+            Some(&["1.33".to_owned(), "1.34".to_owned()][..])
+        );
+        assert_eq!(o["v"].fixed.as_deref(), Some("1.33"));
+    }
+
+    #[test]
+    fn json_errors_are_said_without_parser_jargon() {
+        assert_eq!(
+            error("{\n  \"node_count\": {\"max\": 5,}\n}"),
+            (None, "is not valid JSON (line 2, column 27)".to_owned())
+        );
+        assert_eq!(error("{").1, "is not valid JSON (line 1, column 1)");
+        assert!(error("[1]")
+            .1
+            .starts_with("must be an object with one entry per parameter"));
+        let (key, message) = error(r#"{"node_count": 5}"#);
+        assert_eq!(key.as_deref(), Some("node_count"));
+        assert!(
+            message.starts_with("must be an object of refinements"),
+            "{message}"
+        );
+        let (key, message) = error(r#"{"node_count": {"maxx": 5}}"#);
+        assert_eq!(key.as_deref(), Some("node_count"));
+        assert_eq!(
+            message,
+            "'maxx' is not a refinement (use default, min, max, options or fixed)"
+        );
+        assert_eq!(
+            error(r#"{"node_count": {"max": "five"}}"#).1,
+            "its max must be a whole number"
+        );
+        assert!(error(r#"{"v": {"options": "1.33"}}"#)
+            .1
+            .starts_with("its options must be a list"));
+        for text in [r#"{"a": {"max": 5,}}"#, "{\"a\": {\"max\": 5}"] {
+            let message = error(text).1;
+            assert!(
+                !message.contains("EOF")
+                    && !message.contains("trailing")
+                    && !message.contains("expected"),
+                "{message}"
+            );
+        }
     }
 }

@@ -133,7 +133,8 @@ impl Catalog {
         let kind = match &existing {
             Some(p) => p.kind,
             None => ProviderKind::parse(input.kind.trim()).ok_or_else(|| {
-                ValidationError::new("kind", "must be one of: import, command, jenkins")
+                let kinds: Vec<_> = ProviderKind::ALL.iter().map(|k| k.as_str()).collect();
+                ValidationError::new("kind", format!("must be one of: {}", kinds.join(", ")))
             })?,
         };
         let provisioner = self.provisioner(kind)?;
@@ -155,7 +156,9 @@ impl Catalog {
             // A placeholder that passes validation; the stored secret is not touched.
             settings.insert(k.clone(), "kept".into());
         }
-        let valid = schema.validate(&settings)?;
+        let valid = schema
+            .validate(&settings)
+            .map_err(|e| e.within("settings"))?;
         let (secrets, config): (Params, Params) = valid
             .into_iter()
             .partition(|(k, _)| schema.get(k).is_some_and(|s| s.secret));

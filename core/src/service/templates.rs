@@ -90,19 +90,12 @@ impl Catalog {
             }
             Err(e) => return Err(e),
         };
-        let text = input.overrides.trim();
-        let overrides: BTreeMap<String, ParamOverride> = if text.is_empty() {
-            BTreeMap::new()
-        } else {
-            serde_json::from_str(text).map_err(|e| {
-                ValidationError::new(
-                    "overrides",
-                    format!("must be a JSON object of parameter refinements: {e}"),
-                )
-            })?
-        };
+        let overrides = ParamOverride::parse_all(&input.overrides)?;
         let provisioner = self.provisioner(provider.kind)?;
-        provisioner.cluster_schema().refine(&overrides)?;
+        provisioner
+            .cluster_schema()
+            .refine(&overrides)
+            .map_err(|e| e.within("overrides"))?;
         let timeout_minutes = input.timeout_minutes.unwrap_or(60);
         if !(1..=7 * 24 * 60).contains(&timeout_minutes) {
             return Err(ValidationError::new(

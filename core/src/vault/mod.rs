@@ -114,6 +114,22 @@ impl Vault {
         }
     }
 
+    /// Seals a short-lived value kept outside the backend (what a refused form held, in the
+    /// caller's session until the form is shown again), bound to `purpose`.
+    pub fn seal_transient(&self, purpose: &str, plaintext: &[u8]) -> Result<String> {
+        Ok(self
+            .keyring
+            .seal(format!("transient:{purpose}").as_bytes(), plaintext)?)
+    }
+
+    /// Opens what [`Vault::seal_transient`] sealed for the same `purpose`.
+    pub fn open_transient(&self, purpose: &str, sealed: &str) -> Result<Secret> {
+        Ok(Secret(
+            self.keyring
+                .open(format!("transient:{purpose}").as_bytes(), sealed)?,
+        ))
+    }
+
     pub async fn delete(&self, at: &SecretRef) -> Result<bool> {
         self.backend.delete_sealed(at).await
     }

@@ -430,13 +430,23 @@ async fn the_shared_storage_quota_is_bytes_in_the_api_and_a_size_in_the_portal()
     let (_, q) = call(&olga, &app, Method::GET, path, None).await;
     assert_eq!(q["max_shared_storage_bytes"], 3u64 << 29, "{q}");
     for garbage in ["-5", "lots", "2 GB", "0"] {
-        let to = post(vec![("tenant", "team-a"), ("max_shared_storage", garbage)]).await;
+        let to = post(vec![
+            ("tenant", "team-a"),
+            ("max_nodes", "12"),
+            ("max_shared_storage", garbage),
+        ])
+        .await;
+        assert_eq!(to, "/tenants/team-a", "{garbage}");
+        // The form comes back as it was typed, the error at the field, once.
+        let page = app.get_as(&olga, &to).await.text().await.unwrap();
         assert!(
-            to.starts_with(
-                "/tenants/team-a?error=max_shared_storage%3A+must+be+a+size+such+as+512+MiB"
-            ),
-            "{garbage}: {to}"
+            page.contains(r#"id="q-storage-error" role="alert">Must be a size such as 512 MiB"#)
+                && page.contains(&format!(r#"name="max_shared_storage" value="{garbage}""#))
+                && page.contains(r#"name="max_nodes" value="12""#),
+            "{garbage}: {page}"
         );
+        let again = app.get_as(&olga, &to).await.text().await.unwrap();
+        assert!(!again.contains("q-storage-error"), "{garbage}: shown once");
     }
     let (_, q) = call(&olga, &app, Method::GET, path, None).await;
     assert_eq!(q["max_shared_storage_bytes"], 3u64 << 29, "unchanged");

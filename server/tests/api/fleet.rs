@@ -69,11 +69,12 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     let id = body["cluster"]["id"].as_str().unwrap().to_owned();
     wait_for_state(&app, &amy, &id, "ready").await;
 
-    // Before any sync: an empty inventory, no sync status.
+    // The first sync starts on its own once the cluster is Ready (core/tests/first_sync.rs), so
+    // whether it has finished yet is a race: only the answer's shape is checked here.
     let inventory = format!("/api/v1/clusters/{id}/inventory");
     let (status, body) = call(&amy, &app, Method::GET, &inventory, None).await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    assert_eq!(body["sync"], Value::Null);
+    assert!(body.get("sync").is_some(), "{body}");
 
     // Another tenant can neither sync nor read it; the member can.
     let sync = format!("{inventory}/sync");

@@ -190,7 +190,7 @@ impl Provisioner for JenkinsProvisioner {
     fn check_provider(&self, config: &Params) -> Result<(), ValidationError> {
         Settings::parse(config)
             .map(drop)
-            .map_err(|m| ValidationError::new("parameters", m))
+            .map_err(|m| ValidationError::new("settings", m))
     }
 
     #[tracing::instrument(skip_all, fields(cluster = %ctx.cluster_id, op = %ctx.operation_id))]
