@@ -58,7 +58,8 @@ test('an operator defines a provider, a template and the tenant membership (Java
   for (const [name, provider, access] of [['small', 'lab', null], ['slow', 'slow-lab', 'cluster-admin']]) {
     await page.fill('#template-name', name);
     await page.selectOption('#template-provider', provider);
-    await page.fill('#template-overrides', '{"node_count": {"max": 5, "default": "2"}}');
+    await page.fill('#r-node_count-max', '5');
+    await page.fill('#r-node_count-default', '2');
     await page.fill('#template-tenants', 'team-a');
     if (access) await page.selectOption('#template-admin-access', access);
     await submit(page, '#template-submit');
@@ -69,11 +70,12 @@ test('an operator defines a provider, a template and the tenant membership (Java
   );
   assert.equal(await page.locator('#template-table tr[data-template=slow] td.admin-access').textContent(), 'cluster-admin');
   assert.match(await page.locator('#template-table tr[data-template=small] td.admin-access').textContent(), /namespaces/);
-  // A malformed refinement is refused with a form error, nothing is lost elsewhere.
+  // A refinement wider than the provider's is refused at its field, nothing is lost elsewhere.
   await page.fill('#template-name', 'broken');
-  await page.fill('#template-overrides', '{"node_count": {"max": 1000}}');
+  await page.fill('#r-node_count-max', '1000');
   await submit(page, '#template-submit');
-  assert.match(await page.locator('#form-error').textContent(), /narrow/);
+  assert.match(await page.locator('#r-node_count-max-error').textContent(), /cannot be above 100/);
+  assert.equal(await page.inputValue('#template-name'), 'broken');
 
   await page.goto(server.url + '/tenants/team-a');
   await page.fill('#member-username', MEMBER.username);

@@ -122,7 +122,7 @@ test('an operator defines a hosted provider, a template and the tenant membershi
   // Tenants pick among the offered versions (one here); tenant admins own their clusters.
   await page.fill('#template-name', 'hosted-small');
   await page.selectOption('#template-provider', 'shared-etcd');
-  await page.fill('#template-overrides', '{"kubernetes_version": {"options": ["1.20"]}}');
+  await page.fill('#r-kubernetes_version-choices', '1.20');
   await page.fill('#template-tenants', 'team-h');
   await page.selectOption('#template-admin-access', 'cluster-admin');
   await submit(page, '#template-submit');

@@ -610,8 +610,9 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         .post(format!("{}/sfn/save_template", app.url))
         .form(&[
             ("name", "small"),
-            ("provider", "lab"),
-            ("overrides", r#"{"node_count": {"max": 3}}"#),
+            ("template_provider", "lab"),
+            ("o[node_count][max]", "3"),
+            ("o[node_count][default]", ""),
             ("tenants", ""),
             ("timeout_minutes", "10"),
         ])
@@ -623,18 +624,20 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         .post(format!("{}/sfn/save_template", app.url))
         .form(&[
             ("name", "bad"),
-            ("provider", "lab"),
+            ("template_provider", "lab"),
             ("overrides", "{not json"),
         ])
         .send()
         .await
         .unwrap();
+    // Refused: the form comes back with the values and the error at the JSON.
+    assert_eq!(bad.headers()["location"], "/providers");
+    let page = app.get_as(&olga, "/providers").await.text().await.unwrap();
     assert!(
-        bad.headers()["location"]
-            .to_str()
-            .unwrap()
-            .contains("error="),
-        "form error"
+        page.contains(
+            r#"id="template-overrides-error" role="alert">Is not valid JSON (line 1, column "#
+        ) && page.contains(r#"value="bad""#),
+        "{page}"
     );
     // Members cannot reach the operators' forms.
     let res = amy
@@ -663,7 +666,8 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         page.contains("name=\"p[node_count]\"") && page.contains("max=\"3\""),
         "{page}"
     );
-    // An invalid request comes back with the typed values and the message.
+    // An invalid request comes back with the typed values (kept in the session, not in the
+    // URL) and the message at its field, once.
     let res = amy
         .post(format!("{}/sfn/request_cluster", app.url))
         .form(&[
@@ -676,13 +680,17 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
         .await
         .unwrap();
     let to = res.headers()["location"].to_str().unwrap().to_owned();
+    assert_eq!(to, "/clusters/new?tenant=team-a&template=small");
+    let page = app.get_as(&amy, &to).await.text().await.unwrap();
     assert!(
-        to.starts_with("/clusters/new?")
-            && to.contains("name=web")
-            && to.contains("p.node_count=7")
-            && to.contains("error="),
-        "{to}"
+        page.contains(r#"id="f-node_count-error" role="alert">Must be at most 3"#)
+            && page.contains(r#"name="name" required"#)
+            && page.contains(r#"value="web""#)
+            && page.contains(r#"name="p[node_count]" value="7""#),
+        "{page}"
     );
+    let page = app.get_as(&amy, &to).await.text().await.unwrap();
+    assert!(!page.contains("f-node_count-error"), "shown once");
     let res = amy
         .post(format!("{}/sfn/request_cluster", app.url))
         .form(&[
