@@ -634,9 +634,9 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     assert_eq!(bad.headers()["location"], "/providers");
     let page = app.get_as(&olga, "/providers").await.text().await.unwrap();
     assert!(
-        page.contains(
-            r#"id="template-overrides-error" role="alert">Is not valid JSON (line 1, column "#
-        ) && page.contains(r#"value="bad""#),
+        page.contains(r#"id="template-overrides-error""#)
+            && page.contains(">Is not valid JSON (line 1, column 2)</p>")
+            && page.contains(r#"value="bad""#),
         "{page}"
     );
     // Members cannot reach the operators' forms.
@@ -683,7 +683,8 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     assert_eq!(to, "/clusters/new?tenant=team-a&template=small");
     let page = app.get_as(&amy, &to).await.text().await.unwrap();
     assert!(
-        page.contains(r#"id="f-node_count-error" role="alert">Must be at most 3"#)
+        page.contains(r#"id="f-node_count-error""#)
+            && page.contains(">Must be at most 3</p>")
             && page.contains(r#"name="name" required"#)
             && page.contains(r#"value="web""#)
             && page.contains(r#"name="p[node_count]" value="7""#),
