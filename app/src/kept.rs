@@ -95,7 +95,7 @@ pub fn sentence(message: &str) -> String {
 }
 
 #[cfg(feature = "ssr")]
-pub use server::{keep, take};
+pub use server::{keep, take, RequestKept};
 
 /// The refused form kept for the caller's page, once: for pages whose read has no DTO of
 /// its own to carry it.
@@ -150,8 +150,21 @@ mod server {
         }
     }
 
-    /// The refused form kept for this page, once.
+    /// One request's read of the kept form, provided to every request's context by the
+    /// server: rendering may create a page's reader more than once (a card inside a
+    /// suspended view), and the session hands the form out only once.
+    #[derive(Clone, Default)]
+    pub struct RequestKept(std::sync::Arc<tokio::sync::OnceCell<Option<KeptForm>>>);
+
+    /// The refused form kept for this page, once per session (as often as this request asks).
     pub async fn take() -> Option<KeptForm> {
+        match leptos::prelude::use_context::<RequestKept>() {
+            Some(cache) => cache.0.get_or_init(take_from_session).await.clone(),
+            None => take_from_session().await,
+        }
+    }
+
+    async fn take_from_session() -> Option<KeptForm> {
         let session = leptos_axum::extract::<tower_sessions::Session>()
             .await
             .ok()?;

@@ -54,6 +54,7 @@ pub fn router(state: AppState) -> Router {
                 provide_context(kqueen.clone());
                 provide_context(login_options);
                 provide_context(public_url.clone());
+                provide_context(kqueen_app::kept::RequestKept::default());
             },
             {
                 let options = state.leptos_options.clone();

@@ -440,7 +440,8 @@ async fn the_shared_storage_quota_is_bytes_in_the_api_and_a_size_in_the_portal()
         // The form comes back as it was typed, the error at the field, once.
         let page = app.get_as(&olga, &to).await.text().await.unwrap();
         assert!(
-            page.contains(r#"id="q-storage-error" role="alert">Must be a size such as 512 MiB"#)
+            page.contains(r#"id="q-storage-error""#)
+                && page.contains(r#"class="field-error">Must be a size such as 512 MiB"#)
                 && page.contains(&format!(r#"name="max_shared_storage" value="{garbage}""#))
                 && page.contains(r#"name="max_nodes" value="12""#),
             "{garbage}: {page}"
