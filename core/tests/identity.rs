@@ -69,7 +69,7 @@ async fn cli_creates_tenants_with_defaults_and_refusals_are_audited(db: TestData
     let cli = Actor::cli(Some("ops".into()));
     let t = k
         .tenancy()
-        .create_tenant(&cli, new_tenant(" team-a ", Some("  ")))
+        .create_tenant(&cli, new_tenant("team-a", Some("  ")))
         .await
         .unwrap();
     assert_eq!(
