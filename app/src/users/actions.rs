@@ -49,6 +49,19 @@ pub async fn create_user(
     use kqueen_core::ValidationError;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    // What comes back if the form is refused: never the password.
+    let values = [
+        ("username", Some(username.clone())),
+        ("display_name", display_name.clone()),
+        ("email", email.clone()),
+        ("operator", operator.clone()),
+        ("how", how.clone()),
+        // Named, so that its error is shown at it; its value is not kept.
+        ("password", None),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.unwrap_or_default()))
+    .collect();
     let new = NewUser {
         username: username.trim().to_owned(),
         display_name,
@@ -74,7 +87,10 @@ pub async fn create_user(
             Err(e) => Err(e),
         }
     };
-    crate::ssr::back(USERS_PAGE, result);
+    match result {
+        Ok(()) => crate::ssr::back(USERS_PAGE, Ok(())),
+        Err(e) => crate::ssr::refused(USERS_PAGE, "create-user", values, e).await,
+    }
     Ok(())
 }
 

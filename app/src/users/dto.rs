@@ -17,6 +17,8 @@ pub struct UsersPageDto {
     pub new_invite: Option<NewInviteDto>,
     /// Local accounts may sign in here (`KQUEEN_LOCAL_ACCOUNTS`).
     pub local_accounts: bool,
+    /// The create form as it was refused (without the password), with the error.
+    pub kept: Option<crate::kept::KeptForm>,
 }
 
 /// A new invitation, as the operator sees it once.

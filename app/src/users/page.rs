@@ -5,7 +5,8 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::components::{ErrorNote, FormError, TableHead};
+use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError, TableHead};
+use crate::kept::{checked_or, error_at, value_or, KeptForm};
 use crate::time::{to_day, to_minute};
 use crate::users::actions::{CreateUser, ReinviteUser};
 use crate::users::dto::{User, UsersPageDto};
@@ -48,6 +49,14 @@ fn UserList(
     create: ServerAction<CreateUser>,
     reinvite: ServerAction<ReinviteUser>,
 ) -> impl IntoView {
+    // A refused create comes back as typed, except the password, which is never kept.
+    let kept = KeptForm::of(&page.kept, "create-user");
+    let [e_name, e_display, e_email, e_password] =
+        ["username", "display_name", "email", "password"].map(|f| error_at(&kept, f));
+    let set_now = kept
+        .as_ref()
+        .is_some_and(|k| k.value("how").as_deref() == Some("password"));
+    let invalid = |e: &Option<String>| e.as_ref().map(|_| "true");
     view! {
         {page.new_invite.map(|i| view! {
             <section class="card notice" aria-live="polite" id="new-invite">
@@ -68,34 +77,43 @@ fn UserList(
         })}
         <section class="card" aria-labelledby="new-user-heading">
             <div class="card-head"><h2 id="new-user-heading">"New local user"</h2></div>
+            <KeptFormError kept=kept.clone() />
             <ActionForm action=create attr:class="stack" attr:id="create-user">
                 <div class="field">
                     <label for="new-user-name">"Username"</label>
                     <input id="new-user-name" name="username" required maxlength="64"
-                        pattern="[A-Za-z0-9._@+\\-]+" aria-describedby="new-user-name-help" autocomplete="off" />
+                        pattern="[A-Za-z0-9._@+\\-]+" autocomplete="off" value=value_or(&kept, "username", "")
+                        aria-invalid=invalid(&e_name) aria-describedby=described_by("new-user-name", Some("new-user-name-help"), &e_name) />
+                    <FieldError input="new-user-name".to_owned() error=e_name.clone() />
                     <small id="new-user-name-help" class="muted">"Letters, digits and . _ @ + - (up to 64)."</small>
                 </div>
                 <div class="field">
                     <label for="user-display">"Display name (optional)"</label>
-                    <input id="user-display" name="display_name" maxlength="100" />
+                    <input id="user-display" name="display_name" maxlength="100" value=value_or(&kept, "display_name", "")
+                        aria-invalid=invalid(&e_display) aria-describedby=described_by("user-display", None, &e_display) />
+                    <FieldError input="user-display".to_owned() error=e_display.clone() />
                 </div>
                 <div class="field">
                     <label for="user-email">"E-mail (optional)"</label>
-                    <input id="user-email" name="email" type="email" maxlength="254" />
+                    <input id="user-email" name="email" type="email" maxlength="254" value=value_or(&kept, "email", "")
+                        aria-invalid=invalid(&e_email) aria-describedby=described_by("user-email", None, &e_email) />
+                    <FieldError input="user-email".to_owned() error=e_email.clone() />
                 </div>
                 <div class="field">
-                    <label class="check"><input type="checkbox" name="operator" value="true" id="user-operator" />
+                    <label class="check"><input type="checkbox" name="operator" value="true" id="user-operator" checked=checked_or(&kept, "operator", false) />
                         " Operator (manages the whole installation)"</label>
                 </div>
                 <fieldset class="field">
                     <legend>"Password"</legend>
-                    <label class="check"><input type="radio" name="how" value="invite" checked id="how-invite" />
+                    <label class="check"><input type="radio" name="how" value="invite" checked=!set_now id="how-invite" />
                         " Send an invitation link: they choose their password (link valid 7 days, once)"</label>
-                    <label class="check"><input type="radio" name="how" value="password" id="how-password" />
+                    <label class="check"><input type="radio" name="how" value="password" checked=set_now id="how-password" />
                         " Set a password now"</label>
                     <label for="user-password">"Password (only when set now; at least 12 characters)"</label>
                     <input id="user-password" name="password" type="password" minlength="12"
-                        maxlength="256" autocomplete="new-password" />
+                        maxlength="256" autocomplete="new-password"
+                        aria-invalid=invalid(&e_password) aria-describedby=described_by("user-password", None, &e_password) />
+                    <FieldError input="user-password".to_owned() error=e_password.clone() />
                 </fieldset>
                 <button type="submit" id="create-user-submit">"Create user"</button>
             </ActionForm>

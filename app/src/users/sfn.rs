@@ -32,6 +32,7 @@ pub async fn users_page() -> Result<UsersPageDto, AppError> {
         users: users.into_iter().map(Into::into).collect(),
         new_invite,
         local_accounts: use_context::<LoginOptions>().is_some_and(|o| o.local_accounts),
+        kept: crate::kept::take().await,
     })
 }
 

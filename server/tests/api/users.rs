@@ -211,6 +211,34 @@ async fn operators_invite_people_who_then_set_their_password(app: &TestApp) {
     );
     let page = app.get_as(&op, "/admin/users").await.text().await.unwrap();
     assert!(!page.contains(r#"id="invite-link""#), "shown once");
+
+    // A refused create comes back as typed, the error at its field, without the password.
+    let res = op
+        .post(format!("{}/sfn/create_user", app.url))
+        .form(&[
+            ("username", "webby"),
+            ("display_name", "Web Team"),
+            ("email", "web@example.test"),
+            ("how", "password"),
+            ("password", "short"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["location"], "/admin/users");
+    let page = app.get_as(&op, "/admin/users").await.text().await.unwrap();
+    assert!(
+        page.contains(r#"value="Web Team""#)
+            && page.contains(r#"value="web@example.test""#)
+            && page.contains(r#"id="user-password-error""#)
+            && page.contains("Must be at least 12 characters")
+            && page.contains(r#"value="webby""#),
+        "{page}"
+    );
+    assert!(
+        !page.contains(r#"value="short""#),
+        "the password is never kept"
+    );
 }
 
 async fn only_operators_manage_users(app: &TestApp) {
