@@ -95,7 +95,7 @@ pub fn sentence(message: &str) -> String {
 }
 
 #[cfg(feature = "ssr")]
-pub use server::{keep, take, RequestKept};
+pub use server::{keep, refused, take, RequestKept};
 
 /// The refused form kept for the caller's page, once: for pages whose read has no DTO of
 /// its own to carry it.
@@ -148,6 +148,28 @@ mod server {
                 false
             }
         }
+    }
+
+    /// Ends a refused write made through a form whose page shows kept input
+    /// ([`crate::kept`]): the values and the error are kept for `form`, and the browser goes
+    /// back to `page`, where the error is shown at its field. Other refusals, and a session
+    /// that cannot keep anything, end as [`crate::ssr::back`] does.
+    pub async fn refused(
+        page: &str,
+        form: &str,
+        values: std::collections::BTreeMap<String, String>,
+        error: kqueen_core::Error,
+    ) {
+        // Only input the caller can correct is kept; a refusal (not logged in, not allowed, gone)
+        // is said on the page as any other write's.
+        let correctable = matches!(
+            error,
+            kqueen_core::Error::Invalid(_) | kqueen_core::Error::Conflict(_)
+        );
+        if !correctable || !keep(form, values, &error).await {
+            return crate::ssr::back(page, Err(error));
+        }
+        leptos_axum::redirect(page);
     }
 
     /// One request's read of the kept form, provided to every request's context by the

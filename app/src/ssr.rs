@@ -94,28 +94,6 @@ pub fn back(page: &str, result: Result<(), kqueen_core::Error>) {
     leptos_axum::redirect(&back_to(page, result));
 }
 
-/// Ends a refused write made through a form whose page shows kept input
-/// ([`crate::kept`]): the values and the error are kept for `form`, and the browser goes
-/// back to `page`, where the error is shown at its field. Other refusals, and a session
-/// that cannot keep anything, end as [`back`] does.
-pub async fn refused(
-    page: &str,
-    form: &str,
-    values: std::collections::BTreeMap<String, String>,
-    error: kqueen_core::Error,
-) {
-    // Only input the caller can correct is kept; a refusal (not logged in, not allowed, gone)
-    // is said on the page as any other write's.
-    let correctable = matches!(
-        error,
-        kqueen_core::Error::Invalid(_) | kqueen_core::Error::Conflict(_)
-    );
-    if !correctable || !crate::kept::keep(form, values, &error).await {
-        return back(page, Err(error));
-    }
-    leptos_axum::redirect(page);
-}
-
 /// Where [`back`] sends the browser.
 pub fn back_to(page: &str, result: Result<(), kqueen_core::Error>) -> String {
     match result {

@@ -40,7 +40,7 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
     };
     match result {
         Ok(()) => crate::ssr::back("/tokens", Ok(())),
-        Err(e) => crate::ssr::refused("/tokens", "create-token", values, e).await,
+        Err(e) => crate::kept::refused("/tokens", "create-token", values, e).await,
     }
     Ok(())
 }

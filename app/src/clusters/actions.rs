@@ -62,7 +62,7 @@ pub async fn request_cluster(
                 .into_iter()
                 .chain(params.into_iter().map(|(k, v)| (format!("p[{k}]"), v)))
                 .collect();
-            crate::ssr::refused(&page, "request-form", values, e).await;
+            crate::kept::refused(&page, "request-form", values, e).await;
         }
     }
     Ok(())

@@ -59,7 +59,7 @@ pub async fn save_provider(
     };
     match result {
         Ok(_) => leptos_axum::redirect("/providers"),
-        Err(e) => crate::ssr::refused(&form_page, "provider-form", values, e).await,
+        Err(e) => crate::kept::refused(&form_page, "provider-form", values, e).await,
     }
     Ok(())
 }
@@ -257,7 +257,7 @@ pub async fn save_template(
         Some(name) => format!("/providers?template={}", crate::query::form_escape(name)),
         None => "/providers".to_owned(),
     };
-    crate::ssr::refused(&page, "template-form", values, e).await;
+    crate::kept::refused(&page, "template-form", values, e).await;
     Ok(())
 }
 

@@ -73,6 +73,7 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
         .iter()
         .map(|p| (p.name.clone(), p.kind.clone()))
         .collect();
+    let kinds_for_rows = page.kinds.clone();
     let uses: Vec<(String, String)> = page
         .templates
         .iter()
@@ -85,7 +86,10 @@ fn Catalog(page: ProvidersPageDto, writes: CatalogWrites) -> impl IntoView {
             <table class="table" id="provider-table">
                 <TableHead cols=vec!["Name", "Kind", "Settings", "Secrets", "Status", ""] />
                 <tbody>
-                    {page.providers.iter().cloned().map(|p| view! { <ProviderRow p /> }).collect_view()}
+                    {page.providers.iter().cloned().map(|p| {
+                        let params = kinds_for_rows.iter().find(|k| k.kind == p.kind).map(|k| k.provider_params.clone()).unwrap_or_default();
+                        view! { <ProviderRow p params /> }
+                    }).collect_view()}
                 </tbody>
             </table>
         </ListCard>
@@ -181,14 +185,44 @@ fn kind_label(kind: &str) -> String {
 }
 
 #[component]
-fn ProviderRow(p: ProviderDto) -> impl IntoView {
+fn ProviderRow(
+    p: ProviderDto,
+    /// The kind's settings, for their labels and types.
+    params: Vec<ParamDto>,
+) -> impl IntoView {
+    // Each setting by its label; empty ones are left out, yes/no settings read as such.
+    let settings: Vec<(String, String)> = p
+        .settings
+        .iter()
+        .filter(|(_, v)| !v.is_empty())
+        .map(|(k, v)| {
+            let spec = params.iter().find(|s| s.name == *k);
+            let label = spec.map_or_else(|| k.clone(), |s| s.label.clone());
+            let value = match (spec.map(|s| s.kind.as_str()), v.as_str()) {
+                (Some("boolean"), "true") => "yes".to_owned(),
+                (Some("boolean"), "false") => "no".to_owned(),
+                _ => v.clone(),
+            };
+            (label, value)
+        })
+        .collect();
     let name = p.name.clone();
     let edit = format!("/providers?edit={}", p.name);
     view! {
         <tr data-provider=p.name.clone()>
             <td>{p.name.clone()}{(!p.description.is_empty()).then(|| view! { <br /><small class="muted">{p.description.clone()}</small> })}</td>
             <td>{p.kind}</td>
-            <td><small>{p.settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ")}</small></td>
+            <td>
+                {if settings.is_empty() {
+                    view! { <small class="muted">"–"</small> }.into_any()
+                } else {
+                    view! {
+                        <dl class="settings">
+                            {settings.into_iter().map(|(label, value)| view! { <dt>{label}</dt><dd><code>{value}</code></dd> }).collect_view()}
+                        </dl>
+                    }.into_any()
+                }}
+            </td>
             <td><small>{if p.secret_fields.is_empty() { "–".to_owned() } else { format!("{} (set)", p.secret_fields.join(", ")) }}</small></td>
             <td>{if p.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">

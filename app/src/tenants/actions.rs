@@ -28,7 +28,7 @@ pub async fn create_tenant(slug: String, display_name: Option<String>) -> Result
     let input = NewTenant { slug, display_name };
     match k.tenancy().create_tenant(&actor, input).await {
         Ok(t) => leptos_axum::redirect(&tenant_page(t.slug.as_str())),
-        Err(e) => crate::ssr::refused("/admin", "create-tenant", values, e).await,
+        Err(e) => crate::kept::refused("/admin", "create-tenant", values, e).await,
     }
     Ok(())
 }
@@ -120,7 +120,7 @@ pub async fn set_quota(
             .into_iter()
             .map(|(k, v)| (k.to_owned(), v.unwrap_or_default()))
             .collect();
-            crate::ssr::refused(&tenant_page(&tenant), "quota-form", values, e).await;
+            crate::kept::refused(&tenant_page(&tenant), "quota-form", values, e).await;
         }
     }
     Ok(())

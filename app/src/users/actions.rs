@@ -89,7 +89,7 @@ pub async fn create_user(
     };
     match result {
         Ok(()) => crate::ssr::back(USERS_PAGE, Ok(())),
-        Err(e) => crate::ssr::refused(USERS_PAGE, "create-user", values, e).await,
+        Err(e) => crate::kept::refused(USERS_PAGE, "create-user", values, e).await,
     }
     Ok(())
 }
