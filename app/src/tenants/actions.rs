@@ -43,6 +43,11 @@ pub async fn put_member(
     use kqueen_core::identity::Role;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let values = [
+        ("username".to_owned(), username.clone()),
+        ("role".to_owned(), role.clone().unwrap_or_default()),
+    ]
+    .into();
     let result = match Role::parse(role.as_deref().unwrap_or("member")) {
         Ok(role) => {
             k.tenancy()
@@ -51,7 +56,10 @@ pub async fn put_member(
         }
         Err(e) => Err(e.into()),
     };
-    crate::ssr::back(&tenant_page(&tenant), result);
+    match result {
+        Ok(()) => crate::ssr::back(&tenant_page(&tenant), Ok(())),
+        Err(e) => crate::kept::refused(&tenant_page(&tenant), "add-member", values, e).await,
+    }
     Ok(())
 }
 

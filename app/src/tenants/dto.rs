@@ -10,6 +10,8 @@ pub struct TenantPageDto {
     pub members: Vec<Member>,
     /// The caller may add, change and remove members.
     pub can_manage: bool,
+    /// The member form as it was refused, with the error.
+    pub kept: Option<crate::kept::KeptForm>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -35,6 +35,7 @@ pub async fn tenant_page(slug: String) -> Result<TenantPageDto, AppError> {
         tenant: tenant.into(),
         members: members.into_iter().map(Into::into).collect(),
         can_manage,
+        kept: crate::kept::take().await,
     })
 }
 

@@ -78,7 +78,8 @@ fn Tenant(
             </table>
             {manage.then({
                 let tenant = slug.clone();
-                move || view! { <MemberForm tenant put /> }
+                let kept = KeptForm::of(&page.kept, "add-member");
+                move || view! { <MemberForm tenant put kept /> }
             })}
         </section>
         <QuotaCard slug=slug.clone() />
@@ -89,7 +90,23 @@ fn Tenant(
 /// `<datalist>`: suggestions with and without JavaScript) and still takes any name, for
 /// someone who will sign in through single sign-on later.
 #[component]
-fn MemberForm(tenant: String, put: ServerAction<PutMember>) -> impl IntoView {
+fn MemberForm(
+    tenant: String,
+    put: ServerAction<PutMember>,
+    /// The form as it was refused.
+    kept: Option<KeptForm>,
+) -> impl IntoView {
+    let username_error = error_at(&kept, "username");
+    let role_error = error_at(&kept, "role");
+    let username_invalid = username_error.as_ref().map(|_| "true");
+    let username_described = described_by(
+        "member-username",
+        Some("member-username-help"),
+        &username_error,
+    );
+    let admin = kept
+        .as_ref()
+        .is_some_and(|k| k.value("role").as_deref() == Some("admin"));
     let known = Resource::new(
         {
             let tenant = tenant.clone();
@@ -98,11 +115,13 @@ fn MemberForm(tenant: String, put: ServerAction<PutMember>) -> impl IntoView {
         crate::users::sfn::known_users,
     );
     view! {
+        <KeptFormError kept=kept.clone() />
         <ActionForm action=put attr:class="filter wrap" attr:id="add-member">
             <input type="hidden" name="tenant" value=tenant />
             <label for="member-username">"User"</label>
             <input id="member-username" name="username" required maxlength="64" placeholder="username"
-                list="known-users" autocomplete="off" aria-describedby="member-username-help" />
+                list="known-users" autocomplete="off" value=value_or(&kept, "username", "")
+                aria-invalid=username_invalid aria-describedby=username_described />
             <Suspense fallback=|| ()>
                 {move || Suspend::new(async move {
                     let names = known.await.unwrap_or_default();
@@ -115,10 +134,12 @@ fn MemberForm(tenant: String, put: ServerAction<PutMember>) -> impl IntoView {
             </Suspense>
             <label for="member-role">"Role"</label>
             <select id="member-role" name="role">
-                <option value="member">"member"</option>
-                <option value="admin">"admin"</option>
+                <option value="member" selected=!admin>"member"</option>
+                <option value="admin" selected=admin>"admin"</option>
             </select>
             <button type="submit">"Add or change"</button>
+            <FieldError input="member-username".to_owned() error=username_error />
+            <FieldError input="member-role".to_owned() error=role_error />
             <small id="member-username-help" class="muted">
                 "Pick a known user, or type the username of someone who has not signed in yet: "
                 "they get this membership at their first single sign-on login under that name. "

@@ -463,6 +463,32 @@ async fn the_shared_storage_quota_is_bytes_in_the_api_and_a_size_in_the_portal()
     );
     assert!(page.contains(r#"value="1536 MiB""#), "exact, to save again");
 
+    // The member form comes back as typed too: the name, the role, the error at the name.
+    let res = olga
+        .post(format!("{}/sfn/put_member", app.url))
+        .form(&[
+            ("tenant", "team-a"),
+            ("username", "no spaces allowed"),
+            ("role", "admin"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.headers()["location"], "/tenants/team-a");
+    let page = app
+        .get_as(&olga, "/tenants/team-a")
+        .await
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        page.contains(r#"value="no spaces allowed""#)
+            && page.contains(r#"id="member-username-error""#)
+            && page.contains(r#"<option value="admin" selected"#)
+            && !page.contains(r#"id="q-storage-error""#),
+        "{page}"
+    );
+
     // The fleet API: per tenant usage against the quota for operators (none here: no
     // hosted cluster yet), nothing for tenant admins.
     for who in [&olga, &amy] {
