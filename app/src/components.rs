@@ -71,6 +71,11 @@ pub fn KeptFormError(kept: Option<crate::kept::KeptForm>) -> impl IntoView {
     })
 }
 
+/// `aria-invalid` of an input with maybe an error: `true` when it has one, else absent.
+pub fn invalid(error: &Option<String>) -> Option<&'static str> {
+    error.as_ref().map(|_| "true")
+}
+
 /// `aria-describedby` of an input with help text `help` and maybe an error.
 pub fn described_by(input: &str, help: Option<&str>, error: &Option<String>) -> String {
     let mut ids: Vec<String> = help.map(str::to_owned).into_iter().collect();

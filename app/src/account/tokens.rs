@@ -5,7 +5,9 @@ use leptos_meta::Title;
 
 use crate::account::actions::{CreateToken, RevokeToken};
 use crate::account::dto::TokensPageDto;
-use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError, TableHead};
+use crate::components::{
+    described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError, TableHead,
+};
 use crate::kept::{error_at, value_or, KeptForm};
 use crate::time::{to_day, to_minute};
 
@@ -45,10 +47,7 @@ fn TokenList(
 ) -> impl IntoView {
     let kept = KeptForm::of(&page.kept, "create-token");
     let (name_error, days_error) = (error_at(&kept, "name"), error_at(&kept, "days"));
-    let (name_invalid, days_invalid) = (
-        name_error.as_ref().map(|_| "true"),
-        days_error.as_ref().map(|_| "true"),
-    );
+    let (name_invalid, days_invalid) = (invalid(&name_error), invalid(&days_error));
     let name_described = described_by("token-name", None, &name_error);
     let days_described = described_by("token-days", None, &days_error);
     view! {

@@ -7,7 +7,7 @@ use leptos_router::components::Form;
 
 use crate::clusters::actions::RequestCluster;
 use crate::clusters::dto::{NewClusterPageDto, ParamDto};
-use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError};
+use crate::components::{described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError};
 use crate::kept::{error_at, value_or, KeptForm};
 
 use super::list::query;
@@ -103,7 +103,7 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
                             <label for="p-name">"Cluster name"</label>
                             <input id="p-name" name="name" required maxlength="63" pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?"
                                 value=value_or(&kept, "name", "")
-                                aria-invalid=name_error.as_ref().map(|_| "true")
+                                aria-invalid=invalid(&name_error)
                                 aria-describedby=described_by("p-name", Some("p-name-help"), &name_error) />
                             <FieldError input="p-name".to_owned() error=name_error.clone() />
                             <small id="p-name-help" class="muted">"Lowercase letters, digits and '-', unique in the tenant."</small>
@@ -144,7 +144,7 @@ pub fn ParamField(
     let shown = format!("{prefix}_shown[{}]", param.name);
     let help_id = format!("{id}-help");
     let described = crate::components::described_by(&id, Some(&help_id), &error);
-    let invalid = error.is_some().then_some("true");
+    let invalid = invalid(&error);
     let value = value.or(param.default.clone()).unwrap_or_default();
     let mut help = param.help.clone().unwrap_or_default();
     if let (Some(lo), Some(hi)) = (param.min, param.max) {

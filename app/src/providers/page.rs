@@ -12,7 +12,7 @@ use leptos_router::hooks::use_query_map;
 use crate::clusters::dto::ParamDto;
 use crate::clusters::request::ParamField;
 use crate::components::{
-    confirming, confirming_name, described_by, encode_query_value, ConfirmStep, ErrorNote,
+    confirming, confirming_name, described_by, encode_query_value, invalid, ConfirmStep, ErrorNote,
     FieldError, FormError, KeptFormError, ListCard, TableHead,
 };
 use crate::kept::{checked_or, error_at, value_or, KeptForm};
@@ -293,10 +293,7 @@ fn ProviderForm(
         existing.as_ref().is_some_and(|p| p.disabled),
     );
     let (name_error, description_error) = (error_at(&kept, "name"), error_at(&kept, "description"));
-    let (name_invalid, description_invalid) = (
-        name_error.as_ref().map(|_| "true"),
-        description_error.as_ref().map(|_| "true"),
-    );
+    let (name_invalid, description_invalid) = (invalid(&name_error), invalid(&description_error));
     let name_described = described_by("provider-name", None, &name_error);
     let description_described = described_by("provider-description", None, &description_error);
     view! {
@@ -509,14 +506,14 @@ fn TemplateForm(
             <div class="field">
                 <label for="template-name">"Name"</label>
                 <input id="template-name" name="name" required maxlength="63" value=name
-                    aria-invalid=name_error.as_ref().map(|_| "true")
+                    aria-invalid=invalid(&name_error)
                     aria-describedby=described_by("template-name", None, &name_error) />
                 <FieldError input="template-name".to_owned() error=name_error />
             </div>
             <div class="field">
                 <label for="template-provider">"Provider"</label>
                 <select id="template-provider" name="template_provider"
-                    aria-invalid=provider_error.as_ref().map(|_| "true")
+                    aria-invalid=invalid(&provider_error)
                     aria-describedby=described_by("template-provider", None, &provider_error)
                     on:change=move |ev| shown.set(event_target_value(&ev))>
                     {providers.into_iter().map(|(name, kind)| {
@@ -535,7 +532,7 @@ fn TemplateForm(
             <div class="field">
                 <label for="template-description">"Description"</label>
                 <input id="template-description" name="description" maxlength="500" value=description
-                    aria-invalid=description_error.as_ref().map(|_| "true")
+                    aria-invalid=invalid(&description_error)
                     aria-describedby=described_by("template-description", None, &description_error) />
                 <FieldError input="template-description".to_owned() error=description_error />
             </div>
@@ -548,7 +545,7 @@ fn TemplateForm(
                 <div class="field">
                     <label for="template-overrides">"Refinements (JSON)"</label>
                     <textarea id="template-overrides" name="overrides" rows="6" spellcheck="false"
-                        aria-invalid=json_error.as_ref().map(|_| "true")
+                        aria-invalid=invalid(&json_error)
                         aria-describedby=described_by("template-overrides", Some("overrides-help"), &json_error)>
                         {json}
                     </textarea>
@@ -562,21 +559,21 @@ fn TemplateForm(
             <div class="field">
                 <label for="template-tenants">"Offered to tenants"</label>
                 <input id="template-tenants" name="tenants" placeholder="team-a, team-b (empty: every tenant)" value=tenants
-                    aria-invalid=tenants_error.as_ref().map(|_| "true")
+                    aria-invalid=invalid(&tenants_error)
                     aria-describedby=described_by("template-tenants", None, &tenants_error) />
                 <FieldError input="template-tenants".to_owned() error=tenants_error />
             </div>
             <div class="field">
                 <label for="template-timeout">"Timeout (minutes)"</label>
                 <input type="number" id="template-timeout" name="timeout_minutes" min="1" max="10080" value=timeout
-                    aria-invalid=timeout_error.as_ref().map(|_| "true")
+                    aria-invalid=invalid(&timeout_error)
                     aria-describedby=described_by("template-timeout", None, &timeout_error) />
                 <FieldError input="template-timeout".to_owned() error=timeout_error />
             </div>
             <div class="field">
                 <label for="template-admin-access">"Tenant admins' kubeconfigs"</label>
                 <select id="template-admin-access" name="admin_access"
-                    aria-invalid=access_error.as_ref().map(|_| "true")
+                    aria-invalid=invalid(&access_error)
                     aria-describedby=described_by("template-admin-access", Some("admin-access-help"), &access_error)>
                     <option value="namespaced" selected=!wide>"admin in the tenant's namespaces (default)"</option>
                     <option value="cluster-admin" selected=wide>"cluster-admin on the whole cluster"</option>
@@ -645,7 +642,7 @@ fn refine_param(
             let id = format!("r-{param}-{field}");
             let name = refine::input(&param, field);
             let error = error_at(kept, &name);
-            let invalid = error.as_ref().map(|_| "true");
+            let invalid = invalid(&error);
             let described = described_by(&id, None, &error);
             let label = match *field {
                 "default" => "Default",
@@ -723,7 +720,7 @@ fn refine_param(
         let all = refine::input(&param, "all");
         let error = error_at(kept, &all);
         let group = format!("r-{param}-offer");
-        let invalid = error.as_ref().map(|_| "true");
+        let invalid = invalid(&error);
         let described = described_by(&group, None, &error);
         let (group_id, error_input) = (group.clone(), group.clone());
         view! {

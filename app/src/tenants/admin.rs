@@ -4,7 +4,7 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::A;
 
-use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError};
+use crate::components::{described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError};
 use crate::kept::{error_at, value_or, KeptForm};
 use crate::tenants::actions::CreateTenant;
 
@@ -38,7 +38,7 @@ pub fn Admin() -> impl IntoView {
                 {move || Suspend::new(async move {
                     let kept = KeptForm::of(&kept.await.ok().flatten(), "create-tenant");
                     let (slug_error, name_error) = (error_at(&kept, "slug"), error_at(&kept, "display_name"));
-                    let (slug_invalid, name_invalid) = (slug_error.as_ref().map(|_| "true"), name_error.as_ref().map(|_| "true"));
+                    let (slug_invalid, name_invalid) = (invalid(&slug_error), invalid(&name_error));
                     let slug_described = described_by("tenant-slug", None, &slug_error);
                     let name_described = described_by("tenant-name", None, &name_error);
                     view! {

@@ -5,7 +5,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
 use crate::components::{
-    confirming, confirming_name, described_by, encode_query_value, ConfirmStep, ErrorNote,
+    confirming, confirming_name, described_by, encode_query_value, invalid, ConfirmStep, ErrorNote,
     FieldError, FormError, KeptFormError, TableHead,
 };
 use crate::kept::{error_at, value_or, KeptForm};
@@ -98,7 +98,7 @@ fn MemberForm(
 ) -> impl IntoView {
     let username_error = error_at(&kept, "username");
     let role_error = error_at(&kept, "role");
-    let username_invalid = username_error.as_ref().map(|_| "true");
+    let username_invalid = invalid(&username_error);
     let username_described = described_by(
         "member-username",
         Some("member-username-help"),
@@ -222,16 +222,16 @@ fn QuotaCard(slug: String) -> impl IntoView {
                                         <input type="hidden" name="tenant" value=slug />
                                         <label for="q-clusters">"Max clusters"</label>
                                         <input type="number" min="1" id="q-clusters" name="max_clusters" value=field("max_clusters", value(q.max_clusters)) placeholder="unlimited"
-                                            aria-invalid=error("max_clusters").map(|_| "true") aria-describedby=described_by("q-clusters", None, &error("max_clusters")) />
+                                            aria-invalid=invalid(&error("max_clusters")) aria-describedby=described_by("q-clusters", None, &error("max_clusters")) />
                                         <label for="q-nodes">"Max nodes"</label>
                                         <input type="number" min="1" id="q-nodes" name="max_nodes" value=field("max_nodes", value(q.max_nodes)) placeholder="unlimited"
-                                            aria-invalid=error("max_nodes").map(|_| "true") aria-describedby=described_by("q-nodes", None, &error("max_nodes")) />
+                                            aria-invalid=invalid(&error("max_nodes")) aria-describedby=described_by("q-nodes", None, &error("max_nodes")) />
                                         <label for="q-ttl">"Time-to-live (hours)"</label>
                                         <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=field("cluster_ttl_hours", value(q.cluster_ttl_hours)) placeholder="none"
-                                            aria-invalid=error("cluster_ttl_hours").map(|_| "true") aria-describedby=described_by("q-ttl", None, &error("cluster_ttl_hours")) />
+                                            aria-invalid=invalid(&error("cluster_ttl_hours")) aria-describedby=described_by("q-ttl", None, &error("cluster_ttl_hours")) />
                                         <label for="q-storage">"Max shared etcd (MiB, or 2 GiB…)"</label>
                                         <input type="text" id="q-storage" name="max_shared_storage" value=field("max_shared_storage", q.shared_storage_input.clone()) placeholder="unlimited" size="10"
-                                            aria-invalid=error("max_shared_storage").map(|_| "true") aria-describedby=described_by("q-storage", None, &error("max_shared_storage")) />
+                                            aria-invalid=invalid(&error("max_shared_storage")) aria-describedby=described_by("q-storage", None, &error("max_shared_storage")) />
                                         <button type="submit">"Set quota"</button>
                                     </ActionForm>
                                     <FieldError input="q-clusters".to_owned() error=error_below("max_clusters") />

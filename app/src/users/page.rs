@@ -5,7 +5,9 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use crate::components::{described_by, ErrorNote, FieldError, FormError, KeptFormError, TableHead};
+use crate::components::{
+    described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError, TableHead,
+};
 use crate::kept::{checked_or, error_at, value_or, KeptForm};
 use crate::time::{to_day, to_minute};
 use crate::users::actions::{CreateUser, ReinviteUser};
@@ -56,7 +58,6 @@ fn UserList(
     let set_now = kept
         .as_ref()
         .is_some_and(|k| k.value("how").as_deref() == Some("password"));
-    let invalid = |e: &Option<String>| e.as_ref().map(|_| "true");
     view! {
         {page.new_invite.map(|i| view! {
             <section class="card notice" aria-live="polite" id="new-invite">
