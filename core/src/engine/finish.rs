@@ -146,7 +146,7 @@ impl Engine {
 /// The API server URL of a kubeconfig's current context.
 fn server_of(yaml: &[u8]) -> Option<String> {
     let text = std::str::from_utf8(yaml).ok()?;
-    let kc = kube::config::Kubeconfig::from_yaml(text).ok()?;
+    let kc = crate::kubernetes::read_kubeconfig(text).ok()?;
     crate::kubernetes::current_server(&kc)
 }
 

@@ -17,6 +17,6 @@ pub use access::{
 };
 pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
-    current_server, parse_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
+    current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
     MAX_KUBECONFIG_BYTES,
 };

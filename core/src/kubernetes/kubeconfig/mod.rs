@@ -12,6 +12,9 @@ use std::fmt;
 
 use kube::config::{Context, Kubeconfig, NamedAuthInfo, NamedCluster};
 use kube::config::{KubeconfigError, NamedContext};
+use serde::Serialize;
+use serde_saphyr::budget::BudgetBreach;
+use serde_saphyr::granit_parser::ErrorKind;
 
 use crate::vault::Secret;
 use crate::ValidationError;
@@ -19,6 +22,14 @@ use checks::{check_cluster, check_user};
 
 /// Larger uploads are refused before parsing (real kubeconfigs are a few kilobytes).
 pub const MAX_KUBECONFIG_BYTES: usize = 1024 * 1024;
+
+/// Deepest nesting of YAML collections accepted (real kubeconfigs nest about 6 levels).
+const MAX_DEPTH: usize = 64;
+/// Most YAML aliases (`*name`) accepted in one kubeconfig.
+const MAX_ALIASES: usize = 100;
+/// Most parser events that aliases may replay in all: bounds what aliases expand to, so that
+/// a "billion laughs" document is refused after a few thousand steps.
+const MAX_REPLAYED_EVENTS: usize = 10_000;
 
 /// How the chosen user authenticates to the API server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -198,16 +209,7 @@ pub fn parse_kubeconfig(
     context: Option<&str>,
     allow_exec: bool,
 ) -> Result<ParsedKubeconfig, ValidationError> {
-    if yaml.len() > MAX_KUBECONFIG_BYTES {
-        return Err(invalid(format!(
-            "is too large (at most {} KiB)",
-            MAX_KUBECONFIG_BYTES / 1024
-        )));
-    }
-    if yaml.trim().is_empty() {
-        return Err(invalid("is empty"));
-    }
-    let config = Kubeconfig::from_yaml(yaml).map_err(parse_error)?;
+    let config = read_kubeconfig(yaml)?;
 
     let named_context = choose_context(&config, context)?;
     let ctx_name = named_context.name.clone();
@@ -290,23 +292,67 @@ pub fn parse_kubeconfig(
     })
 }
 
+/// Reads a kubeconfig's YAML, without checking what it says (see [`parse_kubeconfig`] for
+/// that). Several YAML documents are merged as kubectl merges files. The YAML is read with
+/// limits (size, nesting depth, aliases and what they expand to) so that a hostile upload is
+/// refused quickly, and errors name the field `kubeconfig` without quoting the input.
+pub fn read_kubeconfig(yaml: &str) -> Result<Kubeconfig, ValidationError> {
+    if yaml.len() > MAX_KUBECONFIG_BYTES {
+        return Err(invalid(format!(
+            "is too large (at most {} KiB)",
+            MAX_KUBECONFIG_BYTES / 1024
+        )));
+    }
+    if yaml.trim().is_empty() {
+        return Err(invalid("is empty"));
+    }
+    let documents: Vec<Kubeconfig> =
+        serde_saphyr::from_multiple_with_options(yaml, yaml_options()).map_err(yaml_error)?;
+    documents
+        .into_iter()
+        .try_fold(Kubeconfig::default(), Kubeconfig::merge)
+        .map_err(merge_error)
+}
+
+/// The YAML reader's settings: kube's own reading (YAML 1.1 booleans such as `yes` accepted,
+/// as kubectl does) with tighter limits.
+fn yaml_options() -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_depth = MAX_DEPTH;
+    budget.flow_nesting_limit = MAX_DEPTH;
+    budget.max_aliases = MAX_ALIASES;
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.alias_limits.max_total_replayed_events = MAX_REPLAYED_EVENTS;
+    options.alias_limits.max_replay_stack_depth = MAX_DEPTH;
+    // The snippet would quote the input, which holds credentials.
+    options.with_snippet = false;
+    options
+}
+
 /// A kubeconfig as YAML, `apiVersion` and `kind` first (as kubectl writes them).
-pub(crate) fn write_kubeconfig(config: &Kubeconfig) -> Result<String, serde_yaml::Error> {
-    let serde_yaml::Value::Mapping(fields) = serde_yaml::to_value(config)? else {
-        return serde_yaml::to_string(config);
+pub(crate) fn write_kubeconfig(
+    config: &Kubeconfig,
+) -> Result<String, serde_saphyr::SerializeError> {
+    #[derive(Serialize)]
+    struct Written<'a> {
+        #[serde(rename = "apiVersion", skip_serializing_if = "Option::is_none")]
+        api_version: Option<&'a str>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        kind: Option<&'a str>,
+        #[serde(flatten)]
+        rest: Kubeconfig,
+    }
+    let rest = Kubeconfig {
+        api_version: None,
+        kind: None,
+        ..config.clone()
     };
-    let mut ordered = serde_yaml::Mapping::new();
-    for key in ["apiVersion", "kind"] {
-        if let Some(v) = fields.get(key) {
-            ordered.insert(key.into(), v.clone());
-        }
-    }
-    for (k, v) in fields {
-        if !ordered.contains_key(&k) {
-            ordered.insert(k, v);
-        }
-    }
-    serde_yaml::to_string(&ordered)
+    serde_saphyr::to_string(&Written {
+        api_version: config.api_version.as_deref(),
+        kind: config.kind.as_deref(),
+        rest,
+    })
 }
 
 fn choose_context<'a>(
@@ -347,21 +393,55 @@ fn choose_context<'a>(
     }
 }
 
-/// A parse error without the parser's message: that message may quote the input, and the
+/// A YAML error without the parser's message: that message may quote the input, and the
 /// input holds credentials. The position is enough to find the mistake.
-fn parse_error(e: KubeconfigError) -> ValidationError {
-    let position = match &e {
-        KubeconfigError::Parse(inner) => inner
-            .location()
-            .filter(|l| l.line() > 0)
-            .map(|l| format!(" (near line {}, column {})", l.line(), l.column())),
+fn yaml_error(e: serde_saphyr::Error) -> ValidationError {
+    let e = match e.without_snippet() {
+        serde_saphyr::Error::AliasError { error, .. } => error.as_ref(),
+        other => other,
+    };
+    let position = e
+        .location()
+        .filter(|l| l.line() > 0)
+        .map(|l| format!(" (near line {}, column {})", l.line(), l.column()))
+        .unwrap_or_default();
+    let limit = match e {
+        serde_saphyr::Error::Budget { breach, .. } => match breach {
+            BudgetBreach::Depth { .. } => Some(format!("nests deeper than {MAX_DEPTH} levels")),
+            BudgetBreach::Aliases { .. } | BudgetBreach::AliasAnchorRatio { .. } => {
+                Some(format!("uses more than {MAX_ALIASES} YAML aliases"))
+            }
+            _ => Some("is too large or too complex once read".to_owned()),
+        },
+        serde_saphyr::Error::AliasReplayLimitExceeded { .. }
+        | serde_saphyr::Error::AliasExpansionLimitExceeded { .. }
+        | serde_saphyr::Error::AliasReplayStackDepthExceeded { .. }
+        | serde_saphyr::Error::AliasReplayCounterOverflow { .. } => {
+            Some("has YAML aliases that expand to too much".to_owned())
+        }
+        serde_saphyr::Error::ExternalMessage { source, .. } => match source.as_ref() {
+            serde_saphyr::ExternalMessageSource::Parser(scan)
+                if matches!(scan.kind(), ErrorKind::RecursionLimitExceeded) =>
+            {
+                Some(format!("nests deeper than {MAX_DEPTH} levels"))
+            }
+            _ => None,
+        },
+        serde_saphyr::Error::DuplicateMappingKey { .. } => {
+            Some("repeats a key in one of its mappings".to_owned())
+        }
         _ => None,
     };
-    match e {
-        KubeconfigError::Parse(_) => invalid(format!(
-            "is not a valid kubeconfig: YAML with clusters, users and contexts is expected{}",
-            position.unwrap_or_default()
+    match limit {
+        Some(what) => invalid(format!("is not a valid kubeconfig: it {what}{position}")),
+        None => invalid(format!(
+            "is not a valid kubeconfig: YAML with clusters, users and contexts is expected{position}"
         )),
+    }
+}
+
+fn merge_error(e: KubeconfigError) -> ValidationError {
+    match e {
         KubeconfigError::KindMismatch | KubeconfigError::ApiVersionMismatch => {
             invalid("holds several YAML documents that do not agree on kind/apiVersion")
         }
@@ -462,6 +542,86 @@ mod tests {
         assert!(!message.contains("sec"), "{message}");
         assert!(err("    username: admin", false).contains("without a password"));
         assert!(err("    {}", false).contains("no credentials"));
+    }
+
+    #[test]
+    fn alias_bombs_are_refused() {
+        // "Billion laughs": nine levels of nine aliases would expand to 9^9 strings.
+        let mut yaml = format!(
+            "{}lol0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n",
+            config("    token: t")
+        );
+        for i in 1..10 {
+            let p = i - 1;
+            yaml.push_str(&format!(
+                "lol{i}: &l{i} [*l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}, *l{p}]\n"
+            ));
+        }
+        let err = parse_kubeconfig(&yaml, None, false).expect_err("refused");
+        assert_eq!(err.field, "kubeconfig");
+        assert!(err.message.contains("aliases"), "{}", err.message);
+
+        let many: String = (0..=MAX_ALIASES).map(|i| format!("x{i}: *t\n")).collect();
+        let yaml = format!("{}anchor: &t 1\n{many}", config("    token: t"));
+        let err = parse_kubeconfig(&yaml, None, false).expect_err("refused");
+        assert!(
+            err.message.contains("more than 100 YAML aliases"),
+            "{}",
+            err.message
+        );
+
+        // A few aliases are fine.
+        let yaml = config("    token: &tok t").replace("token: t", "token: *tok");
+        let yaml = format!("{yaml}extra: *tok\n");
+        parse_kubeconfig(&yaml, None, false).expect("a few aliases are accepted");
+    }
+
+    #[test]
+    fn deep_nesting_is_refused_without_a_panic() {
+        let block: String = (0..1000)
+            .map(|i| format!("{}a:\n", " ".repeat(i)))
+            .collect();
+        let flow = format!("a: {}{}", "[".repeat(1000), "]".repeat(1000));
+        let flow_maps = format!("a: {}1{}", "{b: ".repeat(1000), "}".repeat(1000));
+        for yaml in [block, flow, flow_maps] {
+            let yaml = format!("{}{yaml}", config("    token: t"));
+            let err = parse_kubeconfig(&yaml, None, false).expect_err("refused");
+            assert_eq!(err.field, "kubeconfig");
+            assert!(
+                err.message.contains("nests deeper than 64 levels"),
+                "{}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn yaml_errors_give_a_position_and_never_the_input() {
+        let yaml = config("    token: \"s3cret").replace("s3cret", "s3cret\n");
+        let err = parse_kubeconfig(&yaml, None, false).expect_err("refused");
+        assert!(err.message.contains("near line"), "{}", err.message);
+        assert!(!err.message.contains("s3cret"), "{}", err.message);
+        let twice = config("    token: s3cret\n    token: s3cret");
+        let err = parse_kubeconfig(&twice, None, false).expect_err("refused");
+        assert!(err.message.contains("repeats a key"), "{}", err.message);
+        assert!(!err.message.contains("s3cret"), "{}", err.message);
+        let big = "#".repeat(MAX_KUBECONFIG_BYTES + 1);
+        let err = read_kubeconfig(&big).expect_err("refused");
+        assert!(err.message.contains("too large"), "{}", err.message);
+    }
+
+    #[test]
+    fn several_documents_are_merged_and_written_in_kubectl_order() {
+        let first = config("    token: t");
+        let yaml =
+            format!("{first}---\nclusters:\n- name: c2\n  cluster:\n    server: https://b\n");
+        let merged = read_kubeconfig(&yaml).expect("merged");
+        assert_eq!(merged.clusters.len(), 2);
+        let text = write_kubeconfig(&merged).expect("written");
+        assert!(text.starts_with("apiVersion: v1\nkind: Config\n"), "{text}");
+        let mismatch = format!("{first}---\nkind: Other\n");
+        let err = read_kubeconfig(&mismatch).expect_err("refused");
+        assert!(err.message.contains("do not agree"), "{}", err.message);
     }
 
     #[test]
