@@ -28,6 +28,7 @@ pub mod tenant;
 pub mod token;
 pub mod user;
 pub mod vault;
+pub mod workloads;
 
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};

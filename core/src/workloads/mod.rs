@@ -1,0 +1,3 @@
+//! Objects KQueen applies to clusters: applications and addons.
+
+pub mod manifest;
