@@ -92,6 +92,19 @@ pub mod action {
     pub const CLUSTER_STORAGE_READ_ONLY: &str = "cluster.storage.read_only";
     pub const CLUSTER_STORAGE_WRITABLE: &str = "cluster.storage.writable";
     pub const FLEET_VIEW: &str = "fleet.view";
+    /// An application version deployed (or re-deployed), or removed; a dry run is not
+    /// recorded (it changes nothing).
+    pub const APP_DEPLOY: &str = "app.deploy";
+    pub const APP_DELETE: &str = "app.delete";
+    pub const APP_VIEW: &str = "app.view";
+    /// An addon installed, moved to another version or parameters, or removed.
+    pub const ADDON_INSTALL: &str = "addon.install";
+    pub const ADDON_UPGRADE: &str = "addon.upgrade";
+    pub const ADDON_REMOVE: &str = "addon.remove";
+    pub const ADDON_VIEW: &str = "addon.view";
+    /// An addon version added to or removed from the catalog (operators).
+    pub const ADDON_DEFINE: &str = "addon.define";
+    pub const ADDON_UNDEFINE: &str = "addon.undefine";
 }
 
 /// One entry of the audit trail.

@@ -33,7 +33,7 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Attention, ClusterDetail, ClusterSettings, ClusterSync, ExternalLogin, FleetOverview,
-    FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
-    Tally, TemplateView, Users,
+    AppStatus, Apps, Attention, ClusterDetail, ClusterSettings, ClusterSync, DeployPreview,
+    DeployRequest, ExternalLogin, FleetOverview, FleetTotals, ImageRow, InventorySettings,
+    KindInfo, Kqueen, KubeconfigDownload, Overview, Tally, TemplateView, Users,
 };

@@ -111,8 +111,31 @@ string_enum!(
         Delete = "delete",
         Scale = "scale",
         Upgrade = "upgrade",
+        /// Deploys (or re-deploys) one version of an application.
+        AppDeploy = "app-deploy",
+        /// Removes one version of an application and everything it created.
+        AppDelete = "app-delete",
+        /// Installs an addon, or moves it to another catalog version or parameters.
+        AddonApply = "addon-apply",
+        /// Removes an addon and everything it created.
+        AddonRemove = "addon-remove",
     }
 );
+
+impl OperationKind {
+    /// Operations on what runs in a cluster (applications, addons) rather than on the
+    /// cluster itself: no provisioner takes part, and the cluster stays Ready whatever
+    /// their outcome.
+    pub fn is_workload(self) -> bool {
+        matches!(
+            self,
+            OperationKind::AppDeploy
+                | OperationKind::AppDelete
+                | OperationKind::AddonApply
+                | OperationKind::AddonRemove
+        )
+    }
+}
 
 string_enum!(
     /// Where an operation is.

@@ -71,6 +71,11 @@ impl Engine {
                     now,
                 ));
             }
+            // Never here: they end in `workload.rs`.
+            OperationKind::AppDeploy
+            | OperationKind::AppDelete
+            | OperationKind::AddonApply
+            | OperationKind::AddonRemove => {}
             OperationKind::Upgrade => {
                 change.parameters =
                     Some(with_param(cluster, "kubernetes_version", op.target.clone()));
@@ -123,7 +128,7 @@ impl Engine {
 
     /// Ends the operation in `state` with the cluster `change` and the timeline `events`,
     /// fenced by the operation's lease.
-    async fn finish(
+    pub(super) async fn finish(
         &self,
         op: &Operation,
         state: OperationState,

@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Operation};
+use crate::provisioner::Reporter;
+use crate::workloads::WorkloadError;
 
 #[async_trait]
 pub trait EngineHooks: Send + Sync {
@@ -22,4 +24,18 @@ pub trait EngineHooks: Send + Sync {
     /// a cluster that goes on existing. Best effort within `within`; the timeline line to
     /// record (None: there were none).
     async fn revoke_all_access(&self, cluster: &Cluster, within: Duration) -> Option<String>;
+
+    /// Does the work of a workload operation (an application deploy or delete, an addon
+    /// toggle) in `cluster`, reporting steps to `reporter`; returns the line for the
+    /// timeline. Transient errors are retried by the engine.
+    async fn run_workload(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+        reporter: Reporter,
+    ) -> Result<String, WorkloadError>;
+
+    /// A workload operation failed for good (or timed out): the services record it on what
+    /// the operation was about.
+    async fn workload_failed(&self, op: &Operation, reason: &str);
 }

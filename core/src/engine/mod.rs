@@ -19,6 +19,7 @@ mod finish;
 mod hooks;
 mod tracker;
 mod ttl;
+mod workload;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -243,6 +244,9 @@ impl Engine {
             }
         };
         tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, attempt = op.attempts, "executing operation");
+        if op.kind.is_workload() {
+            return self.execute_workload(op, cluster).await;
+        }
         let mut ctx =
             match context::op_context(&self.deps, &cluster, &op, &self.config.work_dir).await {
                 Ok(ctx) => ctx,
@@ -307,6 +311,9 @@ impl Engine {
                             let v = op.target.clone().unwrap_or_default();
                             provisioner.upgrade(&mut ctx, &v).await.map(map_step)
                         }
+                        (kind, _) => Err(ProvisionError::Failed(format!(
+                            "{kind} is not an operation of provisioners"
+                        ))),
                     }
                 };
                 let left = (deadline - Utc::now()).to_std().unwrap_or_default();
@@ -431,7 +438,7 @@ impl Engine {
                         {
                             remove_work_dir(&ctx.work_dir).await
                         }
-                        OperationKind::Delete | OperationKind::Scale | OperationKind::Upgrade => {}
+                        _ => {}
                     }
                     return Ok(());
                 }

@@ -199,6 +199,55 @@ impl Access {
         })
     }
 
+    /// A client that acts in `cluster` with exactly the rights `user_id`'s personal
+    /// kubeconfig gives: their ServiceAccount's short-lived token, issued (and audited, as
+    /// `system` on their behalf) like a download. Used to apply what a member deploys, so
+    /// that the cluster's RBAC, not KQueen, decides what they may create. Also returns how
+    /// the identity reads in messages.
+    pub(crate) async fn member_client(
+        &self,
+        cluster: &Cluster,
+        user_id: Uuid,
+    ) -> Result<(kube::Client, String)> {
+        let user = self.deps.store.user_by_id(user_id).await?;
+        if user.disabled {
+            return Err(Error::Conflict(format!("{} is disabled", user.username)));
+        }
+        let role = self
+            .deps
+            .store
+            .memberships_of(user_id)
+            .await?
+            .into_iter()
+            .find(|m| m.tenant_id == cluster.tenant_id)
+            .map(|m| m.role)
+            .ok_or_else(|| {
+                Error::Conflict(format!(
+                    "{} is no longer a member of the cluster's tenant",
+                    user.username
+                ))
+            })?;
+        let actor = Actor::system();
+        let issued = self
+            .issue_user_kubeconfig(&actor, cluster, &user.username, user_id, role)
+            .await?;
+        let text = std::str::from_utf8(issued.yaml.expose())
+            .map_err(|_| Error::Corrupt("issued kubeconfig is not UTF-8".into()))?;
+        let parsed = crate::kubernetes::parse_kubeconfig(text, None, false).map_err(|e| {
+            Error::Conflict(format!("the issued kubeconfig is unusable: {}", e.message))
+        })?;
+        let client = crate::kubernetes::client(&parsed, self.deps.settings.request_check_timeout)
+            .await
+            .map_err(|e| Error::Conflict(format!("cannot reach the cluster: {e}")))?;
+        let who = format!(
+            "{} (ServiceAccount {}/{}, role {role})",
+            user.username,
+            crate::kubernetes::USERS_NAMESPACE,
+            crate::kubernetes::service_account_name(&user.username)
+        );
+        Ok((client, who))
+    }
+
     /// Revokes a user's access to a cluster (their own, or anyone's for tenant admins and
     /// operators): deletes the ServiceAccount, which invalidates every token issued to it.
     pub async fn revoke_access(&self, actor: &Actor, id: &str, user: Option<&str>) -> Result<()> {

@@ -5,8 +5,10 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 use super::Kqueen;
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Operation, OperationKind};
 use crate::engine::EngineHooks;
+use crate::provisioner::Reporter;
+use crate::workloads::WorkloadError;
 
 #[async_trait]
 impl EngineHooks for Kqueen {
@@ -20,5 +22,27 @@ impl EngineHooks for Kqueen {
 
     async fn revoke_all_access(&self, cluster: &Cluster, within: Duration) -> Option<String> {
         self.access().revoke_all_access(cluster, within).await
+    }
+
+    async fn run_workload(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+        reporter: Reporter,
+    ) -> Result<String, WorkloadError> {
+        match op.kind {
+            OperationKind::AppDeploy | OperationKind::AppDelete => {
+                self.apps().run(cluster, op, &reporter).await
+            }
+            kind => Err(WorkloadError::Refused(format!(
+                "{kind} is not an operation on what runs in a cluster"
+            ))),
+        }
+    }
+
+    async fn workload_failed(&self, op: &Operation, reason: &str) {
+        if matches!(op.kind, OperationKind::AppDeploy | OperationKind::AppDelete) {
+            self.apps().failed(op, reason).await;
+        }
     }
 }

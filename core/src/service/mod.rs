@@ -10,6 +10,7 @@
 
 mod access;
 mod access_sweep;
+mod apps;
 mod audit;
 mod auth;
 mod cluster_admin;
@@ -41,6 +42,7 @@ pub use crate::deps::ClusterSettings;
 pub use crate::inventory::fleet::ImageRow;
 pub use access::{Access, KubeconfigDownload};
 pub use access_sweep::AccessSweep;
+pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
 pub use clusters::{ClusterDetail, Clusters};
@@ -88,6 +90,7 @@ struct Areas {
     audit: AuditLog,
     clusters: Clusters,
     access: Access,
+    apps: Apps,
     sweep: AccessSweep,
     fleet: Fleet,
     users: Users,
@@ -119,6 +122,7 @@ impl Areas {
         let users = Users::new(deps, &guard);
         let clusters = Clusters::new(deps, &guard, &tenancy, &catalog, &admin);
         let access = Access::new(deps, &guard, &clusters, &admin);
+        let apps = Apps::new(deps, &guard, &clusters, &access, &admin);
         let fleet = Fleet::new(
             deps,
             &guard,
@@ -135,6 +139,7 @@ impl Areas {
             audit,
             clusters,
             access,
+            apps,
             sweep,
             fleet,
             users,
@@ -246,6 +251,10 @@ impl Kqueen {
     /// Kubeconfigs and per-user access.
     pub fn access(&self) -> &Access {
         &self.areas.access
+    }
+
+    pub fn apps(&self) -> &Apps {
+        &self.areas.apps
     }
 
     /// The background pass that keeps users' access in every cluster in line.

@@ -502,6 +502,52 @@ pub trait PeopleStore: Send + Sync {
     async fn setup_counts(&self) -> Result<crate::invite::SetupCounts>;
 }
 
+/// Applications deployed into clusters. Deploys and deletes are queued as operations in the
+/// same transaction that marks the version, with their timeline entry and audit event.
+#[async_trait]
+pub trait ApplicationStore: Send + Sync {
+    /// Records a deploy of `app` (a new version, or a re-deploy of the one with the same
+    /// cluster, name and version) and queues `op`. Conflict when the cluster is not Ready,
+    /// when the version is being deployed or deleted already, or when another version uses
+    /// its namespace. Returns the stored version (its id is the existing one on re-deploy).
+    async fn queue_app_deploy(
+        &self,
+        app: &crate::workloads::application::Application,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<crate::workloads::application::Application>;
+    /// Marks the version for deletion and queues `op`; Conflict while it is busy.
+    async fn queue_app_delete(
+        &self,
+        app_id: Uuid,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn application(&self, id: Uuid) -> Result<crate::workloads::application::Application>;
+    /// The live versions of a cluster, by name and version.
+    async fn applications_of(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Vec<crate::workloads::application::Application>>;
+    /// Ends a deploy: Deployed with what it applied, or Failed with why (the objects it
+    /// applied before failing are kept, so that a later delete finds them).
+    async fn finish_app_deploy(
+        &self,
+        id: Uuid,
+        result: std::result::Result<&[crate::workloads::refs::ObjectRef], &str>,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+    /// Ends a delete: the version is gone (Ok) or Failed with why.
+    async fn finish_app_delete(
+        &self,
+        id: Uuid,
+        result: std::result::Result<(), &str>,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
@@ -521,6 +567,7 @@ pub trait Store:
     + OperationStore
     + InventoryStore
     + FleetStore
+    + ApplicationStore
     + crate::vault::SecretBackend
     + 'static
 {

@@ -30,6 +30,11 @@ pub fn provider_field(provider: Uuid, field: &str) -> SecretRef {
     SecretRef::global(format!("provider/{provider}/{field}"))
 }
 
+/// The manifests of one application version (they may hold Secrets).
+pub fn application_manifests(tenant: Uuid, application: Uuid) -> SecretRef {
+    SecretRef::tenant(tenant, format!("application/{application}/manifests"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -378,7 +378,8 @@ impl ClusterStore for SqlStore {
             if done.rows_affected() == 0 {
                 return Err(Error::NotFound("cluster"));
             }
-            // A delete cancels an unfinished create: its worker loses the lease at its next
+            // A delete cancels an unfinished create (and any unfinished deploy or toggle of
+            // what runs in the cluster): its worker loses the lease at its next
             // renewal and stops; the delete then stops what the create started. The delete
             // waits until the create's lease has run out (renewals come every third of it,
             // so by then its worker has noticed and stopped, as long as the portals' clocks
@@ -391,7 +392,8 @@ impl ClusterStore for SqlStore {
                     "UPDATE operations SET state = 'failed', \
                      error = 'cancelled: the cluster is being deleted', lease_owner = NULL, \
                      finished_at = $2, updated_at = $2 \
-                     WHERE cluster_id = $1 AND kind = 'create' AND state IN ('pending', 'running') \
+                     WHERE cluster_id = $1 AND kind NOT IN ('delete', 'scale', 'upgrade') \
+                     AND state IN ('pending', 'running') \
                      RETURNING lease_expires_at",
                 )
                 .bind(op.cluster_id)

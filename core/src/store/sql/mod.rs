@@ -126,6 +126,7 @@ macro_rules! audited_tx {
 }
 
 mod access;
+mod applications;
 mod audit;
 mod catalog;
 // Before `clusters`: their insert and admission macros are used there.
