@@ -423,6 +423,13 @@ mod tests {
         assert!(message.contains("at most 253"), "{message}");
         assert!(message.len() < 400, "the name is clipped: {message}");
         parse(&object("Pod", &format!("{}.b", "a".repeat(63)))).expect("a subdomain");
+        // RBAC names are path segments, as Kubernetes has them.
+        let role = |name: &str| {
+            format!("apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: '{name}'\n")
+        };
+        parse(&role("system:aggregated-metrics-reader")).expect("an RBAC name");
+        let message = refusal(&role("a/b"), Some(1));
+        assert!(message.contains("without '/' or '%'"), "{message}");
         let ns = |ns: &str| format!("{}  namespace: {ns}\n", object("Pod", "p"));
         let message = refusal(&ns("a.b"), Some(1));
         assert!(

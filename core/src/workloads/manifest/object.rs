@@ -1,4 +1,6 @@
-//! Checking one object of a manifest: what KQueen needs to apply it by name.
+//! Checking one object of a manifest: what KQueen needs to apply it by name. Names are
+//! DNS-1123 subdomains, except for the RBAC kinds, whose names Kubernetes allows to be any
+//! path segment (`system:aggregated-metrics-reader`).
 
 use serde_json::{Map, Value};
 
@@ -82,7 +84,15 @@ pub(super) fn check(
         Some(_) => return Err(place.error("metadata.name must be text")),
     };
     place.name = Some(name);
-    if !is_dns_subdomain(name) {
+    let rbac = api_version.starts_with("rbac.authorization.k8s.io/");
+    if rbac && !is_path_segment(name) {
+        return Err(place.error(&format!(
+            "metadata.name {} is not a valid name: at most 253 characters, without '/' or \
+             '%', and not '.' or '..'",
+            quote(name)
+        )));
+    }
+    if !rbac && !is_dns_subdomain(name) {
         return Err(place.error(&format!(
             "metadata.name {} is not a valid name: lower-case letters, digits, '-' and '.', \
              starting and ending with a letter or digit, at most 253 characters",
@@ -146,6 +156,12 @@ pub(super) fn is_dns_label(s: &str) -> bool {
         && s.starts_with(alnum)
         && s.ends_with(alnum)
         && s.chars().all(|c| alnum(c) || c == '-')
+}
+
+/// A name as the RBAC kinds (roles, bindings) allow it, as Kubernetes checks it: any path
+/// segment (`system:aggregate-to-edit`), at most 253 characters.
+fn is_path_segment(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 253 && s != "." && s != ".." && !s.contains(['/', '%'])
 }
 
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
