@@ -53,6 +53,7 @@ fn request(version: &str, manifests: String) -> DeployRequest {
 }
 
 struct World {
+    _db: TestDatabase,
     _server: RealApiServer,
     admin: kube::Client,
     k: Kqueen,
@@ -121,6 +122,7 @@ async fn world(db: TestDatabase) -> Option<World> {
     let detail = k.clusters().cluster_detail(&alice, &id).await.unwrap();
     assert_eq!(detail.cluster.state, ClusterState::Ready);
     Some(World {
+        _db: db,
         _server: server,
         admin,
         k,
@@ -141,12 +143,23 @@ async fn deploy_and_run(w: &World, who: &Actor, req: &DeployRequest) -> uuid::Uu
             .status(who, &w.cluster, &app.id.to_string())
             .await
             .unwrap();
-    assert_eq!(
-        app.application.state,
-        AppState::Deployed,
-        "{:?}",
-        app.application.error
-    );
+    if app.application.state != AppState::Deployed {
+        let events =
+            w.k.clusters()
+                .cluster_events(who, &w.cluster, None)
+                .await
+                .unwrap();
+        let lines: Vec<String> = events
+            .iter()
+            .map(|e| format!("{}: {}", e.kind, e.message))
+            .collect();
+        panic!(
+            "{:?} {:?}; timeline:\n{}",
+            app.application.state,
+            app.application.error,
+            lines.join("\n")
+        );
+    }
     app.application.id
 }
 

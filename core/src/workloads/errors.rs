@@ -31,6 +31,11 @@ pub fn api_error(e: kube::Error, what: &str) -> WorkloadError {
             let message = s.message.chars().take(600).collect::<String>();
             match s.code {
                 403 => WorkloadError::Refused(format!("not allowed to {what}: {message}")),
+                // The server could not build the typed object: the manifest's fault, whatever
+                // the status says (1.20 answers 500).
+                _ if message.contains("failed to create typed patch object") => {
+                    WorkloadError::Refused(format!("cannot {what}: {message}"))
+                }
                 429 | 500..=599 => {
                     WorkloadError::Transient(format!("cannot {what} now: {message}"))
                 }

@@ -139,6 +139,7 @@ fn place_object(
         None
     };
     let mut body = obj.object.clone();
+    default_protocols(&mut body);
     let Some(meta) = body.get_mut("metadata").and_then(Value::as_object_mut) else {
         return Err(invalid(obj, "has no metadata".into()));
     };
@@ -174,6 +175,45 @@ fn place_object(
         resource,
         body,
     })
+}
+
+/// Writes `protocol: TCP` where a port list leaves it out (Services, and containers of pod
+/// templates). It is the server's default anyway, but the server-side apply of Kubernetes
+/// before 1.21 refuses port lists without it ("associative list with keys has an element
+/// that omits key field protocol").
+fn default_protocols(body: &mut Value) {
+    fn fill(ports: Option<&mut Value>) {
+        for port in ports.and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(p) = port.as_object_mut() {
+                p.entry("protocol")
+                    .or_insert_with(|| Value::String("TCP".into()));
+            }
+        }
+    }
+    fn pod_spec(spec: Option<&mut Value>) {
+        let Some(spec) = spec else { return };
+        for key in ["containers", "initContainers"] {
+            for c in spec
+                .get_mut(key)
+                .and_then(Value::as_array_mut)
+                .into_iter()
+                .flatten()
+            {
+                fill(c.get_mut("ports"));
+            }
+        }
+    }
+    let kind = body
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    match kind.as_str() {
+        "Service" => fill(body.pointer_mut("/spec/ports")),
+        "Pod" => pod_spec(body.get_mut("spec")),
+        "CronJob" => pod_spec(body.pointer_mut("/spec/jobTemplate/spec/template/spec")),
+        _ => pod_spec(body.pointer_mut("/spec/template/spec")),
+    }
 }
 
 fn invalid(obj: &ManifestObject, message: String) -> WorkloadError {
@@ -228,6 +268,20 @@ pub fn apply_order(kind: &str) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn port_protocols_are_written_out() {
+        let mut svc = serde_json::json!({"kind": "Service", "spec": {"ports": [{"port": 80}, {"port": 53, "protocol": "UDP"}]}});
+        default_protocols(&mut svc);
+        assert_eq!(svc["spec"]["ports"][0]["protocol"], "TCP");
+        assert_eq!(svc["spec"]["ports"][1]["protocol"], "UDP");
+        let mut d = serde_json::json!({"kind": "Deployment", "spec": {"template": {"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 8080}]}]}}}});
+        default_protocols(&mut d);
+        assert_eq!(
+            d["spec"]["template"]["spec"]["containers"][0]["ports"][0]["protocol"],
+            "TCP"
+        );
+    }
 
     #[test]
     fn dependencies_are_applied_first() {
