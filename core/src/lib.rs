@@ -10,6 +10,7 @@ pub mod clock;
 pub mod cluster;
 pub mod deps;
 mod dto;
+mod dto_apps;
 pub mod engine;
 mod error;
 pub mod export;

@@ -4,6 +4,8 @@
 //! dependency on the domain crate, so that the wasm portal can use it; `kqueen-core` fills
 //! them (`From` its types).
 
+pub mod addons;
+pub mod apps;
 pub mod audit;
 pub mod clusters;
 pub mod tenants;
