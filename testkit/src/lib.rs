@@ -7,6 +7,8 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+/// A real kube-apiserver (with kube-controller-manager) like envtest starts it.
+pub mod apiserver;
 pub mod catalog;
 /// Synthetic clusters for the fake API server.
 pub mod fake_cluster;

@@ -3,6 +3,7 @@
 //! of them. (`fake_jenkins.rs` is included by path by the Jenkins tests.)
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
-pub mod apiserver;
+#[allow(unused_imports)]
+pub use kqueen_testkit::apiserver;
 #[allow(unused_imports)]
 pub use kqueen_testkit::fake_kube;
