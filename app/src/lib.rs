@@ -11,6 +11,7 @@
 #![recursion_limit = "256"]
 
 pub mod account;
+pub mod apps;
 pub mod audit;
 pub mod clusters;
 mod components;
@@ -84,6 +85,9 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/new") view=clusters::NewCluster ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id") view=clusters::ClusterView ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/join") view=clusters::ClusterJoin ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/:id/apps/new") view=apps::NewApp ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/:id/apps/preview") view=apps::AppPreview ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/:id/apps/:app") view=apps::AppVersion ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
                     <Route path=path!("/fleet") view=fleet::Fleet ssr=SsrMode::Async />
                     <Route path=path!("/fleet/images") view=fleet::FleetImages ssr=SsrMode::Async />

@@ -188,6 +188,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             </section>
             })}
         </div>
+        <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == "ready" />
         {page.inventory.clone().map(|inv| view! {
             <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" sync=writes.sync />
         })}
