@@ -2,6 +2,7 @@
 //! `/api/v1/openapi.json`. Authentication: `Authorization: Bearer <personal API token>`, or
 //! the portal's session cookie.
 
+mod apps;
 mod audit;
 mod clusters;
 mod dto;
@@ -35,7 +36,7 @@ pub use extract::{ApiJson, ApiQuery};
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     tags((name = "identity"), (name = "tenants"), (name = "users"), (name = "tokens"), (name = "audit"),
-         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "fleet"))
+         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "fleet"))
 )]
 struct ApiDoc;
 
@@ -87,6 +88,9 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::join_info))
         .routes(routes!(clusters::revoke_join_token))
         .routes(routes!(clusters::get_quota, clusters::put_quota))
+        .routes(routes!(apps::list_apps, apps::deploy_app))
+        .routes(routes!(apps::preview_app))
+        .routes(routes!(apps::app_status, apps::delete_app))
         .routes(routes!(fleet::cluster_inventory))
         .routes(routes!(fleet::sync_cluster))
         .routes(routes!(fleet::overview))
