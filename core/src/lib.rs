@@ -34,7 +34,8 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    AppStatus, Apps, Attention, ClusterDetail, ClusterSettings, ClusterSync, DeployPreview,
-    DeployRequest, ExternalLogin, FleetOverview, FleetTotals, ImageRow, InventorySettings,
-    KindInfo, Kqueen, KubeconfigDownload, Overview, Tally, TemplateView, Users,
+    Addons, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
+    ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetOverview,
+    FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
+    Tally, TemplateView, Users,
 };

@@ -8,15 +8,11 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Service};
 use kqueen_core::audit::AuditQuery;
-use kqueen_core::cluster::{ClusterRequest, ClusterState, TemplateInput};
-use kqueen_core::engine::EngineConfig;
-use kqueen_core::identity::GroupMap;
 use kqueen_core::page::Page;
 use kqueen_core::workloads::application::AppState;
 use kqueen_core::workloads::apply::Change;
@@ -24,11 +20,11 @@ use kqueen_core::workloads::refs::{
     APPLICATION_LABEL, GROUP_KINDS_ANNOTATION, PART_OF_LABEL, TENANT_LABEL, VERSION_LABEL,
 };
 use kqueen_core::workloads::status::Rollout;
-use kqueen_core::{Actor, DeployRequest, Error, Kqueen};
+use kqueen_core::{Actor, DeployRequest, Error};
 use kqueen_testkit::TestDatabase;
 use kube::api::{Api, Patch, PatchParams};
 use serde_json::json;
-use support::apiserver::RealApiServer;
+use support::world::{world, World};
 
 fn shop(replicas: u32, with_settings: bool) -> String {
     let settings = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  \
@@ -50,89 +46,6 @@ fn request(version: &str, manifests: String) -> DeployRequest {
         namespace: None,
         manifests,
     }
-}
-
-struct World {
-    _db: TestDatabase,
-    _server: RealApiServer,
-    admin: kube::Client,
-    k: Kqueen,
-    engine: kqueen_core::engine::Engine,
-    alice: Actor,
-    lead: Actor,
-    carol: Actor,
-    cluster: String,
-    _work: tempfile::TempDir,
-}
-
-async fn world(db: TestDatabase) -> Option<World> {
-    let server = RealApiServer::start_with_controllers("*,-deployment,-replicaset").await?;
-    let parsed =
-        kqueen_core::kubernetes::parse_kubeconfig(&server.admin_kubeconfig(), None, false).unwrap();
-    let admin = kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
-        .await
-        .unwrap();
-    let k = Kqueen::new(Arc::new(db.connect().await)).with_group_map(
-        GroupMap::parse("team-a=team-a:member,team-a-leads=team-a:admin,team-b=team-b:member")
-            .unwrap(),
-    );
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let lead = kqueen_testkit::people::login(&k, "lead", "team-a-leads").await;
-    let carol = kqueen_testkit::people::login(&k, "carol", "team-b").await;
-    let ops = Actor::cli(Some("ops".into()));
-    kqueen_testkit::catalog::offer(
-        &k,
-        &ops,
-        ("import", "existing", &[("probe_timeout_seconds", "5")]),
-        ("import", ""),
-    )
-    .await;
-    // Tenant admins get cluster-admin in clusters of this template (the policy says so).
-    k.catalog()
-        .create_template(
-            &ops,
-            TemplateInput {
-                name: "owned".into(),
-                provider: "existing".into(),
-                admin_access: "cluster-admin".into(),
-                ..Default::default()
-            },
-        )
-        .await
-        .unwrap();
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "prod".into(),
-                template: "owned".into(),
-                parameters: [("kubeconfig".to_owned(), server.admin_kubeconfig())].into(),
-            },
-        )
-        .await
-        .unwrap();
-    let work = tempfile::tempdir().unwrap();
-    let mut config = EngineConfig::new(work.path().to_owned());
-    config.poll_interval = Duration::from_millis(20);
-    let engine = k.engine(config);
-    engine.run_until_idle().await.unwrap();
-    let id = cluster.id.to_string();
-    let detail = k.clusters().cluster_detail(&alice, &id).await.unwrap();
-    assert_eq!(detail.cluster.state, ClusterState::Ready);
-    Some(World {
-        _db: db,
-        _server: server,
-        admin,
-        k,
-        engine,
-        alice,
-        lead,
-        carol,
-        cluster: id,
-        _work: work,
-    })
 }
 
 async fn deploy_and_run(w: &World, who: &Actor, req: &DeployRequest) -> uuid::Uuid {
@@ -326,7 +239,7 @@ async fn versions_side_by_side_diff_prune_and_delete(db: TestDatabase) {
                 "the namespace is being deleted"
             ),
         }
-        if !w._server.has_controller_manager() {
+        if !w.server.has_controller_manager() {
             break;
         }
         assert!(

@@ -34,6 +34,9 @@ impl EngineHooks for Kqueen {
             OperationKind::AppDeploy | OperationKind::AppDelete => {
                 self.apps().run(cluster, op, &reporter).await
             }
+            OperationKind::AddonApply | OperationKind::AddonRemove => {
+                self.addons().run(cluster, op, &reporter).await
+            }
             kind => Err(WorkloadError::Refused(format!(
                 "{kind} is not an operation on what runs in a cluster"
             ))),
@@ -41,8 +44,14 @@ impl EngineHooks for Kqueen {
     }
 
     async fn workload_failed(&self, op: &Operation, reason: &str) {
-        if matches!(op.kind, OperationKind::AppDeploy | OperationKind::AppDelete) {
-            self.apps().failed(op, reason).await;
+        match op.kind {
+            OperationKind::AppDeploy | OperationKind::AppDelete => {
+                self.apps().failed(op, reason).await
+            }
+            OperationKind::AddonApply | OperationKind::AddonRemove => {
+                self.addons().failed(op, reason).await
+            }
+            _ => {}
         }
     }
 }

@@ -10,6 +10,7 @@
 
 mod access;
 mod access_sweep;
+mod addons;
 mod apps;
 mod audit;
 mod auth;
@@ -42,6 +43,7 @@ pub use crate::deps::ClusterSettings;
 pub use crate::inventory::fleet::ImageRow;
 pub use access::{Access, KubeconfigDownload};
 pub use access_sweep::AccessSweep;
+pub use addons::{Addons, BulkOutcome, ClusterAddonView};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
@@ -91,6 +93,7 @@ struct Areas {
     clusters: Clusters,
     access: Access,
     apps: Apps,
+    addons: Addons,
     sweep: AccessSweep,
     fleet: Fleet,
     users: Users,
@@ -123,6 +126,7 @@ impl Areas {
         let clusters = Clusters::new(deps, &guard, &tenancy, &catalog, &admin);
         let access = Access::new(deps, &guard, &clusters, &admin);
         let apps = Apps::new(deps, &guard, &clusters, &access, &admin);
+        let addons = Addons::new(deps, &guard, &clusters, &admin);
         let fleet = Fleet::new(
             deps,
             &guard,
@@ -140,6 +144,7 @@ impl Areas {
             clusters,
             access,
             apps,
+            addons,
             sweep,
             fleet,
             users,
@@ -255,6 +260,10 @@ impl Kqueen {
 
     pub fn apps(&self) -> &Apps {
         &self.areas.apps
+    }
+
+    pub fn addons(&self) -> &Addons {
+        &self.areas.addons
     }
 
     /// The background pass that keeps users' access in every cluster in line.

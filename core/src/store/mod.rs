@@ -548,6 +548,54 @@ pub trait ApplicationStore: Send + Sync {
     ) -> Result<()>;
 }
 
+/// The addon catalog operators define (KQueen's built-in addons live in its code) and the
+/// addons KQueen manages in each cluster; toggles are queued as operations in the same
+/// transaction that records them, with their timeline entry and audit event.
+#[async_trait]
+pub trait AddonStore: Send + Sync {
+    /// Conflict when this name and version exist.
+    async fn define_addon(
+        &self,
+        def: &crate::workloads::addons::AddonDefinition,
+        by: &str,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// False when there was none; Conflict while a cluster runs that version.
+    async fn undefine_addon(&self, name: &str, version: &str, audit: &AuditEvent) -> Result<bool>;
+    async fn defined_addons(&self) -> Result<Vec<crate::workloads::addons::AddonDefinition>>;
+    async fn installed_addons(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Vec<crate::workloads::addons::installed::InstalledAddon>>;
+    /// Every addon KQueen manages in live clusters, by addon, tenant and cluster.
+    async fn fleet_addons(&self) -> Result<Vec<crate::workloads::addons::installed::FleetAddon>>;
+    /// Records an install, upgrade or change of `addon` (state installing) and queues `op`.
+    /// Conflict when the cluster is not Ready or the addon is being changed already.
+    async fn queue_addon_apply(
+        &self,
+        addon: &crate::workloads::addons::installed::InstalledAddon,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Marks the addon for removal and queues `op`; Conflict while it is busy.
+    async fn queue_addon_remove(
+        &self,
+        cluster_id: Uuid,
+        name: &str,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn finish_addon(
+        &self,
+        cluster_id: Uuid,
+        name: &str,
+        outcome: crate::workloads::addons::installed::AddonOutcome<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
@@ -568,6 +616,7 @@ pub trait Store:
     + InventoryStore
     + FleetStore
     + ApplicationStore
+    + AddonStore
     + crate::vault::SecretBackend
     + 'static
 {

@@ -5,5 +5,6 @@
 
 #[allow(unused_imports)]
 pub use kqueen_testkit::apiserver;
+pub mod world;
 #[allow(unused_imports)]
 pub use kqueen_testkit::fake_kube;

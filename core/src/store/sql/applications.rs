@@ -79,6 +79,7 @@ macro_rules! claim_ready_cluster {
         let _ = $now;
     }};
 }
+pub(super) use claim_ready_cluster;
 
 #[async_trait]
 impl ApplicationStore for SqlStore {

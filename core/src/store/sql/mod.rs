@@ -126,6 +126,7 @@ macro_rules! audited_tx {
 }
 
 mod access;
+mod addons;
 mod applications;
 mod audit;
 mod catalog;

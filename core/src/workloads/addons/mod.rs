@@ -6,6 +6,7 @@
 //! catalog KQueen ships; [`state`] says how an installed addon is doing.
 
 pub mod builtin;
+pub mod installed;
 mod params;
 pub mod state;
 

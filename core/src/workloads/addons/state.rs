@@ -162,10 +162,28 @@ pub async fn drifted(
     Ok(diffs
         .into_iter()
         .filter_map(|d| match d.change {
-            Change::Created => Some(format!("{} is missing", d.object)),
-            Change::Changed { fields } => Some(format!(
+            Change::Created => Some(Ok(format!("{} is missing", d.object))),
+            Change::Changed { fields } => {
+                // Only what KQueen sets counts: fields others add (a controller's, an
+                // annotation) are theirs.
+                let ours = resolved
+                    .iter()
+                    .find(|r| r.target.same_object(&d.object))
+                    .map(|r| paths_of(&r.body))
+                    .unwrap_or_default();
+                let fields: Vec<_> = fields
+                    .into_iter()
+                    .filter(|f| ours.contains(&f.path))
+                    .collect();
+                (!fields.is_empty()).then_some(Err((d.object, fields)))
+            }
+            Change::Unchanged | Change::Pruned => None,
+        })
+        .map(|x| match x {
+            Ok(line) => line,
+            Err((object, fields)) => format!(
                 "{}: {}",
-                d.object,
+                object,
                 fields
                     .iter()
                     .take(3)
@@ -177,10 +195,39 @@ pub async fn drifted(
                     ))
                     .collect::<Vec<_>>()
                     .join(", ")
-            )),
-            Change::Unchanged | Change::Pruned => None,
+            ),
         })
         .collect())
+}
+
+/// Every path of `v` (objects' keys and list indexes, as the diff writes them).
+fn paths_of(v: &serde_json::Value) -> std::collections::HashSet<String> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut std::collections::HashSet<String>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                for (k, child) in map {
+                    let p = if prefix.is_empty() {
+                        k.clone()
+                    } else {
+                        format!("{prefix}.{k}")
+                    };
+                    out.insert(p.clone());
+                    walk(&p, child, out);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    let p = format!("{prefix}[{i}]");
+                    out.insert(p.clone());
+                    walk(&p, child, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = std::collections::HashSet::new();
+    walk("", v, &mut out);
+    out
 }
 
 /// Whether the addon runs without KQueen: one of its well-known objects exists and does not
