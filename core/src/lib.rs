@@ -10,6 +10,8 @@ pub mod clock;
 pub mod cluster;
 pub mod deps;
 mod dto;
+mod dto_addons;
+pub use dto_addons::fleet_addon;
 mod dto_apps;
 pub mod engine;
 mod error;
