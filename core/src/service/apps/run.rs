@@ -185,7 +185,11 @@ impl Apps {
         };
         let set = app.apply_set(&cluster.tenant_slug);
         let report = |line: &str| reporter.log(line);
-        let gone = delete_set(&client, &set, &app.objects, &report).await?;
+        // Also what a failed first deploy applied before it failed: found by the set's
+        // label among the kinds its manifests hold.
+        let mut known = app.objects.clone();
+        known.extend(self.manifest_refs(cluster, app, &client).await);
+        let gone = delete_set(&client, &set, &known, &report).await?;
         reporter.progress(70);
         let namespaces: Api<Namespace> = Api::all(admin);
         let ours = namespaces
@@ -224,6 +228,37 @@ impl Apps {
                 String::new()
             }
         ))
+    }
+
+    /// Where the version's stored manifests put their objects (empty when they are gone or
+    /// no longer resolve).
+    async fn manifest_refs(
+        &self,
+        cluster: &Cluster,
+        app: &Application,
+        client: &kube::Client,
+    ) -> Vec<crate::workloads::refs::ObjectRef> {
+        let at = names::application_manifests(cluster.tenant_id, app.id);
+        let Ok(Some(text)) = self.deps.vault.get(&at).await else {
+            return Vec::new();
+        };
+        let Ok(objects) = parse_manifests(
+            &String::from_utf8_lossy(text.expose()),
+            &ManifestLimits::default(),
+        ) else {
+            return Vec::new();
+        };
+        let place = Placement {
+            namespace: app.namespace.clone(),
+            other_namespaces: false,
+            cluster_scoped: true,
+            cluster_name: cluster.name.as_str().to_owned(),
+        };
+        let set = app.apply_set(&cluster.tenant_slug);
+        resolve(client, &objects, &place, &set)
+            .await
+            .map(|r| r.into_iter().map(|o| o.target).collect())
+            .unwrap_or_default()
     }
 
     async fn check_scope(&self, cluster: &Cluster, acting: Acting) -> crate::Result<bool> {
