@@ -392,6 +392,35 @@ async fn hostile_manifests_get_clear_errors(db: TestDatabase) {
     assert!(apps.list(&w.alice, &w.cluster).await.unwrap().is_empty());
     let namespaces: Api<Namespace> = Api::all(w.admin.clone());
     assert!(namespaces.get_opt("shop-1").await.unwrap().is_none());
+
+    // A cluster that is not Ready (still provisioning: no worker ran its operation yet)
+    // takes no deploy and no addon (refused as a conflict).
+    let (down, _) =
+        w.k.clusters()
+            .request_cluster(
+                &w.alice,
+                kqueen_core::cluster::ClusterRequest {
+                    tenant: Some("team-a".into()),
+                    name: "down".into(),
+                    template: "owned".into(),
+                    parameters: [("kubeconfig".to_owned(), w.server.admin_kubeconfig())].into(),
+                },
+            )
+            .await
+            .unwrap();
+    let down = down.id.to_string();
+    let err = apps
+        .deploy(&w.alice, &down, &request("1.0", shop(1, false)))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
+    assert!(err.to_string().contains("Ready"), "{err}");
+    let err =
+        w.k.addons()
+            .install(&w.alice, &down, "metrics-server", None, &Default::default())
+            .await
+            .unwrap_err();
+    assert!(matches!(err, Error::Conflict(_)), "{err:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
