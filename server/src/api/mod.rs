@@ -2,6 +2,7 @@
 //! `/api/v1/openapi.json`. Authentication: `Authorization: Bearer <personal API token>`, or
 //! the portal's session cookie.
 
+mod addons;
 mod apps;
 mod audit;
 mod clusters;
@@ -36,7 +37,7 @@ pub use extract::{ApiJson, ApiQuery};
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     tags((name = "identity"), (name = "tenants"), (name = "users"), (name = "tokens"), (name = "audit"),
-         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "fleet"))
+         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "addons"), (name = "fleet"))
 )]
 struct ApiDoc;
 
@@ -91,6 +92,12 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(apps::list_apps, apps::deploy_app))
         .routes(routes!(apps::preview_app))
         .routes(routes!(apps::app_status, apps::delete_app))
+        .routes(routes!(addons::list_addons, addons::define_addon))
+        .routes(routes!(addons::get_addon, addons::delete_addon))
+        .routes(routes!(addons::cluster_addons))
+        .routes(routes!(addons::install_addon, addons::remove_addon))
+        .routes(routes!(addons::fleet_addons))
+        .routes(routes!(addons::bulk_upgrade))
         .routes(routes!(fleet::cluster_inventory))
         .routes(routes!(fleet::sync_cluster))
         .routes(routes!(fleet::overview))

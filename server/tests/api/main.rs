@@ -4,6 +4,7 @@
 
 mod access;
 mod access_sweep;
+mod addons;
 mod apps;
 mod binary;
 mod clusters;
