@@ -11,6 +11,7 @@
 #![recursion_limit = "256"]
 
 pub mod account;
+pub mod addons;
 pub mod apps;
 pub mod audit;
 pub mod clusters;
@@ -89,11 +90,13 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/apps/preview") view=apps::AppPreview ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/apps/:app") view=apps::AppVersion ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
+                    <Route path=path!("/addons") view=addons::AddonCatalog ssr=SsrMode::Async />
                     <Route path=path!("/fleet") view=fleet::Fleet ssr=SsrMode::Async />
                     <Route path=path!("/fleet/images") view=fleet::FleetImages ssr=SsrMode::Async />
                     <Route path=path!("/fleet/images/history") view=fleet::FleetImageHistory ssr=SsrMode::Async />
                     <Route path=path!("/fleet/versions") view=fleet::FleetVersions ssr=SsrMode::Async />
                     <Route path=path!("/fleet/findings") view=fleet::FleetFindings ssr=SsrMode::Async />
+                    <Route path=path!("/fleet/addons") view=addons::FleetAddons ssr=SsrMode::Async />
                 </Routes>
             </shell::AppShell>
         </Router>

@@ -92,6 +92,7 @@ fn Nav(user: MeDto) -> impl IntoView {
             <ul>
                 <li><NavLink href="/clusters" label="Clusters" /></li>
                 {user.operator.then(|| view! { <li><NavLink href="/providers" label="Providers" /></li> })}
+                {user.operator.then(|| view! { <li><NavLink href="/addons" label="Addons" /></li> })}
                 {if user.can_audit {
                     // Operators and tenant admins: the dashboard.
                     Some(view! { <li><NavLink href="/fleet" label="Fleet" /></li> }.into_any())

@@ -189,6 +189,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             })}
         </div>
         <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == "ready" />
+        <crate::addons::ClusterAddons cluster_id=c.id.clone() can_manage=page.can_manage ready=c.state == "ready" />
         {page.inventory.clone().map(|inv| view! {
             <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" sync=writes.sync />
         })}

@@ -55,7 +55,7 @@ fn use_fleet_query() -> (
 /// Links between the fleet pages; the dashboard's only for those who may see it (operators
 /// and tenant admins).
 #[component]
-fn FleetTabs() -> impl IntoView {
+pub(crate) fn FleetTabs() -> impl IntoView {
     let location = use_location();
     let me = use_context::<Me>();
     let here = location.clone();
@@ -84,6 +84,7 @@ fn FleetTabs() -> impl IntoView {
                 {tab("/fleet/images/history", "Image history")}
                 {tab("/fleet/versions", "Versions")}
                 {tab("/fleet/findings", "Findings")}
+                {tab("/fleet/addons", "Addons")}
             </ul>
         </nav>
     }
