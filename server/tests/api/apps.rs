@@ -634,3 +634,47 @@ async fn the_document_lists_the_application_operations() {
         .any(|t| t["name"] == "applications"));
     app.stop().await;
 }
+
+/// The fake Kubernetes API of `make api-fuzz` (and of most API tests) cannot apply server-side:
+/// against it every application endpoint answers, a write with a 4xx saying why, never a 5xx.
+#[tokio::test]
+async fn a_cluster_that_cannot_apply_gets_answers_not_server_errors() {
+    use kqueen_testkit::fake_kube::FakeKube;
+
+    let fake = FakeKube::start().await;
+    let app = TestApp::sqlite().await;
+    app.seed_tenant("team-a", "Team A").await;
+    let olga = app.user("olga", true, &[]).await;
+    let amy = app.user("amy", false, &[("team-a", "member")]).await;
+    offer_import(&app, &olga).await;
+    let (id, _, _) = crate::clusters::import_fake(&app, &amy, &fake).await;
+    let apps = format!("/api/v1/clusters/{id}/apps");
+    for who in [&amy, &olga] {
+        for path in [format!("{apps}/preview"), apps.clone()] {
+            let (status, body) = call(
+                who,
+                &app,
+                Method::POST,
+                &path,
+                Some(deploy_body("1.0", &shop(1, true))),
+            )
+            .await;
+            // Its discovery serves nothing: "kind ConfigMap (v1) is not served".
+            assert_refused(&path, status, &body);
+        }
+    }
+    let (status, body) = call(&amy, &app, Method::GET, &apps, None).await;
+    assert_eq!(
+        (status, body),
+        (StatusCode::OK, json!([])),
+        "nothing queued"
+    );
+    // A well-formed id that names no version.
+    let nobody = "0194e0c5-3c1e-7000-8000-000000000000";
+    for method in [Method::GET, Method::DELETE] {
+        let (status, body) = call(&amy, &app, method, &format!("{apps}/{nobody}"), None).await;
+        assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+        message(status, &body);
+    }
+    app.stop().await;
+}
