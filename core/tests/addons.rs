@@ -461,6 +461,11 @@ async fn builtin_metrics_server_and_unmanaged_addons(db: TestDatabase) {
         Err(Error::Conflict(_))
     ));
     addons.undefine(&w.ops, "demo", "1.0.0").await.unwrap();
+    let err = addons
+        .undefine(&w.ops, "metrics-server", "0.7.2")
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("built into KQueen"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

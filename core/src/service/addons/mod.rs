@@ -126,7 +126,13 @@ impl Addons {
             )
             .await?;
         let audit = AuditEvent::success(actor, action::ADDON_UNDEFINE, target.clone());
+        let builtin = builtin::catalog()
+            .iter()
+            .any(|b| b.name == name && b.version == version);
         let result = match self.deps.store.undefine_addon(name, version, &audit).await {
+            Ok(false) if builtin => Err(Error::Conflict(format!(
+                "{target} is built into KQueen and cannot be removed"
+            ))),
             Ok(true) => Ok(()),
             Ok(false) => Err(Error::NotFound("addon version")),
             Err(e) => Err(e),
