@@ -8,8 +8,25 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DeployRequest {
     /// Application name: a DNS-1123 label of at most 40 characters (`shop`).
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = "^[a-z]([-a-z0-9]*[a-z0-9])?$",
+            min_length = 1,
+            max_length = 40
+        )
+    )]
     pub name: String,
-    /// Version: 1–40 letters, digits, `.`, `_` or `-` (`1.4.2`).
+    /// Version: 1–40 letters, digits, `.`, `_` or `-` (`1.4.2`), starting and ending with a
+    /// letter or digit.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = "^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$",
+            min_length = 1,
+            max_length = 40
+        )
+    )]
     pub version: String,
     /// The namespace of this version; empty or absent: `<name>-<version>` (dots become
     /// dashes).
@@ -27,7 +44,10 @@ impl std::fmt::Debug for DeployRequest {
             .field("name", &self.name)
             .field("version", &self.version)
             .field("namespace", &self.namespace)
-            .field("manifests", &format_args!("<{} bytes>", self.manifests.len()))
+            .field(
+                "manifests",
+                &format_args!("<{} bytes>", self.manifests.len()),
+            )
             .finish()
     }
 }

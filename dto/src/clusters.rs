@@ -18,7 +18,8 @@ pub struct Capabilities {
 pub struct Operation {
     /// UUID.
     pub id: String,
-    /// `create`, `delete`, `scale` or `upgrade`.
+    /// `create`, `delete`, `scale` or `upgrade` (the cluster's own); `app-deploy`,
+    /// `app-delete`, `addon-apply` or `addon-remove` (what runs in it).
     pub kind: String,
     /// `pending`, `running`, `succeeded` or `failed`.
     pub state: String,
