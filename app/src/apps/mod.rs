@@ -41,3 +41,14 @@ pub fn operation_label(kind: &str) -> String {
 pub(crate) fn version_path(cluster_id: &str, app_id: &str) -> String {
     format!("/clusters/{cluster_id}/apps/{app_id}")
 }
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn operation_kinds_read_as_words() {
+        assert_eq!(super::operation_label("app-deploy"), "Application deploy");
+        assert_eq!(super::operation_label("app-delete"), "Application removal");
+        assert_eq!(super::operation_label("scale"), "Scale");
+        assert_eq!(super::operation_label(""), "");
+    }
+}
