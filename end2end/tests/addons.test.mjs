@@ -1,0 +1,187 @@
+// Addons in the browser, against real kube-apiservers (testkit/examples/kube_apiserver.rs:
+// v1.20.2 with etcd, without the Deployment controller and without kubelets): an operator
+// offers an `import` template; a member imports a cluster with its kubeconfig (one API server
+// per JavaScript mode, so that the two runs share nothing), sees every catalog addon on the
+// cluster page, is refused a metrics-server install with a bad parameter (the form comes back
+// as typed, the error at the field), installs it with 3 replicas and follows it: after the
+// operation the honest state is `installing` (then `degraded`) with the reason naming
+// `Deployment kube-system/metrics-server`, as no pod ever starts. The operator sees the row,
+// the chart and the bulk form on /fleet/addons, and the built-in catalog on /addons. The member
+// removes the addon after the confirmation step and it is "not installed" again, its
+// Deployment gone. JavaScript off (reloads) and on (the section follows by itself). Skipped,
+// with the reason printed, without the Kubernetes binaries.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { startServer, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
+import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForState, DOCUMENT_404 } from '../support/portal.mjs';
+import { startKubeApiserver, kubeApiserverSkip } from '../support/kube.mjs';
+
+const MEMBER = { username: 'mira', password: 'a long enough password' };
+const ADDON = 'metrics-server';
+const DEPLOYMENT = `/apis/apps/v1/namespaces/kube-system/deployments/${ADDON}`;
+const skip = kubeApiserverSkip();
+if (skip) console.log(`addons.test.mjs skipped: ${skip}`);
+
+let server;
+let browser;
+/** Per mode: the API server and the cluster page's path. */
+const clusters = {};
+
+before(async () => {
+  if (skip) return;
+  const [off, on] = await Promise.all([startKubeApiserver(), startKubeApiserver()]);
+  clusters.off = { kube: off, name: 'edge' };
+  clusters.on = { kube: on, name: 'edge-js' };
+  server = await startServer({
+    seed: [seedOperator, ['tenant', 'create', 'team-a', '--name', 'Team Alpha'], seedUser(MEMBER)],
+  });
+  browser = await launchBrowser();
+  const { page, close } = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(page, server.url);
+  await addProvider(page, server.url, { kind: 'import', name: 'existing' });
+  await addTemplate(page, server.url, { name: 'bring-your-own', provider: 'existing', tenants: 'team-a' });
+  await addMember(page, server.url, 'team-a', MEMBER.username);
+  await close();
+  const member = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(member.page, server.url, MEMBER);
+  for (const c of Object.values(clusters)) {
+    c.path = await requestCluster(member.page, server.url, {
+      tenant: 'team-a', template: 'bring-your-own', name: c.name, fields: { 'f-kubeconfig': c.kube.kubeconfigText },
+    });
+    await waitForState(member.page, server.url, c.path, 'ready', { timeout: 60_000 });
+  }
+  await member.close();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await Promise.all(Object.values(clusters).map((c) => c.kube?.stop()));
+});
+
+/** Waits for the page to be interactive (JavaScript on) or does nothing (off). */
+const settled = (page, js) => (js ? page.waitForSelector('main[data-hydrated=true]') : Promise.resolve());
+
+const row = (page, name = ADDON) => page.locator(`#addon-table tr[data-addon="${name}"]`);
+const stateOf = (page, name = ADDON) => row(page, name).locator('[data-state]').getAttribute('data-state');
+
+/**
+ * Waits until the addon's row satisfies `ok(state, reason)`: hydrated, without a reload (the
+ * section reads itself again); without JavaScript, by reloading.
+ */
+async function waitForRow(page, js, ok, what) {
+  const deadline = Date.now() + 90_000;
+  for (;;) {
+    const state = await stateOf(page);
+    const reason = await page.locator(`#addon-${ADDON}-reason`).allTextContents();
+    if (ok(state, reason.join(' '))) return { state, reason: reason.join(' ') };
+    assert.notEqual(state, 'failed', `${ADDON} failed: ${reason}`);
+    assert.ok(Date.now() < deadline, `${ADDON} is ${state} (${reason}), not ${what}`);
+    await new Promise((r) => setTimeout(r, 500));
+    if (!js) {
+      await page.reload();
+      await page.locator('#addon-table').waitFor();
+    }
+  }
+}
+
+for (const js of [false, true]) {
+  const mode = js ? 'JavaScript on' : 'JavaScript off';
+  const key = js ? 'on' : 'off';
+
+  test(`a member toggles metrics-server on a cluster and the operator sees it in the fleet (${mode})`, { skip }, async () => {
+    const { kube, name: clusterName, path } = clusters[key];
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url, MEMBER);
+    await page.goto(server.url + path);
+    await settled(page, js);
+    await page.locator('#addon-table').waitFor({ timeout: 30_000 });
+
+    // Every catalog addon, none installed; the install form's inputs follow the parameters' types.
+    const names = await page.locator('#addon-table tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.addon));
+    for (const n of ['cert-manager', 'ingress-nginx', 'kubernetes-dashboard', ADDON]) assert.ok(names.includes(n), names.join(' '));
+    assert.equal(await stateOf(page), 'not_installed');
+    assert.equal((await row(page).locator('[data-state]').textContent()).trim(), 'Not installed');
+    const replicas = `#addon-${ADDON}-p-replicas`;
+    const resolution = `#addon-${ADDON}-p-metric_resolution`;
+    assert.equal(await page.getAttribute(replicas, 'type'), 'number');
+    assert.deepEqual([await page.getAttribute(replicas, 'min'), await page.getAttribute(replicas, 'max')], ['1', '5']);
+    assert.equal(await page.getAttribute(resolution, 'pattern'), '[0-9]+s');
+    assert.deepEqual(await page.locator(`#addon-${ADDON}-version option`).allTextContents(), ['0.7.2']);
+
+    // A value the browser would refuse is sent anyway (the server decides): the form comes
+    // back as typed, the error at its field.
+    await page.fill(replicas, '3');
+    await page.locator(resolution).evaluate((i) => i.removeAttribute('pattern'));
+    await page.fill(resolution, 'fast');
+    await page.click(`#addon-${ADDON}-install`);
+    const error = page.locator(`#addon-${ADDON}-p-metric_resolution-error`);
+    await error.waitFor({ timeout: 30_000 });
+    assert.match(await error.textContent(), /\S/);
+    assert.equal(await page.getAttribute(resolution, 'aria-invalid'), 'true');
+    assert.equal(await page.inputValue(resolution), 'fast');
+    assert.equal(await page.inputValue(replicas), '3');
+    assert.equal(await stateOf(page), 'not_installed');
+
+    // The install: a durable operation; then the honest state, as no kubelet runs a pod.
+    await page.fill(resolution, '30s');
+    await page.click(`#addon-${ADDON}-install`);
+    const seen = await waitForRow(page, js, (s, r) => ['installing', 'degraded'].includes(s) && r.includes(`Deployment kube-system/${ADDON}`), 'installing with a reason');
+    assert.match(seen.reason, /0\/3 available/);
+    assert.equal((await row(page).locator('[data-state]').textContent()).trim(), seen.state === 'installing' ? 'Installing' : 'Degraded');
+    assert.equal((await page.locator(`#addon-${ADDON}-installed`).textContent()).trim(), '0.7.2');
+    const deployment = await kube.api('GET', DEPLOYMENT);
+    assert.equal(deployment.status, 200);
+    assert.equal(deployment.body.spec.replicas, 3);
+    assert.ok(JSON.stringify(deployment.body.spec.template.spec.containers).includes('30s'), 'the parameter reached the Deployment');
+    await page.reload();
+    await settled(page, js);
+    const ops = await page.locator('#operations tbody tr').allTextContents();
+    assert.ok(ops.some((o) => o.includes('addon-apply')), ops.join('\n'));
+
+    // The operator: the fleet's row, its chart, the bulk form; the built-in catalog.
+    const op = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(op.page, server.url);
+    await op.page.goto(`${server.url}/fleet`);
+    await settled(op.page, js);
+    await Promise.all([op.page.waitForURL(/\/fleet\/addons/), op.page.click('nav.tabs a[href="/fleet/addons"]')]);
+    await settled(op.page, js);
+    const fleetRow = op.page.locator(`#fleet-addons tr[data-addon="${ADDON}"][data-cluster="${clusterName}"]`);
+    await fleetRow.waitFor({ timeout: 30_000 });
+    const cells = await fleetRow.locator('th, td').allTextContents();
+    assert.deepEqual(cells.slice(0, 4).map((c) => c.trim()), [ADDON, '0.7.2', 'team-a', clusterName]);
+    assert.equal(await fleetRow.locator(`a[href="${path}"]`).count(), 1);
+    assert.equal(await op.page.locator('#chart-addon-versions svg').count(), 1);
+    const counted = op.page.locator(`#addon-version-counts tr[data-addon="${ADDON}"][data-version="0.7.2"] td`);
+    assert.equal((await counted.last().textContent()).trim(), '1');
+    await op.page.selectOption('#bulk-addon', ADDON);
+    await Promise.all([op.page.waitForURL(/addon=metrics-server/), op.page.click('#addon-bulk-choose button')]);
+    await op.page.locator('#bulk-version').waitFor();
+    assert.equal(await op.page.locator('#bulk-none').count(), 1, 'every cluster runs the newest version');
+    await op.page.goto(`${server.url}/addons`);
+    await settled(op.page, js);
+    const builtin = op.page.locator(`#addon-catalog tr[data-addon="${ADDON}"][data-version="0.7.2"]`);
+    assert.equal(await builtin.getAttribute('data-builtin'), 'true');
+    assert.equal(await op.page.locator('#addon-def-manifests').count(), 1);
+    assert.deepEqual(op.errors.filter((e) => e !== DOCUMENT_404), []);
+    await op.close();
+
+    // The removal, after its confirmation step; then it is not installed again.
+    await Promise.all([page.waitForURL(/confirm=remove-addon/), page.click(`#addon-${ADDON}-remove`)]);
+    await page.locator('#confirm-addon-remove').waitFor();
+    await page.click('#confirm-addon-remove-submit');
+    await page.waitForURL((u) => u.pathname === path && !u.search.includes('confirm'), { timeout: 30_000 });
+    await page.locator('#addon-table').waitFor();
+    await waitForRow(page, js, (s) => s === 'not_installed', 'not installed');
+    assert.equal((await kube.api('GET', DEPLOYMENT)).status, 404);
+    assert.equal(await page.locator(`#addon-${ADDON}-install`).count(), 1);
+    // The timeline tells the story.
+    await page.reload();
+    await settled(page, js);
+    const timeline = await page.locator('#timeline li').allTextContents();
+    assert.ok(timeline.some((t) => t.includes(`Install of ${ADDON} 0.7.2`)), timeline.join('\n'));
+    assert.ok(timeline.some((t) => t.includes(`Removal of ${ADDON}`)), timeline.join('\n'));
+    assert.deepEqual(errors.filter((e) => e !== DOCUMENT_404), []);
+    await close();
+  });
+}
