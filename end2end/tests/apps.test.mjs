@@ -163,6 +163,14 @@ for (const js of [false, true]) {
     await go(page, '#deploy-app', /\/apps\/new$/);
     await settled(page, js);
     assert.equal(await page.getAttribute('#app-namespace', 'placeholder'), '<name>-<version>');
+    // Hydrated, a file fills the manifests' field; without JavaScript there is only the field.
+    if (js) {
+      await page.setInputFiles('#app-file', { name: 'shop.yaml', mimeType: 'text/yaml', buffer: Buffer.from(shop(1)) });
+      await page.waitForFunction(() => document.querySelector('#app-manifests').value.includes('kind: Deployment'));
+      assert.equal(await page.inputValue('#app-manifests'), shop(1));
+    } else {
+      assert.equal(await page.locator('#app-file').count(), 0);
+    }
 
     // Preview: three objects created, in a namespace the deploy makes, with the member's rights.
     await preview(page, js, { name, version, manifests: shop(1) });
