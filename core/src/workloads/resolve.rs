@@ -266,6 +266,7 @@ pub fn apply_order(kind: &str) -> usize {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
