@@ -6,6 +6,7 @@
 use super::Addons;
 use crate::cluster::{Cluster, Operation, OperationKind};
 use crate::provisioner::Reporter;
+use crate::service::apps::op_error;
 use crate::workloads::addons::installed::{AddonOutcome, InstalledAddon};
 use crate::workloads::addons::state::placement;
 use crate::workloads::addons::AddonDefinition;
@@ -13,14 +14,6 @@ use crate::workloads::apply::{apply_set, delete_set};
 use crate::workloads::refs::ObjectRef;
 use crate::workloads::resolve::resolve;
 use crate::workloads::WorkloadError;
-
-fn op_error(e: crate::Error) -> WorkloadError {
-    if e.is_client_error() {
-        WorkloadError::Refused(e.to_string())
-    } else {
-        WorkloadError::Transient(e.to_string())
-    }
-}
 
 impl Addons {
     pub(crate) async fn run(

@@ -37,7 +37,7 @@ pub fn workload_error(e: WorkloadError) -> Error {
 }
 
 /// A domain error inside an operation: client errors are final, the rest may pass.
-fn op_error(e: Error) -> WorkloadError {
+pub(crate) fn op_error(e: Error) -> WorkloadError {
     if e.is_client_error() {
         WorkloadError::Refused(e.to_string())
     } else {
@@ -131,7 +131,10 @@ impl Apps {
         if matches!(acting, Acting::Member(_)) {
             wait_for_rights(&client, &app.namespace).await?;
         }
-        let cluster_scoped = self.check_scope(cluster, acting).await.map_err(op_error)?;
+        let cluster_scoped = self
+            .may_apply_cluster_scoped(cluster, acting)
+            .await
+            .map_err(op_error)?;
         let place = Placement {
             namespace: app.namespace.clone(),
             other_namespaces: false,
@@ -259,25 +262,6 @@ impl Apps {
             .await
             .map(|r| r.into_iter().map(|o| o.target).collect())
             .unwrap_or_default()
-    }
-
-    async fn check_scope(&self, cluster: &Cluster, acting: Acting) -> crate::Result<bool> {
-        match acting {
-            Acting::Kqueen => Ok(true),
-            Acting::Member(user) => {
-                let role = self
-                    .deps
-                    .store
-                    .memberships_of(user)
-                    .await?
-                    .into_iter()
-                    .find(|m| m.tenant_id == cluster.tenant_id)
-                    .map(|m| m.role);
-                Ok(role == Some(crate::identity::Role::Admin)
-                    && self.admin.admin_access_of(cluster).await?
-                        == crate::cluster::AdminAccess::ClusterAdmin)
-            }
-        }
     }
 
     /// Creates the version's namespace, labelled for it, unless it exists (then it must be
