@@ -316,32 +316,7 @@ impl Engine {
                         ))),
                     }
                 };
-                let left = (deadline - Utc::now()).to_std().unwrap_or_default();
-                let call = tokio::time::timeout(left, call);
-                tokio::pin!(call);
-                let mut tick = tokio::time::interval(self.config.lease / 3);
-                tick.tick().await;
-                // Reports are saved soon after they come (not only with the lease): a
-                // page reloaded during a long call shows the step the call is on.
-                let mut flush_tick = tokio::time::interval(self.config.progress_flush);
-                flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-                flush_tick.tick().await;
-                loop {
-                    tokio::select! {
-                        res = &mut call => break res,
-                        Some(r) = rx.recv() => tracker.apply(r),
-                        _ = flush_tick.tick(), if tracker.dirty => {
-                            self.flush(&op, &mut tracker, None).await?;
-                        }
-                        _ = tick.tick() => {
-                            let until = crate::clock::now() + chrono_duration(self.config.lease);
-                            if !store.renew_lease(op.id, owner, until).await.unwrap_or(false) {
-                                return Err(Stop::LostLease);
-                            }
-                            self.flush(&op, &mut tracker, None).await?;
-                        }
-                    }
-                }
+                self.drive(&op, &mut tracker, &mut rx, call).await?
             };
             while let Ok(r) = rx.try_recv() {
                 tracker.apply(r);
@@ -441,6 +416,49 @@ impl Engine {
                         _ => {}
                     }
                     return Ok(());
+                }
+            }
+        }
+    }
+
+    /// Runs one call of an operation until the operation's deadline, renewing its lease and
+    /// saving the progress it reports meanwhile (soon after it comes, not only with the
+    /// lease: a page reloaded during a long call shows the step the call is on). Err when
+    /// the lease is lost; Ok(Err) when the deadline passed first.
+    async fn drive<T>(
+        &self,
+        op: &Operation,
+        tracker: &mut Tracker,
+        rx: &mut mpsc::UnboundedReceiver<crate::provisioner::Report>,
+        call: impl std::future::Future<Output = T>,
+    ) -> Result<Result<T, tokio::time::error::Elapsed>, Stop> {
+        let left = (op.deadline_at - Utc::now()).to_std().unwrap_or_default();
+        let call = tokio::time::timeout(left, call);
+        tokio::pin!(call);
+        let mut tick = tokio::time::interval(self.config.lease / 3);
+        tick.tick().await;
+        let mut flush_tick = tokio::time::interval(self.config.progress_flush);
+        flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        flush_tick.tick().await;
+        loop {
+            tokio::select! {
+                res = &mut call => return Ok(res),
+                Some(r) = rx.recv() => tracker.apply(r),
+                _ = flush_tick.tick(), if tracker.dirty => {
+                    self.flush(op, tracker, None).await?;
+                }
+                _ = tick.tick() => {
+                    let until = crate::clock::now() + chrono_duration(self.config.lease);
+                    if !self
+                        .deps
+                        .store
+                        .renew_lease(op.id, lease_token(op), until)
+                        .await
+                        .unwrap_or(false)
+                    {
+                        return Err(Stop::LostLease);
+                    }
+                    self.flush(op, tracker, None).await?;
                 }
             }
         }

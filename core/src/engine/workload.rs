@@ -24,33 +24,8 @@ impl Engine {
             tracker.dirty = true;
         }
         self.flush(&op, &mut tracker, None).await?;
-        let outcome = {
-            let call = self.hooks.run_workload(&cluster, &op, reporter);
-            let left = (op.deadline_at - Utc::now()).to_std().unwrap_or_default();
-            let call = tokio::time::timeout(left, call);
-            tokio::pin!(call);
-            let mut tick = tokio::time::interval(self.config.lease / 3);
-            tick.tick().await;
-            let mut flush_tick = tokio::time::interval(self.config.progress_flush);
-            flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            flush_tick.tick().await;
-            loop {
-                tokio::select! {
-                    res = &mut call => break res,
-                    Some(r) = rx.recv() => tracker.apply(r),
-                    _ = flush_tick.tick(), if tracker.dirty => {
-                        self.flush(&op, &mut tracker, None).await?;
-                    }
-                    _ = tick.tick() => {
-                        let until = crate::clock::now() + chrono_duration(self.config.lease);
-                        if !store.renew_lease(op.id, owner, until).await.unwrap_or(false) {
-                            return Err(Stop::LostLease);
-                        }
-                        self.flush(&op, &mut tracker, None).await?;
-                    }
-                }
-            }
-        };
+        let call = self.hooks.run_workload(&cluster, &op, reporter);
+        let outcome = self.drive(&op, &mut tracker, &mut rx, call).await?;
         while let Ok(r) = rx.try_recv() {
             tracker.apply(r);
         }
