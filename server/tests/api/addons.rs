@@ -9,12 +9,12 @@
 
 use std::time::Duration;
 
-use kqueen_testkit::apiserver::RealApiServer;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::clusters::{call, offer_import, wait_for_state};
+use crate::clusters::{call, offer_import};
 use crate::helpers::TestApp;
+use crate::real_cluster::{message, world, World};
 
 const BUILTINS: [&str; 4] = [
     "cert-manager",
@@ -46,68 +46,20 @@ fn demo(version: &str) -> Value {
     })
 }
 
-/// A server with tenants team-a (amy, member; tim, admin) and team-b (bea, member), the
-/// operator olga, and the real API server imported as cluster `prod` of team-a, Ready.
-struct World {
-    app: TestApp,
-    kube: RealApiServer,
-    olga: reqwest::Client,
-    amy: reqwest::Client,
-    tim: reqwest::Client,
-    bea: reqwest::Client,
-    cluster: String,
-}
-
-async fn world() -> Option<World> {
-    // Prints why when it cannot start (no KQUEEN_TEST_KUBE_APISERVER): the test then skips.
-    let kube = RealApiServer::start_with_controllers("*,-deployment,-replicaset").await?;
-    let app = TestApp::sqlite().await;
-    app.seed_tenant("team-a", "Team A").await;
-    app.seed_tenant("team-b", "Team B").await;
-    let olga = app.user("olga", true, &[]).await;
-    let amy = app.user("amy", false, &[("team-a", "member")]).await;
-    let tim = app.user("tim", false, &[("team-a", "admin")]).await;
-    let bea = app.user("bea", false, &[("team-b", "member")]).await;
-    offer_import(&app, &olga).await;
-    let (status, body) = call(
-        &amy,
-        &app,
-        Method::POST,
-        "/api/v1/clusters",
-        Some(
-            json!({"tenant": "team-a", "name": "prod", "template": "import",
-            "parameters": {"kubeconfig": kube.admin_kubeconfig()}}),
-        ),
-    )
-    .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    let cluster = body["cluster"]["id"].as_str().unwrap().to_owned();
-    wait_for_state(&app, &amy, &cluster, "ready").await;
-    Some(World {
-        app,
-        kube,
-        olga,
-        amy,
-        tim,
-        bea,
-        cluster,
-    })
-}
-
 impl World {
     fn addons(&self) -> String {
         format!("/api/v1/clusters/{}/addons", self.cluster)
     }
 
     /// The cluster's addons as amy sees them.
-    async fn list(&self) -> Vec<Value> {
+    async fn list_addons(&self) -> Vec<Value> {
         let (status, body) = call(&self.amy, &self.app, Method::GET, &self.addons(), None).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body.as_array().unwrap().clone()
     }
 
     async fn addon(&self, name: &str) -> Value {
-        self.list()
+        self.list_addons()
             .await
             .into_iter()
             .find(|a| a["name"] == name)
@@ -138,23 +90,6 @@ impl World {
         }
         panic!("operation {op} never succeeded: {last}");
     }
-
-    async fn admin_client(&self) -> kube::Client {
-        let parsed =
-            kqueen_core::kubernetes::parse_kubeconfig(&self.kube.admin_kubeconfig(), None, false)
-                .unwrap();
-        kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
-            .await
-            .unwrap()
-    }
-}
-
-/// `error` of an error answer (the API's shape: `{"error": message, "status": code}`).
-fn message(status: StatusCode, body: &Value) -> String {
-    assert_eq!(body["status"], status.as_u16(), "{body}");
-    let m = body["error"].as_str().unwrap_or_default().to_owned();
-    assert!(!m.is_empty(), "{status}: {body}");
-    m
 }
 
 /// A 400 whose message starts with the field it names.
@@ -232,7 +167,7 @@ async fn operators_define_addons_members_switch_them_on_and_the_fleet_upgrades()
     assert_eq!(status, StatusCode::NOT_FOUND);
 
     // The cluster's addons: the four built-ins and demo, none installed.
-    let list = w.list().await;
+    let list = w.list_addons().await;
     let names: Vec<&str> = list.iter().filter_map(|a| a["name"].as_str()).collect();
     for name in BUILTINS.iter().chain(&["demo"]) {
         assert!(names.contains(name), "{name} in {names:?}");

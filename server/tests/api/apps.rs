@@ -8,13 +8,13 @@
 
 use std::time::Duration;
 
-use kqueen_testkit::apiserver::RealApiServer;
 use proptest::prelude::*;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::clusters::{call, offer_import, wait_for_state};
+use crate::clusters::{call, offer_import};
 use crate::helpers::TestApp;
+use crate::real_cluster::{message, world, World};
 
 fn shop(replicas: u32, with_settings: bool) -> String {
     let settings = "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: settings\ndata:\n  \
@@ -31,49 +31,6 @@ fn shop(replicas: u32, with_settings: bool) -> String {
 
 fn deploy_body(version: &str, manifests: &str) -> Value {
     json!({"name": "shop", "version": version, "manifests": manifests})
-}
-
-/// A server with tenants team-a (amy, member) and team-b (bea, member), the operator olga,
-/// and the real API server imported as cluster `prod` of team-a, Ready.
-struct World {
-    app: TestApp,
-    kube: RealApiServer,
-    amy: reqwest::Client,
-    bea: reqwest::Client,
-    cluster: String,
-}
-
-async fn world() -> Option<World> {
-    // Prints why when it cannot start (no KQUEEN_TEST_KUBE_APISERVER): the test then skips.
-    let kube = RealApiServer::start_with_controllers("*,-deployment,-replicaset").await?;
-    let app = TestApp::sqlite().await;
-    app.seed_tenant("team-a", "Team A").await;
-    app.seed_tenant("team-b", "Team B").await;
-    let olga = app.user("olga", true, &[]).await;
-    let amy = app.user("amy", false, &[("team-a", "member")]).await;
-    let bea = app.user("bea", false, &[("team-b", "member")]).await;
-    offer_import(&app, &olga).await;
-    let (status, body) = call(
-        &amy,
-        &app,
-        Method::POST,
-        "/api/v1/clusters",
-        Some(
-            json!({"tenant": "team-a", "name": "prod", "template": "import",
-            "parameters": {"kubeconfig": kube.admin_kubeconfig()}}),
-        ),
-    )
-    .await;
-    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
-    let cluster = body["cluster"]["id"].as_str().unwrap().to_owned();
-    wait_for_state(&app, &amy, &cluster, "ready").await;
-    Some(World {
-        app,
-        kube,
-        amy,
-        bea,
-        cluster,
-    })
 }
 
 impl World {
@@ -113,28 +70,11 @@ impl World {
         panic!("version {id} never became {want}: {last}");
     }
 
-    async fn list(&self) -> Vec<Value> {
+    async fn list_apps(&self) -> Vec<Value> {
         let (status, body) = call(&self.amy, &self.app, Method::GET, &self.apps(), None).await;
         assert_eq!(status, StatusCode::OK, "{body}");
         body.as_array().unwrap().clone()
     }
-
-    async fn admin_client(&self) -> kube::Client {
-        let parsed =
-            kqueen_core::kubernetes::parse_kubeconfig(&self.kube.admin_kubeconfig(), None, false)
-                .unwrap();
-        kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
-            .await
-            .unwrap()
-    }
-}
-
-/// `error` of an error answer (the API's shape: `{"error": message, "status": code}`).
-fn message(status: StatusCode, body: &Value) -> String {
-    assert_eq!(body["status"], status.as_u16(), "{body}");
-    let m = body["error"].as_str().unwrap_or_default().to_owned();
-    assert!(!m.is_empty(), "{status}: {body}");
-    m
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -164,7 +104,7 @@ async fn members_preview_deploy_follow_and_remove_versions_through_the_api() {
         objects.iter().all(|o| o["change"] == "created"),
         "{preview}"
     );
-    assert!(w.list().await.is_empty(), "a preview changes nothing");
+    assert!(w.list_apps().await.is_empty(), "a preview changes nothing");
 
     // Deploy 1.0; the engine of the test server runs it.
     let v1 = w.deploy(deploy_body("1.0", &shop(1, true))).await;
@@ -216,7 +156,7 @@ async fn members_preview_deploy_follow_and_remove_versions_through_the_api() {
     // 2.0 beside it, in its own namespace.
     let v2 = w.deploy(deploy_body("2.0", &shop(1, true))).await;
     let versions: Vec<(String, String)> = w
-        .list()
+        .list_apps()
         .await
         .iter()
         .map(|a| {
@@ -280,7 +220,7 @@ async fn members_preview_deploy_follow_and_remove_versions_through_the_api() {
     assert_eq!(op["target"], v2.as_str());
     let mut left = Vec::new();
     for _ in 0..600 {
-        left = w.list().await;
+        left = w.list_apps().await;
         if left.len() == 1 {
             break;
         }
@@ -317,7 +257,7 @@ async fn members_preview_deploy_follow_and_remove_versions_through_the_api() {
         );
         message(status, &answer);
     }
-    assert_eq!(w.list().await.len(), 1, "nothing changed");
+    assert_eq!(w.list_apps().await.len(), 1, "nothing changed");
     assert!(
         deployments.get_opt("web").await.unwrap().is_some(),
         "1.0 still runs"
@@ -561,7 +501,7 @@ async fn hostile_manifests_always_get_a_4xx_in_the_error_shape() {
 
     // The server is up, and nothing was queued or made.
     assert_eq!(w.app.get("/healthz").await.status(), StatusCode::OK);
-    assert!(w.list().await.is_empty());
+    assert!(w.list_apps().await.is_empty());
     let namespaces: kube::Api<k8s_openapi::api::core::v1::Namespace> =
         kube::Api::all(w.admin_client().await);
     assert!(namespaces.get_opt("shop-1").await.unwrap().is_none());

@@ -16,4 +16,5 @@ mod oidc;
 mod openapi;
 mod portal;
 mod provider;
+mod real_cluster;
 mod users;
