@@ -185,3 +185,105 @@ for (const js of [false, true]) {
     await close();
   });
 }
+
+/** An operator's own addon: one ConfigMap in `default`, its greeting a parameter. */
+const demoManifests = (name, extra = '') => `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: ${name}-settings
+data:
+  greeting: \${greeting}
+${extra}`;
+
+/** Fills the catalog's form and submits it. */
+async function define(page, js, { name, version, parameters, manifests }) {
+  await page.goto(`${server.url}/addons`);
+  await settled(page, js);
+  await page.fill('#addon-def-name', name);
+  await page.fill('#addon-def-version', version);
+  await page.fill('#addon-def-namespace', 'default');
+  await page.fill('#addon-def-parameters', parameters);
+  await page.fill('#addon-def-manifests', manifests);
+  await page.click('#addon-def-submit');
+}
+
+for (const js of [false, true]) {
+  const mode = js ? 'JavaScript on' : 'JavaScript off';
+  const key = js ? 'on' : 'off';
+  const demo = js ? 'demo-b' : 'demo-a';
+  const params = '[{"name": "greeting", "type": "string", "default": "hello", "pattern": "^[a-z]+$"}]';
+
+  test(`an operator adds an addon to the catalog and upgrades it on many clusters (${mode})`, { skip }, async () => {
+    const { name: clusterName, path, kube } = clusters[key];
+    const op = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(op.page, server.url);
+    // Parameters that are not JSON come back at their field, with everything kept.
+    await define(op.page, js, { name: demo, version: '1.0.0', parameters: '[{"name": ', manifests: demoManifests(demo) });
+    await op.page.locator('#addon-def-parameters-error').waitFor({ timeout: 30_000 });
+    assert.equal(await op.page.getAttribute('#addon-def-parameters', 'aria-invalid'), 'true');
+    assert.equal(await op.page.inputValue('#addon-def-manifests'), demoManifests(demo));
+    assert.equal(await op.page.inputValue('#addon-def-name'), demo);
+    await define(op.page, js, { name: demo, version: '1.0.0', parameters: params, manifests: demoManifests(demo) });
+    const defined = (v) => op.page.locator(`#addon-catalog tr[data-addon="${demo}"][data-version="${v}"]`);
+    await defined('1.0.0').waitFor({ timeout: 30_000 });
+    assert.equal(await defined('1.0.0').getAttribute('data-builtin'), 'false');
+
+    // The member installs it; with no workload to wait for, it is healthy after the operation.
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url, MEMBER);
+    await page.goto(server.url + path);
+    await settled(page, js);
+    await row(page, demo).waitFor({ timeout: 30_000 });
+    await page.fill(`#addon-${demo}-p-greeting`, 'bonjour');
+    await page.click(`#addon-${demo}-install`);
+    const healthy = async (version) => {
+      const deadline = Date.now() + 60_000;
+      for (;;) {
+        const state = await stateOf(page, demo);
+        const installed = (await page.locator(`#addon-${demo}-installed`).allTextContents()).join('');
+        if (state === 'healthy' && installed.startsWith(version)) return installed;
+        assert.ok(Date.now() < deadline, `${demo} is ${state} ${installed}, not healthy at ${version}`);
+        await new Promise((r) => setTimeout(r, 500));
+        await page.reload();
+        await page.locator('#addon-table').waitFor();
+      }
+    };
+    await healthy('1.0.0');
+    const config = await kube.api('GET', `/api/v1/namespaces/default/configmaps/${demo}-settings`);
+    assert.equal(config.body?.data?.greeting, 'bonjour');
+
+    // A newer version: the member's page offers it, the operator upgrades every older cluster.
+    await define(op.page, js, { name: demo, version: '1.1.0', parameters: params, manifests: demoManifests(demo, '  release: "1.1"\n') });
+    await defined('1.1.0').waitFor({ timeout: 30_000 });
+    await page.reload();
+    await page.locator('#addon-table').waitFor();
+    assert.match(await page.locator(`#addon-${demo}-installed`).textContent(), /upgrade to 1\.1\.0 available/);
+    await op.page.goto(`${server.url}/fleet/addons?addon=${demo}`);
+    await settled(op.page, js);
+    const box = op.page.locator(`#bulk-clusters input[type=checkbox][data-cluster="${clusterName}"]`);
+    await box.waitFor({ timeout: 30_000 });
+    assert.equal(await box.isChecked(), true);
+    assert.equal(await op.page.inputValue('#bulk-version'), '1.1.0');
+    await op.page.click('#bulk-submit');
+    const result = op.page.locator(`#bulk-result-table tr[data-cluster="${clusterName}"]`);
+    await result.waitFor({ timeout: 30_000 });
+    assert.equal(await result.getAttribute('data-queued'), 'true', await result.textContent());
+    await healthy('1.1.0');
+    const upgraded = await kube.api('GET', `/api/v1/namespaces/default/configmaps/${demo}-settings`);
+    assert.deepEqual(upgraded.body?.data, { greeting: 'bonjour', release: '1.1' });
+
+    // The version no cluster runs any more leaves the catalog, after the confirmation step.
+    await op.page.goto(`${server.url}/addons`);
+    await settled(op.page, js);
+    await Promise.all([op.page.waitForURL(/confirm=undefine/), op.page.click(`#addon-${demo}-1\\.0\\.0-delete`)]);
+    await op.page.locator('#confirm-addon-undefine').waitFor();
+    await op.page.click('#confirm-addon-undefine-submit');
+    await op.page.waitForURL((u) => u.pathname === '/addons' && !u.search.includes('confirm'), { timeout: 30_000 });
+    await defined('1.1.0').waitFor();
+    assert.equal(await defined('1.0.0').count(), 0);
+    assert.deepEqual(op.errors.filter((e) => e !== DOCUMENT_404), []);
+    assert.deepEqual(errors.filter((e) => e !== DOCUMENT_404), []);
+    await op.close();
+    await close();
+  });
+}

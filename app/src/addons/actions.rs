@@ -18,6 +18,12 @@ pub fn install_form(addon: &str) -> String {
     format!("addon-{addon}-form")
 }
 
+/// A cluster's checkbox in the bulk form. Its key starts with a letter: the form decoder
+/// reads a key that starts with a digit (as a UUID may) as a list index, and refuses it.
+pub fn cluster_input(cluster_id: &str) -> String {
+    format!("c[cluster-{cluster_id}]")
+}
+
 /// The bulk upgrade form's id.
 pub const BULK_FORM: &str = "addon-bulk-form";
 /// The catalog's form (a new addon version).
@@ -81,7 +87,7 @@ pub async fn remove_addon(id: String, name: String) -> Result<(), AppError> {
     Ok(())
 }
 
-/// Upgrades `addon` to `version` on the checked clusters (`c[<cluster id>]`), one result
+/// Upgrades `addon` to `version` on the checked clusters ([`cluster_input`]), one result
 /// per cluster, shown by `/fleet/addons` once.
 #[server(prefix = "/sfn", endpoint = "bulk_upgrade_addon")]
 pub async fn bulk_upgrade_addon(
@@ -93,7 +99,11 @@ pub async fn bulk_upgrade_addon(
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let page = format!("/fleet/addons?addon={}", crate::query::form_escape(&addon));
-    let clusters: Vec<String> = c.unwrap_or_default().into_keys().collect();
+    let clusters: Vec<String> = c
+        .unwrap_or_default()
+        .into_keys()
+        .map(|k| k.strip_prefix("cluster-").map(str::to_owned).unwrap_or(k))
+        .collect();
     // `clusters` names the fieldset, so that an error about the choice is said there.
     let values: BTreeMap<String, String> = [
         ("version".to_owned(), version.clone()),
@@ -103,7 +113,7 @@ pub async fn bulk_upgrade_addon(
     .chain(
         clusters
             .iter()
-            .map(|id| (format!("c[{id}]"), "true".to_owned())),
+            .map(|id| (cluster_input(id), "true".to_owned())),
     )
     .collect();
     // An empty list means "every cluster running another version" to the use case; here it

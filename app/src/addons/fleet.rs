@@ -143,7 +143,7 @@ fn BulkForm(page: FleetAddonsDto, bulk: ServerAction<BulkUpgradeAddon>) -> impl 
                             view! { <p class="empty" id="bulk-none">"Every cluster runs the newest version."</p> }.into_any()
                         } else {
                             clusters.iter().map(|r| {
-                                let input = format!("c[{}]", r.cluster_id);
+                                let input = crate::addons::actions::cluster_input(&r.cluster_id);
                                 let checked = crate::kept::checked_or(&kept, &input, true);
                                 let id = format!("bulk-c-{}", r.cluster_id);
                                 view! {
