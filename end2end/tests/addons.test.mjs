@@ -6,14 +6,18 @@
 // as typed, the error at the field), installs it with 3 replicas and follows it: after the
 // operation the honest state is `installing` (then `degraded`) with the reason naming
 // `Deployment kube-system/metrics-server`, as no pod ever starts. The operator sees the row,
-// the chart and the bulk form on /fleet/addons, and the built-in catalog on /addons. The member
+// the chart and the bulk form on /fleet/addons, and the built-in catalog on /addons; an
+// ingress-nginx someone else installed shows as "present, unmanaged", with no toggle. The member
 // removes the addon after the confirmation step and it is "not installed" again, its
-// Deployment gone. JavaScript off (reloads) and on (the section follows by itself). Skipped,
-// with the reason printed, without the Kubernetes binaries.
+// Deployment gone. Then an operator's own addon: a refused definition kept at its field, the
+// member's install, a newer version offered, the operator's bulk upgrade with a result per
+// cluster, and the old version deleted from the catalog after its confirmation step.
+// JavaScript off (reloads) and on (the section follows by itself). Skipped, with the reason
+// printed, without the Kubernetes binaries.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { startServer, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
-import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForState, DOCUMENT_404 } from '../support/portal.mjs';
+import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForState, assertFits, DOCUMENT_404 } from '../support/portal.mjs';
 import { startKubeApiserver, kubeApiserverSkip } from '../support/kube.mjs';
 
 const MEMBER = { username: 'mira', password: 'a long enough password' };
@@ -85,17 +89,34 @@ async function waitForRow(page, js, ok, what) {
   }
 }
 
+/** Creates the namespace `ingress-nginx` and a Deployment `ingress-nginx-controller` in it. */
+async function unmanagedIngress(kube) {
+  const ns = await kube.api('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'ingress-nginx' } });
+  assert.ok([201, 409].includes(ns.status), JSON.stringify(ns.body));
+  const labels = { app: 'ingress' };
+  const d = await kube.api('POST', '/apis/apps/v1/namespaces/ingress-nginx/deployments', {
+    apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'ingress-nginx-controller' },
+    spec: { selector: { matchLabels: labels }, template: { metadata: { labels }, spec: { containers: [{ name: 'c', image: 'registry.k8s.io/pause:3.9' }] } } },
+  });
+  assert.ok([201, 409].includes(d.status), JSON.stringify(d.body));
+}
+
 for (const js of [false, true]) {
   const mode = js ? 'JavaScript on' : 'JavaScript off';
   const key = js ? 'on' : 'off';
 
   test(`a member toggles metrics-server on a cluster and the operator sees it in the fleet (${mode})`, { skip }, async () => {
     const { kube, name: clusterName, path } = clusters[key];
+    // Someone else's ingress-nginx (its controller's Deployment, without KQueen's labels).
+    await unmanagedIngress(kube);
     const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
     await loginLocal(page, server.url, MEMBER);
     await page.goto(server.url + path);
     await settled(page, js);
     await page.locator('#addon-table').waitFor({ timeout: 30_000 });
+    assert.equal(await stateOf(page, 'ingress-nginx'), 'present_unmanaged');
+    assert.equal((await page.locator('#addon-ingress-nginx-unmanaged').textContent()).trim(), 'present, unmanaged (installed without KQueen)');
+    assert.equal(await page.locator('#addon-ingress-nginx-install').count(), 0, 'no toggle for what KQueen did not install');
 
     // Every catalog addon, none installed; the install form's inputs follow the parameters' types.
     const names = await page.locator('#addon-table tbody tr').evaluateAll((rows) => rows.map((r) => r.dataset.addon));
@@ -163,6 +184,13 @@ for (const js of [false, true]) {
     const builtin = op.page.locator(`#addon-catalog tr[data-addon="${ADDON}"][data-version="0.7.2"]`);
     assert.equal(await builtin.getAttribute('data-builtin'), 'true');
     assert.equal(await op.page.locator('#addon-def-manifests').count(), 1);
+    // The pages fit a phone.
+    await op.page.setViewportSize({ width: 390, height: 844 });
+    for (const at of ['/addons', `/fleet/addons?addon=${ADDON}`, path]) {
+      await op.page.goto(server.url + at);
+      await settled(op.page, js);
+      await assertFits(op.page, at);
+    }
     assert.deepEqual(op.errors.filter((e) => e !== DOCUMENT_404), []);
     await op.close();
 
