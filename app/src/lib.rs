@@ -23,6 +23,7 @@ mod not_found;
 pub mod overview;
 pub mod providers;
 mod query;
+pub mod schema_form;
 mod shell;
 #[cfg(feature = "ssr")]
 mod ssr;

@@ -158,7 +158,7 @@ for (const js of [false, true]) {
     await page.reload();
     await settled(page, js);
     const ops = await page.locator('#operations tbody tr').allTextContents();
-    assert.ok(ops.some((o) => o.includes('addon-apply')), ops.join('\n'));
+    assert.ok(ops.some((o) => o.includes('Addon install')), ops.join('\n'));
 
     // The operator: the fleet's row, its chart, the bulk form; the built-in catalog.
     const op = await newPage(browser, { javaScriptEnabled: js });

@@ -45,7 +45,7 @@ pub async fn install_addon(
     p_shown: Option<BTreeMap<String, String>>,
 ) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let params = crate::clusters::actions::form_params(p, p_shown);
+    let params = crate::schema_form::form_params(p, p_shown);
     let version = version.filter(|v| !v.trim().is_empty());
     let result = k
         .addons()

@@ -8,20 +8,6 @@ use leptos::prelude::*;
 
 use crate::AppError;
 
-/// The values of a form's schema-rendered fields (`<prefix>[name]`) as parameters. A
-/// checkbox sends nothing when unchecked: `shown` names the checkboxes the form had, and
-/// each missing one counts as `false`.
-pub fn form_params(
-    values: Option<BTreeMap<String, String>>,
-    shown: Option<BTreeMap<String, String>>,
-) -> BTreeMap<String, String> {
-    let mut out = values.unwrap_or_default();
-    for name in shown.unwrap_or_default().into_keys() {
-        out.entry(name).or_insert_with(|| "false".to_owned());
-    }
-    out
-}
-
 #[cfg(feature = "ssr")]
 fn cluster_page(id: &str) -> String {
     format!("/clusters/{}", crate::query::form_escape(id))
@@ -42,7 +28,7 @@ pub async fn request_cluster(
     use crate::query::form_escape;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let params = form_params(p, p_shown);
+    let params = crate::schema_form::form_params(p, p_shown);
     let tenant = tenant.unwrap_or_default();
     let req = ClusterRequest {
         tenant: Some(tenant.clone()),
@@ -151,8 +137,6 @@ pub async fn revoke_access(id: String, user: Option<String>) -> Result<(), AppEr
 
 #[cfg(test)]
 mod tests {
-    use std::collections::BTreeMap;
-
     #[cfg(feature = "ssr")]
     #[test]
     fn a_delete_that_removes_machines_needs_the_exact_name() {
@@ -166,20 +150,5 @@ mod tests {
         // Only forgetting the cluster: the confirmation step is enough.
         assert!(check("web", false, None).is_ok());
         assert!(check("web", false, Some("other")).is_ok());
-    }
-
-    use super::form_params;
-
-    #[test]
-    fn an_unchecked_checkbox_counts_as_false_and_a_checked_one_as_sent() {
-        let values = BTreeMap::from([("shell".to_owned(), "true".to_owned())]);
-        let shown = BTreeMap::from([
-            ("shell".to_owned(), "1".to_owned()),
-            ("verbose".to_owned(), "1".to_owned()),
-        ]);
-        let p = form_params(Some(values), Some(shown));
-        assert_eq!(p["shell"], "true");
-        assert_eq!(p["verbose"], "false");
-        assert!(form_params(None, None).is_empty());
     }
 }

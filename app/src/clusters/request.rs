@@ -129,7 +129,7 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
 
 /// One input rendered from a schema parameter. Field names are `<prefix>[<param name>]`; a
 /// checkbox also sends `<prefix>_shown[<param name>]`, so that an unchecked one counts as
-/// `false` ([`crate::clusters::actions::form_params`]).
+/// `false` ([`crate::schema_form::form_params`]).
 #[component]
 pub fn ParamField(
     param: ParamDto,

@@ -101,7 +101,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         {page.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
         {op.clone().filter(|_| page.busy).map(|o| view! {
             <section class="card" aria-labelledby="progress-heading" id="progress">
-                <div class="card-head"><h2 id="progress-heading">{format!("{} in progress", capitalize(&o.kind))}</h2></div>
+                <div class="card-head"><h2 id="progress-heading">{format!("{} in progress", crate::apps::operation_label(&o.kind))}</h2></div>
                 <progress max="100" value=o.progress.to_string() aria-labelledby="progress-heading" id="progress-bar">{format!("{}%", o.progress)}</progress>
                 <p><span id="progress-percent">{format!("{}%", o.progress)}</span> " — " <span id="current-step">{o.step.clone()}</span></p>
                 <p class="muted">"This page updates by itself; a reload shows the same state."</p>
@@ -214,7 +214,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                 <tbody>
                     {page.operations.into_iter().map(|o| view! {
                         <tr>
-                            <td>{o.kind}</td>
+                            <td>{crate::apps::operation_label(&o.kind)}</td>
                             <td>{o.state}{o.error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>
                             <td>{format!("{}%", o.progress)}</td>
                             <td>{o.attempts}</td>
@@ -281,13 +281,6 @@ fn ConfirmCluster(
         _ => ().into_any(),
         }
     }
-}
-
-pub(super) fn capitalize(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_uppercase().chain(c).collect())
-        .unwrap_or_default()
 }
 
 /// The cluster page's writes. Every one ends by reading the page again (hydrated, a write

@@ -28,7 +28,7 @@ pub async fn save_provider(
     use crate::query::form_escape;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let settings = crate::clusters::actions::form_params(s, s_shown);
+    let settings = crate::schema_form::form_params(s, s_shown);
     let disabled = disabled.as_deref() == Some("true");
     let description = description.unwrap_or_default();
     let values = [
