@@ -56,11 +56,13 @@ impl Addons {
             } else {
                 Err(format!("the cluster is {}", cluster.state.label()))
             };
+        // The addons are asked at once, each within the budget: a slow cluster delays the
+        // page by one budget, not one per addon.
         let budget = self.deps.settings.request_check_timeout * 3;
-        let mut out = Vec::new();
         let mut names: Vec<&str> = catalog.iter().map(|d| d.name.as_str()).collect();
         names.dedup();
-        for name in names {
+        let (catalog, installed, client, cluster) = (&catalog, &installed, &client, &cluster);
+        let asked = names.into_iter().map(|name| async move {
             let versions: Vec<&AddonDefinition> =
                 catalog.iter().filter(|d| d.name == name).collect();
             let newest = versions[0].clone();
@@ -69,7 +71,7 @@ impl Addons {
                 .as_ref()
                 .and_then(|r| versions.iter().find(|d| d.version == r.version))
                 .map(|d| (*d).clone());
-            let (state, reason) = match (&record, &client) {
+            let (state, reason) = match (&record, client) {
                 (Some(r), _) if r.state == InstallState::Installing => {
                     (AddonState::Installing, None)
                 }
@@ -112,7 +114,7 @@ impl Addons {
                 .as_ref()
                 .filter(|r| compare_versions(&newest.version, &r.version).is_gt())
                 .map(|_| newest.version.clone());
-            out.push(ClusterAddonView {
+            ClusterAddonView {
                 name: name.to_owned(),
                 state,
                 reason,
@@ -120,9 +122,9 @@ impl Addons {
                 versions: versions.iter().map(|d| d.version.clone()).collect(),
                 newest,
                 upgrade_available,
-            });
-        }
-        Ok(out)
+            }
+        });
+        Ok(futures::future::join_all(asked).await)
     }
 }
 
