@@ -348,11 +348,18 @@ pub(crate) fn write_kubeconfig(
         kind: None,
         ..config.clone()
     };
-    serde_saphyr::to_string(&Written {
-        api_version: config.api_version.as_deref(),
-        kind: config.kind.as_deref(),
-        rest,
-    })
+    // Long values (certificate data, tokens) stay on their key's line, as kubectl writes
+    // them: tools and scripts read kubeconfigs line by line.
+    let mut options = serde_saphyr::SerializerOptions::default();
+    options.prefer_block_scalars = false;
+    serde_saphyr::to_string_with_options(
+        &Written {
+            api_version: config.api_version.as_deref(),
+            kind: config.kind.as_deref(),
+            rest,
+        },
+        options,
+    )
 }
 
 fn choose_context<'a>(
@@ -608,6 +615,32 @@ mod tests {
         let big = "#".repeat(MAX_KUBECONFIG_BYTES + 1);
         let err = read_kubeconfig(&big).expect_err("refused");
         assert!(err.message.contains("too large"), "{}", err.message);
+    }
+
+    #[test]
+    fn long_values_are_written_on_their_key_line() {
+        let ca = "LS0t".repeat(200);
+        let token = "x".repeat(900);
+        let mut cfg = read_kubeconfig(&config(&format!("    token: {token}"))).expect("read");
+        if let Some(c) = cfg.clusters.first_mut().and_then(|c| c.cluster.as_mut()) {
+            c.certificate_authority_data = Some(ca.clone());
+        }
+        let text = write_kubeconfig(&cfg).expect("written");
+        assert!(
+            text.lines()
+                .any(|l| l.trim() == format!("certificate-authority-data: {ca}")),
+            "{text}"
+        );
+        assert!(
+            text.lines().any(|l| l.trim() == format!("token: {token}")),
+            "{text}"
+        );
+        let back = read_kubeconfig(&text).expect("read back");
+        let ca_back = back.clusters[0]
+            .cluster
+            .as_ref()
+            .and_then(|c| c.certificate_authority_data.clone());
+        assert_eq!(ca_back, Some(ca));
     }
 
     #[test]
