@@ -91,7 +91,7 @@ pub(super) async fn read_kubeconfig(work_dir: &Path) -> Result<Provisioned, Prov
         .await
         .map_err(|e| ProvisionError::Failed(format!("cannot read $KQ_KUBECONFIG: {e}")))?;
     let text = String::from_utf8(bytes).map_err(|_| failed("$KQ_KUBECONFIG is not UTF-8 text"))?;
-    let parsed = kube::config::Kubeconfig::from_yaml(&text)
+    let parsed = crate::kubernetes::read_kubeconfig(&text)
         .map_err(|_| failed("$KQ_KUBECONFIG does not parse as a kubeconfig"))?;
     let endpoint = current_server(&parsed).map_err(|m| {
         ProvisionError::Failed(format!("the kubeconfig written by the create command {m}"))

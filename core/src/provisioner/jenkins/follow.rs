@@ -294,7 +294,8 @@ pub(super) fn kubeconfig_endpoint(
     if text.trim().is_empty() {
         return Err(invalid("is empty"));
     }
-    let config = Kubeconfig::from_yaml(text).map_err(|_| invalid("is not a kubeconfig"))?;
+    let config =
+        crate::kubernetes::read_kubeconfig(text).map_err(|_| invalid("is not a kubeconfig"))?;
     if config.clusters.is_empty() {
         return Err(invalid("is not a kubeconfig (it names no cluster)"));
     }

@@ -33,7 +33,6 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
 use base64::Engine as _;
-use kube::config::Kubeconfig;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
 use reqwest::{cookie::Jar, redirect, Certificate, Client, Response, StatusCode, Url};
 use serde::de::DeserializeOwned;
