@@ -241,16 +241,14 @@ impl Apps {
         let (admin, _) = self.admin.admin_client(cluster).await?;
         self.namespace_state(&admin, cluster, &checked.namespace)
             .await?;
-        let set = self
-            .draft(cluster, acting, &checked, "")
-            .apply_set(&cluster.tenant_slug);
+        let who = actor.to_string();
+        let draft = self.draft(cluster, acting, &checked, &who);
+        let set = draft.apply_set(&cluster.tenant_slug);
         // Kinds and namespaces are checked now, so that a mistake is a 4xx, not a failed
         // operation (the operation checks again with the member's rights).
         resolve(&admin, &checked.objects, &checked.placement, &set)
             .await
             .map_err(workload_error)?;
-        let who = actor.to_string();
-        let draft = self.draft(cluster, acting, &checked, &who);
         let now = crate::clock::now();
         let op = Operation::new(
             cluster.id,
