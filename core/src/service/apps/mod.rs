@@ -179,12 +179,8 @@ impl Apps {
             .await?;
         let (client, applied_as) = self.client_for(cluster, acting).await?;
         let previous = self
-            .deps
-            .store
-            .applications_of(cluster.id)
+            .deployed(cluster, &checked.name, &checked.version)
             .await?
-            .into_iter()
-            .find(|a| a.name == checked.name && a.version == checked.version)
             .map(|a| a.objects)
             .unwrap_or_default();
         let app = self.draft(cluster, acting, &checked, "");
@@ -283,12 +279,8 @@ impl Apps {
         // The manifests are sealed before the version is queued: a worker that picks the
         // operation up at once finds them. A re-deploy replaces them.
         let stored_id = match self
-            .deps
-            .store
-            .applications_of(cluster.id)
+            .deployed(cluster, &checked.name, &checked.version)
             .await?
-            .into_iter()
-            .find(|a| a.name == checked.name && a.version == checked.version)
         {
             Some(old) => old.id,
             None => draft.id,
@@ -323,6 +315,22 @@ impl Apps {
                 Err(e)
             }
         }
+    }
+
+    /// The version `name` `version` of the cluster, if it was deployed before.
+    async fn deployed(
+        &self,
+        cluster: &Cluster,
+        name: &str,
+        version: &str,
+    ) -> Result<Option<Application>> {
+        Ok(self
+            .deps
+            .store
+            .applications_of(cluster.id)
+            .await?
+            .into_iter()
+            .find(|a| a.name == name && a.version == version))
     }
 
     /// Queues the removal of a version: every object it created, and its namespace when
