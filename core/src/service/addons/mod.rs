@@ -153,19 +153,8 @@ impl Addons {
         version: Option<&str>,
         parameters: &BTreeMap<String, String>,
     ) -> Result<Operation> {
-        let cluster = self
-            .clusters
-            .visible_cluster(actor, cluster_id, action::ADDON_INSTALL)
-            .await?;
-        let target = format!("{}/{name}", cluster.name.as_str());
-        self.guard
-            .authorize(
-                actor,
-                Permission::ManageClusters(cluster.tenant_id),
-                action::ADDON_INSTALL,
-                &target,
-                Some(cluster.tenant_id),
-            )
+        let (cluster, target) = self
+            .managed(actor, cluster_id, name, action::ADDON_INSTALL)
             .await?;
         let result = self
             .try_install(actor, &cluster, name, version, parameters)
@@ -291,21 +280,36 @@ impl Addons {
         Ok(op)
     }
 
-    /// Removes an addon KQueen installed: everything it applied, nothing else.
-    pub async fn remove(&self, actor: &Actor, cluster_id: &str, name: &str) -> Result<Operation> {
+    /// The cluster, if the actor may change its addons (`verb` audits a refusal), and the
+    /// audit target `<cluster>/<addon>`.
+    async fn managed(
+        &self,
+        actor: &Actor,
+        cluster_id: &str,
+        name: &str,
+        verb: &str,
+    ) -> Result<(Cluster, String)> {
         let cluster = self
             .clusters
-            .visible_cluster(actor, cluster_id, action::ADDON_REMOVE)
+            .visible_cluster(actor, cluster_id, verb)
             .await?;
         let target = format!("{}/{name}", cluster.name.as_str());
         self.guard
             .authorize(
                 actor,
                 Permission::ManageClusters(cluster.tenant_id),
-                action::ADDON_REMOVE,
+                verb,
                 &target,
                 Some(cluster.tenant_id),
             )
+            .await?;
+        Ok((cluster, target))
+    }
+
+    /// Removes an addon KQueen installed: everything it applied, nothing else.
+    pub async fn remove(&self, actor: &Actor, cluster_id: &str, name: &str) -> Result<Operation> {
+        let (cluster, target) = self
+            .managed(actor, cluster_id, name, action::ADDON_REMOVE)
             .await?;
         let result = async {
             let installed = self.deps.store.installed_addons(cluster.id).await?;
