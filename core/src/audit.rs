@@ -77,6 +77,10 @@ pub mod action {
     pub const CLUSTER_DELETE: &str = "cluster.delete";
     pub const CLUSTER_SCALE: &str = "cluster.scale";
     pub const CLUSTER_UPGRADE: &str = "cluster.upgrade";
+    /// An operator took an existing cluster (a Cluster API Cluster) into a tenant.
+    pub const CLUSTER_ADOPT: &str = "cluster.adopt";
+    /// An operator listed the clusters a provider's infrastructure holds.
+    pub const CLUSTER_DISCOVER: &str = "cluster.discover";
     pub const CLUSTER_EXPIRE: &str = "cluster.expire";
     /// A node join token handed out (hosted clusters), or revoked.
     pub const CLUSTER_JOIN: &str = "cluster.join";

@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod deps;
 mod dto;
 mod dto_addons;
+mod dto_adopt;
 pub use dto_addons::fleet_addon;
 mod dto_apps;
 pub mod engine;
@@ -36,7 +37,7 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
+    AdoptRequest, Addons, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
     ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetOverview,
     FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
     Tally, TemplateView, Users,

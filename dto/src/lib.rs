@@ -5,6 +5,7 @@
 //! them (`From` its types).
 
 pub mod addons;
+pub mod adopt;
 pub mod apps;
 pub mod audit;
 pub mod clusters;

@@ -12,14 +12,18 @@ pub enum ProviderKind {
     Command,
     Jenkins,
     Hosted,
+    /// Cluster API: `Cluster` objects with managed topologies in a management cluster.
+    #[serde(rename = "cluster-api")]
+    ClusterApi,
 }
 
 impl ProviderKind {
-    pub const ALL: [ProviderKind; 4] = [
+    pub const ALL: [ProviderKind; 5] = [
         ProviderKind::Import,
         ProviderKind::Command,
         ProviderKind::Jenkins,
         ProviderKind::Hosted,
+        ProviderKind::ClusterApi,
     ];
 
     pub fn as_str(self) -> &'static str {
@@ -28,6 +32,7 @@ impl ProviderKind {
             ProviderKind::Command => "command",
             ProviderKind::Jenkins => "jenkins",
             ProviderKind::Hosted => "hosted",
+            ProviderKind::ClusterApi => "cluster-api",
         }
     }
 

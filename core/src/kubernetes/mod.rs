@@ -16,6 +16,7 @@ pub use access::{
     USERS_NAMESPACE,
 };
 pub use connect::{client, probe_version, ProbeError};
+pub(crate) use connect::one_line;
 pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
     MAX_KUBECONFIG_BYTES,

@@ -9,6 +9,7 @@
 //! into short calls that return [`Step::Wait`] with a checkpoint in [`OpContext::checkpoint`]
 //! (persisted by the engine between calls).
 
+pub mod cluster_api;
 pub mod command;
 pub mod hosted;
 pub mod import;
@@ -110,6 +111,28 @@ pub struct Notice {
     pub cluster_id: Uuid,
     pub kind: crate::cluster::EventKind,
     pub message: String,
+}
+
+/// A cluster that exists in a provider's infrastructure without KQueen having created it,
+/// which an operator may adopt (see [`Provisioner::discover`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Discovered {
+    /// What names it to the provisioner (a Cluster API cluster's `namespace/name`).
+    pub reference: String,
+    pub name: String,
+    /// Where it lives in the provider's infrastructure (a namespace), if anywhere.
+    pub location: String,
+    /// What it is built from (a ClusterClass), if known.
+    pub class: Option<String>,
+    pub kubernetes_version: Option<String>,
+    /// As its provisioner words it (a Cluster API phase).
+    pub phase: Option<String>,
+    /// Its control plane is available and its kubeconfig can be read.
+    pub ready: bool,
+    pub control_plane_nodes: Option<u32>,
+    pub worker_nodes: Option<u32>,
+    /// The KQueen cluster it already belongs to.
+    pub adopted_by: Option<Uuid>,
 }
 
 /// A progress report from a running call; the engine records it in the cluster's timeline.
@@ -362,6 +385,18 @@ pub trait Provisioner: Send + Sync + 'static {
         None
     }
 
+    /// Whether its provider's existing clusters can be listed ([`Provisioner::discover`])
+    /// and adopted: a create whose cluster state names one (`{"adopt": reference}`) takes
+    /// that cluster over instead of building one.
+    fn adopts(&self) -> bool {
+        false
+    }
+
+    /// The clusters that exist in the provider's infrastructure (adopted or not).
+    async fn discover(&self, _ctx: &OpContext) -> Result<Vec<Discovered>, ProvisionError> {
+        Err(ProvisionError::Unsupported("list existing clusters"))
+    }
+
     /// Builds the cluster; called until it returns `Done`.
     async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError>;
 
@@ -414,6 +449,9 @@ impl Registry {
             options.jenkins.clone(),
         )));
         r.register(hosted::provisioner(&options.hosted));
+        r.register(Arc::new(cluster_api::ClusterApiProvisioner::new(
+            options.cluster_api.clone(),
+        )));
         r
     }
 
@@ -438,4 +476,5 @@ pub struct RegistryOptions {
     pub command: command::CommandOptions,
     pub jenkins: jenkins::JenkinsOptions,
     pub hosted: hosted::HostedOptions,
+    pub cluster_api: cluster_api::ClusterApiOptions,
 }

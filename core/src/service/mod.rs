@@ -47,7 +47,7 @@ pub use addons::{Addons, BulkOutcome, ClusterAddonView};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
-pub use clusters::{ClusterDetail, Clusters};
+pub use clusters::{AdoptRequest, ClusterDetail, Clusters};
 pub use fleet::{
     Attention, ClusterSync, Fleet, FleetOverview, FleetTotals, InventorySettings, Tally,
 };

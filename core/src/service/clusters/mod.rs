@@ -1,11 +1,14 @@
 //! Clusters: request, list, view, scale, upgrade, delete. Kubeconfigs and per-user access
 //! are in `access.rs`, tenants' quotas in `quotas.rs`.
 
+mod adopt;
 mod day2;
 mod join;
 mod request;
 
 use uuid::Uuid;
+
+pub use adopt::AdoptRequest;
 
 use super::cluster_admin::ClusterAdmin;
 use super::guard::Guard;

@@ -1,0 +1,167 @@
+//! Following a Cluster while Cluster API works on it: every condition change is a line of
+//! the timeline, every new milestone a step (its text carries the condition holding it up,
+//! so a timeout says what Cluster API last reported), the Machines ready out of those
+//! desired while a scale or upgrade converges, and the Cluster's removal after a delete.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+use super::management::{failed, kubeconfig_secret_name, Management};
+use super::status::{self, count_machines};
+use super::{topology, Target};
+use crate::provisioner::{OpContext, ProvisionError, Step};
+
+/// Reports `step` when it differs from the last one reported by this operation.
+fn step_once(ctx: &mut OpContext, step: &str) {
+    if ctx.checkpoint.get("step").and_then(Value::as_str) != Some(step) {
+        ctx.reporter.step(step);
+        ctx.checkpoint["step"] = json!(step);
+    }
+}
+
+/// Logs the conditions that changed since the last look.
+fn log_changes(ctx: &mut OpContext, observed: &status::Observed) {
+    let seen: BTreeMap<String, String> = ctx
+        .checkpoint
+        .get("seen")
+        .and_then(|s| serde_json::from_value(s.clone()).ok())
+        .unwrap_or_default();
+    let (lines, now) = observed.changes(&seen);
+    for line in lines {
+        ctx.reporter.log(line);
+    }
+    ctx.checkpoint["seen"] = json!(now);
+}
+
+/// One look at a Cluster being created: Done once its control plane is available and its
+/// kubeconfig Secret holds a `value`.
+pub(super) async fn create(
+    ctx: &mut OpContext,
+    m: &Management,
+    poll: Duration,
+) -> Result<Step<()>, ProvisionError> {
+    let at = Target::from_json(&ctx.checkpoint)
+        .ok_or_else(|| failed("which Cluster this is was not recorded"))?;
+    let Some(object) = m.cluster(&at.namespace, &at.name).await? else {
+        return Err(failed(format!(
+            "the Cluster {at} disappeared from the management cluster"
+        )));
+    };
+    let observed = status::observe(&object);
+    log_changes(ctx, &observed);
+    if let Some(why) = &observed.failure {
+        return Err(failed(format!(
+            "Cluster API reports the cluster failed: {why}"
+        )));
+    }
+    if observed.deleting {
+        return Err(failed(format!(
+            "the Cluster {at} is being deleted in the management cluster"
+        )));
+    }
+    let (waiting, percent) = observed.waiting_for();
+    ctx.reporter.progress(percent);
+    if !observed.control_plane_available {
+        step_once(ctx, &waiting);
+        return Ok(Step::Wait(poll));
+    }
+    let machines = count_machines(&m.machines(&at.namespace, &at.name).await?, None);
+    let desired = topology::desired_machines(&object);
+    if m.kubeconfig_secret(&at.namespace, &at.name)
+        .await?
+        .is_none()
+    {
+        step_once(
+            ctx,
+            &format!(
+                "Control plane available; waiting for the kubeconfig Secret {}/{} (key value)",
+                at.namespace,
+                kubeconfig_secret_name(&at.name)
+            ),
+        );
+        return Ok(Step::Wait(poll));
+    }
+    step_once(
+        ctx,
+        &format!(
+            "Control plane available, {} of {desired} machines ready",
+            machines.running
+        ),
+    );
+    ctx.reporter.progress(90);
+    Ok(Step::Done(()))
+}
+
+/// One look at a scale or upgrade: Done when the Machines are as many as the topology asks,
+/// all running (at `version`, for an upgrade).
+pub(super) async fn converge(
+    ctx: &mut OpContext,
+    m: &Management,
+    at: &Target,
+    version: Option<&str>,
+    poll: Duration,
+) -> Result<Step<()>, ProvisionError> {
+    let Some(object) = m.cluster(&at.namespace, &at.name).await? else {
+        return Err(failed(format!(
+            "the Cluster {at} no longer exists in the management cluster"
+        )));
+    };
+    let observed = status::observe(&object);
+    log_changes(ctx, &observed);
+    if let Some(why) = &observed.failure {
+        return Err(failed(format!(
+            "Cluster API reports the cluster failed: {why}"
+        )));
+    }
+    let machines = count_machines(&m.machines(&at.namespace, &at.name).await?, version);
+    let desired = topology::desired_machines(&object);
+    let (ready, done) = match version {
+        Some(v) => {
+            let ready = machines.running_at_version;
+            let step = format!("Machines at {v}: {ready} of {desired} ready");
+            step_once(ctx, &step);
+            (ready, ready == desired && machines.total == desired)
+        }
+        None => {
+            let workers: u32 = topology::pools_of(&object).iter().map(|(_, r)| r).sum();
+            let ready = machines.workers_running;
+            step_once(
+                ctx,
+                &format!("Workers: {ready} of {workers} machines ready"),
+            );
+            (ready, ready == workers && machines.workers == workers)
+        }
+    };
+    let percent = (u64::from(ready) * 100 / u64::from(desired.max(1))).min(99) as u8;
+    ctx.reporter.progress(percent);
+    if done {
+        Ok(Step::Done(()))
+    } else {
+        Ok(Step::Wait(poll))
+    }
+}
+
+/// One look at a Cluster being deleted: deletes it first, then waits until it is gone.
+pub(super) async fn delete(
+    ctx: &mut OpContext,
+    m: &Management,
+    at: &Target,
+    object: &Value,
+    poll: Duration,
+) -> Result<Step<()>, ProvisionError> {
+    if object.pointer("/metadata/deletionTimestamp").is_none() {
+        super::delete_cluster(m, at).await?;
+        ctx.reporter.log(format!("deleted the Cluster {at}"));
+    }
+    let machines = count_machines(&m.machines(&at.namespace, &at.name).await?, None);
+    step_once(
+        ctx,
+        &format!(
+            "Waiting for Cluster API to remove {at} ({} machines left)",
+            machines.total
+        ),
+    );
+    Ok(Step::Wait(poll))
+}
