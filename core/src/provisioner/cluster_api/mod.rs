@@ -45,7 +45,7 @@ pub struct ClusterApiOptions {
 impl Default for ClusterApiOptions {
     fn default() -> Self {
         Self {
-            poll: Duration::from_secs(10),
+            poll: Duration::from_secs(5),
         }
     }
 }
