@@ -9,6 +9,8 @@
 
 /// A real kube-apiserver (with kube-controller-manager) like envtest starts it.
 pub mod apiserver;
+/// Cluster API CRDs and a controller that plays Cluster API against a real API server.
+pub mod capi;
 pub mod catalog;
 /// Synthetic clusters for the fake API server.
 pub mod fake_cluster;
