@@ -73,6 +73,7 @@ pub fn router() -> Router<AppState> {
             clusters::update_provider,
             clusters::delete_provider
         ))
+        .routes(routes!(clusters::adoptable_clusters))
         .routes(routes!(clusters::list_templates, clusters::create_template))
         .routes(routes!(
             clusters::get_template,
@@ -80,6 +81,7 @@ pub fn router() -> Router<AppState> {
             clusters::delete_template
         ))
         .routes(routes!(clusters::list_clusters, clusters::create_cluster))
+        .routes(routes!(clusters::adopt_cluster))
         .routes(routes!(clusters::get_cluster, clusters::delete_cluster))
         .routes(routes!(clusters::cluster_events))
         .routes(routes!(clusters::scale_cluster))

@@ -87,7 +87,53 @@ pub const FORMATS: &[(ProviderKind, &str, &str, &str)] = &[
         "ip-address",
         "an IPv4 or IPv6 address; empty: 127.0.0.1",
     ),
+    (
+        ProviderKind::ClusterApi,
+        "management_kubeconfig",
+        "kubeconfig",
+        "a kubeconfig (YAML) without credential plugins",
+    ),
 ];
+
+/// Settings that name things in Kubernetes, checked by the provisioner to be such names: by
+/// kind and name, the pattern the document gives them and what it means.
+const NAMES: &[(ProviderKind, &str, &str, &str)] = &[
+    (
+        ProviderKind::ClusterApi,
+        "namespace",
+        LABEL_OR_EMPTY,
+        "a Kubernetes name: lowercase letters, digits and '-', at most 63; with one namespace per tenant, at most 22",
+    ),
+    (
+        ProviderKind::ClusterApi,
+        "cluster_class",
+        DNS_LABEL,
+        K8S_NAME,
+    ),
+    (
+        ProviderKind::ClusterApi,
+        "class_namespace",
+        LABEL_OR_EMPTY,
+        K8S_NAME,
+    ),
+    (
+        ProviderKind::ClusterApi,
+        "region_variable",
+        VARIABLE_NAME,
+        "a ClusterClass variable name: letters, digits, '_', '-', '.'",
+    ),
+    (
+        ProviderKind::ClusterApi,
+        "flavor_variable",
+        VARIABLE_NAME,
+        "",
+    ),
+];
+
+/// A DNS-1123 label, or nothing (the setting's default applies).
+const LABEL_OR_EMPTY: &str = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$";
+const VARIABLE_NAME: &str = "^[A-Za-z0-9_.-]*$";
+const K8S_NAME: &str = "a Kubernetes name: lowercase letters, digits and '-', at most 63";
 
 /// A hosted provider's `versions` per runtime: the binaries (runtime `process`, files on this
 /// host) or the container images (runtime `kubernetes`) of each version.
@@ -150,11 +196,16 @@ pub fn components(registry: &Registry) -> Map<String, Value> {
     out
 }
 
+/// `cluster-api` -> `ClusterApi`: schema names of letters only.
 fn title_case(s: &str) -> String {
-    let mut c = s.chars();
-    c.next()
-        .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
-        .unwrap_or_default()
+    s.split('-')
+        .map(|word| {
+            let mut c = word.chars();
+            c.next()
+                .map(|f| f.to_ascii_uppercase().to_string() + c.as_str())
+                .unwrap_or_default()
+        })
+        .collect()
 }
 
 /// The body for one kind.
@@ -312,6 +363,20 @@ fn setting(kind: ProviderKind, spec: &ParamSpec, must: bool) -> Value {
         // Checked to hold a certificate.
         s["pattern"] = json!(CERTIFICATE);
         about = format!("{about} (PEM, holding a certificate)");
+    } else if let Some((_, _, pattern, meaning)) = NAMES
+        .iter()
+        .find(|(k, name, _, _)| *k == kind && *name == spec.name)
+    {
+        s["pattern"] = json!(pattern);
+        let meaning = if meaning.is_empty() {
+            NAMES
+                .iter()
+                .find(|(_, _, p, m)| p == pattern && !m.is_empty())
+                .map_or("", |(_, _, _, m)| m)
+        } else {
+            meaning
+        };
+        about = format!("{about} ({meaning})");
     }
     if spec.secret {
         s["writeOnly"] = json!(true);

@@ -310,8 +310,12 @@ async fn provider_bodies_are_described_per_kind_and_checked_as_described() {
         let mapping = s["discriminator"]["mapping"].as_object().unwrap();
         let mut kinds: Vec<&String> = mapping.keys().collect();
         kinds.sort();
-        assert_eq!(kinds, ["command", "hosted", "import", "jenkins"], "{s}");
-        assert_eq!(s["oneOf"].as_array().unwrap().len(), 4);
+        assert_eq!(
+            kinds,
+            ["cluster-api", "command", "hosted", "import", "jenkins"],
+            "{s}"
+        );
+        assert_eq!(s["oneOf"].as_array().unwrap().len(), 5);
     }
     let command = &schemas["ProviderInCommand"]["properties"];
     assert_eq!(command["kind"]["enum"], json!(["command"]));

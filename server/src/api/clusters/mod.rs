@@ -1,7 +1,8 @@
 //! Clusters: request, list, view, timeline, scale, upgrade, delete, kubeconfigs, access,
-//! quotas. Providers, templates and worker nodes (`join.rs`) are in their own files; the
-//! wire types in `dto.rs`.
+//! quotas. Providers, templates, adoption (`adopt.rs`) and worker nodes (`join.rs`) are in
+//! their own files; the wire types in `dto.rs`.
 
+mod adopt;
 mod dto;
 mod join;
 mod providers;
@@ -18,6 +19,7 @@ use kqueen_core::{Actor, Error, ValidationError};
 use crate::api::{ApiJson, ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 
+pub use adopt::*;
 pub use dto::*;
 pub use join::*;
 pub use providers::*;
