@@ -113,6 +113,17 @@ async fn wrong_tenant_wrong_role_and_anonymous_are_refused_everywhere() {
         let res = call(&a_member, &app, method.clone(), path, body).await;
         assert_eq!(res.status(), StatusCode::FORBIDDEN, "{method} {path}");
     }
+    // Adoption is the operators': a tenant's admin may not take clusters in either.
+    let adopt = json!({"tenant": "team-a", "template": "capi", "reference": "default/work"});
+    for who in [&a_member, &a_admin] {
+        for (method, path, body) in [
+            (Method::GET, "/api/v1/providers/capi/clusters", None),
+            (Method::POST, "/api/v1/clusters/adopt", Some(adopt.clone())),
+        ] {
+            let res = call(who, &app, method.clone(), path, body).await;
+            assert_eq!(res.status(), StatusCode::FORBIDDEN, "{method} {path}");
+        }
+    }
     // Server functions (what the pages call).
     for (endpoint, form) in [
         ("tenant", vec![("slug", "team-b")]),
@@ -197,6 +208,8 @@ async fn wrong_tenant_wrong_role_and_anonymous_are_refused_everywhere() {
         (Method::GET, "/api/v1/tenants/team-a/members"),
         (Method::GET, "/api/v1/tokens"),
         (Method::GET, "/api/v1/audit"),
+        (Method::GET, "/api/v1/providers/capi/clusters"),
+        (Method::POST, "/api/v1/clusters/adopt"),
     ] {
         let res = call(&anonymous, &app, method.clone(), path, None).await;
         assert_eq!(res.status(), StatusCode::UNAUTHORIZED, "{method} {path}");
@@ -407,6 +420,8 @@ async fn the_openapi_document_describes_every_route() {
         ("/api/v1/tokens", &["get", "post"]),
         ("/api/v1/tokens/{id}", &["delete"]),
         ("/api/v1/audit", &["get"]),
+        ("/api/v1/providers/{name}/clusters", &["get"]),
+        ("/api/v1/clusters/adopt", &["post"]),
     ] {
         for m in methods {
             assert!(
