@@ -180,6 +180,9 @@ fn kind_label(kind: &str) -> String {
         "command" => "command — an installer command (kubeadm, kind, k3d, terraform…)".into(),
         "jenkins" => "jenkins — a parameterized Jenkins job".into(),
         "hosted" => "hosted — control planes KQueen runs on a shared etcd".into(),
+        "cluster-api" => {
+            "cluster-api — Clusters of a Cluster API management cluster (any cloud)".into()
+        }
         other => other.into(),
     }
 }
@@ -208,6 +211,7 @@ fn ProviderRow(
         .collect();
     let name = p.name.clone();
     let edit = format!("/providers?edit={}", p.name);
+    let adopts = p.kind == "cluster-api";
     view! {
         <tr data-provider=p.name.clone()>
             <td>{p.name.clone()}{(!p.description.is_empty()).then(|| view! { <br /><small class="muted">{p.description.clone()}</small> })}</td>
@@ -227,6 +231,10 @@ fn ProviderRow(
             <td>{if p.disabled { "disabled" } else { "enabled" }}</td>
             <td class="actions">
                 <a href=edit>"Edit"</a>
+                // Kinds whose infrastructure holds clusters KQueen can adopt.
+                {adopts.then(|| view! {
+                    <a href=format!("/providers/{}/clusters", encode_query_value(&name))>"Existing clusters"</a>
+                })}
                 <a href=format!("/providers?confirm=delete-provider&name={}", encode_query_value(&name))>"Delete…"</a>
             </td>
         </tr>
