@@ -3,6 +3,12 @@
 //! holds and adopts one into a tenant. Only operators may; a provider of another kind, a
 //! management cluster that cannot be reached or serves no Cluster API answer why.
 
+use std::time::Duration;
+
+use kqueen_core::kubernetes::parse_kubeconfig;
+use kqueen_testkit::apiserver::RealApiServer;
+use kqueen_testkit::capi::{self, FakeCapi, Served};
+use kube::api::{Api, DynamicObject, PostParams};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
@@ -257,26 +263,112 @@ async fn only_operators_list_and_adopt_and_are_told_why_it_cannot_be_done() {
     app.stop().await;
 }
 
+/// A real management cluster: without the Cluster API CRDs, listing names what is missing;
+/// with them (and the test kit's fake Cluster API controller), a Cluster made behind
+/// KQueen's back is listed and adopted, then followed to Ready like any request.
 #[tokio::test]
-async fn a_real_management_cluster_without_cluster_api_is_named_as_such() {
-    let Some(kube) = kqueen_testkit::apiserver::RealApiServer::start().await else {
-        println!("skipped: no real API server (KQUEEN_TEST_KUBE_APISERVER)");
+async fn a_real_management_cluster_lists_its_clusters_and_one_is_adopted() {
+    let Some(kube) = RealApiServer::start().await else {
+        println!(
+            "skipped: no real API server ({})",
+            kqueen_testkit::apiserver::ENV
+        );
         return;
     };
     let app = TestApp::sqlite().await;
     app.seed_tenant("team-a", "Team A").await;
     let olga = app.user("olga", true, &[]).await;
     offer_cluster_api(&app, &olga, &kube.admin_kubeconfig()).await;
-    let (status, body) = call(
-        &olga,
-        &app,
-        Method::GET,
-        "/api/v1/providers/capi/clusters",
-        None,
-    )
-    .await;
+    let list = "/api/v1/providers/capi/clusters";
+    let (status, body) = call(&olga, &app, Method::GET, list, None).await;
     assert_eq!(status, StatusCode::CONFLICT, "{body}");
     let m = message(status, &body);
     assert!(m.contains("clusters.cluster.x-k8s.io"), "{m}");
+
+    let parsed = parse_kubeconfig(&kube.admin_kubeconfig(), None, false).unwrap();
+    let admin = kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
+        .await
+        .unwrap();
+    capi::install_crds(&admin, Served::Both).await.unwrap();
+    capi::create_cluster_class(&admin, "default", "quick-start", Served::Both)
+        .await
+        .unwrap();
+    let clusters: Api<DynamicObject> =
+        Api::namespaced_with(admin.clone(), "default", &Served::Both.resource("Cluster"));
+    let object: DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "cluster.x-k8s.io/v1beta2", "kind": "Cluster",
+        "metadata": {"name": "work", "namespace": "default"},
+        "spec": {"topology": {
+            "classRef": {"name": "quick-start"}, "version": "v1.31.2",
+            "controlPlane": {"replicas": 1},
+            "workers": {"machineDeployments": [
+                {"class": "default-worker", "name": "md-0", "replicas": 1}]}}}}))
+    .unwrap();
+    clusters
+        .create(&PostParams::default(), &object)
+        .await
+        .unwrap();
+    let fake = FakeCapi::start(admin.clone(), Served::Both, Duration::from_millis(100));
+    fake.set_kubeconfig(kube.admin_kubeconfig());
+
+    let (status, body) = call(&olga, &app, Method::GET, list, None).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let found = body.as_array().unwrap();
+    assert_eq!(found.len(), 1, "{body}");
+    let work = &found[0];
+    assert_eq!(
+        (
+            &work["reference"],
+            &work["name"],
+            &work["location"],
+            &work["class"]
+        ),
+        (
+            &json!("default/work"),
+            &json!("work"),
+            &json!("default"),
+            &json!("quick-start")
+        ),
+        "{work}"
+    );
+    assert_eq!(work["kubernetes_version"], "v1.31.2", "{work}");
+    assert!(work["adopted_by"].is_null(), "{work}");
+
+    let adopt = json!({"tenant": "team-a", "template": "capi", "reference": "default/work"});
+    let (status, body) = call(
+        &olga,
+        &app,
+        Method::POST,
+        "/api/v1/clusters/adopt",
+        Some(adopt),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    assert_eq!(body["cluster"]["name"], "work", "{body}");
+    assert_eq!(body["cluster"]["tenant"], "team-a", "{body}");
+    assert_eq!(body["operation"]["kind"], "create", "{body}");
+    let id = body["cluster"]["id"].as_str().unwrap().to_owned();
+    // The take-over is the cluster's create operation: followed to Ready.
+    let mut last = Value::Null;
+    for _ in 0..240 {
+        let (_, cluster) = call(
+            &olga,
+            &app,
+            Method::GET,
+            &format!("/api/v1/clusters/{id}"),
+            None,
+        )
+        .await;
+        if cluster["state"] == "ready" || cluster["state"] == "error" {
+            last = cluster;
+            break;
+        }
+        last = cluster;
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    assert_eq!(last["state"], "ready", "{last}");
+    let (_, body) = call(&olga, &app, Method::GET, list, None).await;
+    assert_eq!(body[0]["adopted_by"], json!(id), "{body}");
+    drop(fake);
     app.stop().await;
 }
