@@ -12,6 +12,8 @@ pub(super) const CLUSTER_CLASS: &str = "cluster_class";
 pub(super) const CLASS_NAMESPACE: &str = "class_namespace";
 pub(super) const REGION_VARIABLE: &str = "region_variable";
 pub(super) const FLAVOR_VARIABLE: &str = "flavor_variable";
+pub(super) const POD_CIDR: &str = "pod_cidr";
+pub(super) const SERVICE_CIDR: &str = "service_cidr";
 
 /// Cluster parameters.
 pub(super) const VERSION: &str = "kubernetes_version";
@@ -67,6 +69,12 @@ pub(super) fn provider_schema() -> ParamSchema {
              workerMachineType, vmSize, flavor); set per worker pool; empty: requests \
              cannot choose one.",
         ),
+        ParamSpec::new(POD_CIDR, "Pod network", name(None)).help(
+            "The clusters' pod CIDR (spec.clusterNetwork), e.g. 192.168.0.0/16; empty: the \
+             ClusterClass's default.",
+        ),
+        ParamSpec::new(SERVICE_CIDR, "Service network", name(None))
+            .help("The clusters' service CIDR, e.g. 10.128.0.0/12; empty: the default."),
     ])
 }
 
@@ -178,6 +186,16 @@ pub(super) fn check_provider(config: &Params) -> Result<(), ValidationError> {
             "with one namespace per tenant, the prefix may have at most 22 characters",
         ));
     }
+    for field in [POD_CIDR, SERVICE_CIDR] {
+        if let Some(v) = setting(config, field) {
+            if !is_cidr(v) {
+                return Err(ValidationError::new(
+                    field,
+                    "must be a CIDR block, like 192.168.0.0/16 or fd00::/108",
+                ));
+            }
+        }
+    }
     for field in [REGION_VARIABLE, FLAVOR_VARIABLE] {
         if let Some(v) = setting(config, field) {
             if !v
@@ -192,6 +210,17 @@ pub(super) fn check_provider(config: &Params) -> Result<(), ValidationError> {
         }
     }
     Ok(())
+}
+
+fn is_cidr(s: &str) -> bool {
+    let Some((ip, bits)) = s.split_once('/') else {
+        return false;
+    };
+    let Ok(ip) = ip.parse::<std::net::IpAddr>() else {
+        return false;
+    };
+    let max = if ip.is_ipv4() { 32 } else { 128 };
+    bits.parse::<u8>().is_ok_and(|b| b <= max)
 }
 
 pub(super) fn check_secrets(secrets: &Params) -> Result<(), ValidationError> {
@@ -290,6 +319,14 @@ mod tests {
         let e =
             check_provider(&config(&[(CLUSTER_CLASS, "q"), (FLAVOR_VARIABLE, "a b")])).unwrap_err();
         assert_eq!(e.field, FLAVOR_VARIABLE);
+        let e =
+            check_provider(&config(&[(CLUSTER_CLASS, "q"), (POD_CIDR, "10.0.0.0")])).unwrap_err();
+        assert_eq!(e.field, POD_CIDR);
+        assert!(check_provider(&config(&[
+            (CLUSTER_CLASS, "q"),
+            (SERVICE_CIDR, "fd00::/108")
+        ]))
+        .is_ok());
         let e = check_secrets(&config(&[(MANAGEMENT_KUBECONFIG, "nope: [")])).unwrap_err();
         assert_eq!(e.field, MANAGEMENT_KUBECONFIG);
     }

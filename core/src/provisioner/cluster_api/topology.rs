@@ -213,6 +213,12 @@ pub(super) fn cluster_object(
     if !variables.is_empty() {
         topology["variables"] = json!(variables);
     }
+    let mut spec = json!({"topology": topology});
+    for (setting_name, field) in [(s::POD_CIDR, "pods"), (s::SERVICE_CIDR, "services")] {
+        if let Some(cidr) = setting(config, setting_name) {
+            spec["clusterNetwork"][field] = json!({"cidrBlocks": [cidr]});
+        }
+    }
     json!({
         "apiVersion": api_version,
         "kind": "Cluster",
@@ -221,7 +227,7 @@ pub(super) fn cluster_object(
             "namespace": namespace,
             "labels": owner_labels(ctx),
         },
-        "spec": {"topology": topology},
+        "spec": spec,
     })
 }
 
@@ -365,6 +371,14 @@ mod tests {
             &shape,
         );
         assert_eq!(v1["spec"]["topology"]["class"], "quick-start");
+        assert!(v1["spec"].get("clusterNetwork").is_none());
+        ctx.provider_config
+            .insert(s::POD_CIDR.into(), "192.168.0.0/16".into());
+        let networked = cluster_object(&ctx, "cluster.x-k8s.io/v1beta2", "d", "n", &shape);
+        assert_eq!(
+            networked["spec"]["clusterNetwork"],
+            json!({"pods": {"cidrBlocks": ["192.168.0.0/16"]}})
+        );
         assert!(v1["spec"]["topology"].get("classRef").is_none());
     }
 
