@@ -127,7 +127,7 @@ pub struct Discovered {
     pub kubernetes_version: Option<String>,
     /// As its provisioner words it (a Cluster API phase).
     pub phase: Option<String>,
-    /// Its control plane is available and its kubeconfig can be read.
+    /// Its control plane is available, as its provisioner reports it.
     pub ready: bool,
     pub control_plane_nodes: Option<u32>,
     pub worker_nodes: Option<u32>,

@@ -30,25 +30,26 @@ pub(super) async fn discover(ctx: &OpContext) -> Result<Vec<Discovered>, Provisi
         let Ok(object) = serde_json::to_value(&item) else {
             continue;
         };
-        found.push(describe(&m, &object).await?);
+        found.push(describe(&object));
     }
     found.sort_by(|a, b| a.reference.cmp(&b.reference));
     Ok(found)
 }
 
-async fn describe(m: &Management, object: &Value) -> Result<Discovered, ProvisionError> {
+/// One Cluster as discovery lists it (from the object alone: one request for the whole list,
+/// however many clusters the management cluster holds).
+fn describe(object: &Value) -> Discovered {
     let text = |p: &str| object.pointer(p).and_then(Value::as_str).map(str::to_owned);
     let namespace = text("/metadata/namespace").unwrap_or_default();
     let name = text("/metadata/name").unwrap_or_default();
     let observed = status::observe(object);
     let has_topology = object.pointer("/spec/topology").is_some();
-    let ready =
-        observed.control_plane_available && m.kubeconfig_secret(&namespace, &name).await?.is_some();
+    let ready = observed.control_plane_available;
     let control_plane = object
         .pointer("/spec/topology/controlPlane/replicas")
         .and_then(Value::as_u64)
         .map(|n| n as u32);
-    Ok(Discovered {
+    Discovered {
         reference: format!("{namespace}/{name}"),
         class: text("/spec/topology/classRef/name").or_else(|| text("/spec/topology/class")),
         kubernetes_version: topology::version_of(object).map(str::to_owned),
@@ -63,7 +64,7 @@ async fn describe(m: &Management, object: &Value) -> Result<Discovered, Provisio
         .and_then(|id| Uuid::parse_str(&id).ok()),
         name,
         location: namespace,
-    })
+    }
 }
 
 /// Takes over the Cluster `reference` names for this KQueen cluster: refused when another
