@@ -2,7 +2,8 @@
 //! (v1beta1: with severity; v1beta2: metav1.Condition) plus other status fields, sent as
 //! one merge patch of the status subresource.
 
-use kube::api::DynamicObject;
+use kube::api::{DynamicObject, Patch, PatchParams};
+use kube::{Api, ResourceExt};
 use serde_json::{json, Map, Value};
 
 /// The status the fake is about to write for one Cluster.
@@ -111,7 +112,7 @@ impl Status {
     }
 
     /// The merge patch for the status subresource.
-    pub(super) fn patch(mut self) -> Value {
+    fn patch(mut self) -> Value {
         if self.v2 {
             // Every condition was looked at for this generation.
             for condition in &mut self.conditions {
@@ -121,5 +122,22 @@ impl Status {
         self.fields
             .insert("conditions".into(), Value::Array(self.conditions));
         json!({ "status": self.fields })
+    }
+
+    /// Writes the status of `cluster` (a merge patch of the status subresource).
+    pub(super) async fn write(
+        self,
+        api: &Api<DynamicObject>,
+        cluster: &DynamicObject,
+    ) -> Result<(), String> {
+        let patch = self.patch();
+        api.patch_status(
+            &cluster.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&patch),
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| format!("write status: {e}"))
     }
 }

@@ -9,15 +9,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Secret;
-use kube::api::{DeleteParams, DynamicObject, ListParams, Patch, PatchParams};
+use kube::api::{DynamicObject, ListParams, Patch, PatchParams};
 use kube::core::ApiResource;
 use kube::{Api, Client, ResourceExt};
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::conditions::Status;
-use super::machines::{delete_all, Fleet};
+use super::deletion;
+use super::machines::Fleet;
 use super::{
-    Served, BAD_KUBECONFIG_ANNOTATION, CLUSTER_NAME_LABEL, FAIL_ANNOTATION, FINALIZER,
+    Served, BAD_KUBECONFIG_ANNOTATION, CLUSTER_NAME_LABEL, FAIL_ANNOTATION,
     NO_KUBECONFIG_ANNOTATION, STUCK_ANNOTATION,
 };
 
@@ -114,9 +115,9 @@ impl Reconciler {
         let mut status = Status::of(cluster, self.v2);
         let ready = if self.v2 { "Available" } else { "Ready" };
         if cluster.metadata.deletion_timestamp.is_some() {
-            return self.delete(cluster, &api, &machines, status).await;
+            return deletion::delete(&self.client, self.v2, cluster, &api, &machines, status).await;
         }
-        ensure_finalizer(cluster, &api).await?;
+        deletion::ensure_finalizer(cluster, &api).await?;
         let annotations = cluster.annotations();
         if let Some(message) = annotations.get(FAIL_ANNOTATION) {
             status.put(&["phase"], json!("Failed"));
@@ -131,13 +132,13 @@ impl Reconciler {
             );
             status.put(&[failure, &["failureMessage"]].concat(), json!(message));
             status.set_warning(ready, false, "Failed", message);
-            return write(&api, cluster, status).await;
+            return status.write(&api, cluster).await;
         }
         if cluster.data["spec"]["paused"] == true {
             return Ok(());
         }
         if !status.is_true("InfrastructureReady") {
-            return write(&api, cluster, self.infrastructure(status)).await;
+            return self.infrastructure(status).write(&api, cluster).await;
         }
         if let Some(message) = annotations.get(STUCK_ANNOTATION) {
             status.set(
@@ -147,7 +148,7 @@ impl Reconciler {
                 message,
             );
             status.set(ready, false, "WaitingForControlPlane", message);
-            return write(&api, cluster, status).await;
+            return status.write(&api, cluster).await;
         }
         if !status.is_true("ControlPlaneInitialized") {
             let kubeconfig = self
@@ -166,7 +167,7 @@ impl Reconciler {
             }
             let waiting = "Waiting for the control plane to become available";
             status.set(ready, false, "WaitingForControlPlane", waiting);
-            return write(&api, cluster, status).await;
+            return status.write(&api, cluster).await;
         }
         let available = if self.v2 {
             "ControlPlaneAvailable"
@@ -180,7 +181,7 @@ impl Reconciler {
             }
             status.put(&["phase"], json!("Provisioned"));
             status.set(ready, false, "ScalingUp", "Waiting for machines");
-            return write(&api, cluster, status).await;
+            return status.write(&api, cluster).await;
         }
         let fleet = Fleet::read(&machines, &self.machines.api_version, cluster).await?;
         let fleet = if fleet.step(&machines).await? {
@@ -189,7 +190,7 @@ impl Reconciler {
             fleet
         };
         self.summarize(&mut status, &fleet);
-        write(&api, cluster, status).await
+        status.write(&api, cluster).await
     }
 
     /// Stage 0: the infrastructure is there, the control plane not yet.
@@ -328,90 +329,6 @@ impl Reconciler {
             status.set("Ready", done, reason, message);
         }
     }
-
-    /// A deleted Cluster: first its Machines and Secret go (phase `Deleting`), on a later
-    /// tick its finalizer.
-    async fn delete(
-        &self,
-        cluster: &DynamicObject,
-        api: &Api<DynamicObject>,
-        machines: &Api<DynamicObject>,
-        mut status: Status,
-    ) -> Result<(), String> {
-        let name = cluster.name_any();
-        let deleted = delete_all(machines, &name).await?;
-        if deleted > 0 || cluster.data["status"]["phase"] != "Deleting" {
-            let ns = cluster.namespace().unwrap_or_default();
-            let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &ns);
-            match secrets
-                .delete(&format!("{name}-kubeconfig"), &DeleteParams::default())
-                .await
-            {
-                Ok(_) => {}
-                Err(kube::Error::Api(e)) if e.code == 404 => {}
-                Err(e) => return Err(format!("delete kubeconfig Secret: {e}")),
-            }
-            status.put(&["phase"], json!("Deleting"));
-            let ready = if self.v2 { "Available" } else { "Ready" };
-            status.set(ready, false, "Deleting", "Deleting machines");
-            return write(api, cluster, status).await;
-        }
-        let finalizers: Vec<String> = cluster
-            .finalizers()
-            .iter()
-            .filter(|f| *f != FINALIZER)
-            .cloned()
-            .collect();
-        if finalizers.len() == cluster.finalizers().len() {
-            return Ok(());
-        }
-        set_finalizers(cluster, api, finalizers).await
-    }
-}
-
-async fn ensure_finalizer(cluster: &DynamicObject, api: &Api<DynamicObject>) -> Result<(), String> {
-    if cluster.finalizers().iter().any(|f| f == FINALIZER) {
-        return Ok(());
-    }
-    let mut finalizers = cluster.finalizers().to_vec();
-    finalizers.push(FINALIZER.to_owned());
-    set_finalizers(cluster, api, finalizers).await
-}
-
-/// Replaces the finalizers, failing (to retry) when the Cluster changed meanwhile.
-async fn set_finalizers(
-    cluster: &DynamicObject,
-    api: &Api<DynamicObject>,
-    finalizers: Vec<String>,
-) -> Result<(), String> {
-    let patch = json!({"metadata": {
-        "finalizers": finalizers,
-        "resourceVersion": cluster.resource_version(),
-    }});
-    api.patch(
-        &cluster.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|e| format!("set finalizers: {e}"))
-}
-
-async fn write(
-    api: &Api<DynamicObject>,
-    cluster: &DynamicObject,
-    status: Status,
-) -> Result<(), String> {
-    let patch: Value = status.patch();
-    api.patch_status(
-        &cluster.name_any(),
-        &PatchParams::default(),
-        &Patch::Merge(&patch),
-    )
-    .await
-    .map(|_| ())
-    .map_err(|e| format!("write status: {e}"))
 }
 
 /// Host and port of the kubeconfig's server.

@@ -11,6 +11,7 @@
 mod conditions;
 mod controller;
 mod crds;
+mod deletion;
 mod machines;
 
 pub use controller::FakeCapi;
