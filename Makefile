@@ -25,7 +25,7 @@ build: ## Build the server binary (target/debug/kqueen)
 	cargo build -p kqueen-server
 
 fakes: ## Build the helpers the browser tests start (fake Kubernetes API server, TLS etcd)
-	cargo build -p kqueen-testkit --example fake_kube --example tls_etcd --example kube_apiserver
+	cargo build -p kqueen-testkit --example fake_kube --example tls_etcd --example kube_apiserver --example capi_lab
 
 run: site ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
 	cargo build -p kqueen-server --profile serve
