@@ -261,7 +261,16 @@ test('an operator adopts an existing cluster in place and it reaches Ready (Java
   const form = '.adopt[data-reference="default/legacy-b"]';
   await page.selectOption(`${form} select[name=tenant]`, TENANT);
   await page.selectOption(`${form} select[name=template]`, 'capi-small');
-  await page.fill(`${form} input[name=name]`, 'beta');
+  // Refused in place: the form comes back with the error at the name and the choices kept.
+  await page.fill(`${form} input[name=name]`, 'Beta_B');
+  await page.click(`${form} button[type=submit]`);
+  const name = page.locator(`${form} input[name=name]`);
+  await page.waitForFunction((sel) => document.querySelector(sel)?.getAttribute('aria-invalid') === 'true', `${form} input[name=name]`);
+  assert.equal(new URL(page.url()).pathname, EXISTING);
+  assert.equal(await name.inputValue(), 'Beta_B');
+  assert.equal(await page.locator(`${form} select[name=tenant]`).inputValue(), TENANT);
+  assert.equal(await page.locator(`${form} select[name=template]`).inputValue(), 'capi-small');
+  await name.fill('beta');
   await Promise.all([page.waitForURL(/\/clusters\/[0-9a-f-]{36}$/), page.click(`${form} button[type=submit]`)]);
   await page.waitForSelector('main[data-hydrated=true]');
   await page.waitForFunction(() => ['ready', 'error'].includes(document.querySelector('[data-state]')?.dataset.state), null, { timeout: 120_000 });
