@@ -279,6 +279,7 @@ pub(super) fn management_kubeconfig(ctx: &OpContext) -> Result<&str, ProvisionEr
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

@@ -244,6 +244,7 @@ pub(super) fn count_machines(machines: &[Value], version: Option<&str>) -> Machi
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use serde_json::json;

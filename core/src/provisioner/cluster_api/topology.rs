@@ -295,6 +295,7 @@ pub(super) fn version_of(object: &Value) -> Option<&str> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 
