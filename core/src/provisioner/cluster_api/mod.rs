@@ -13,6 +13,8 @@
 //! it like its own.
 
 mod adopt;
+#[cfg(test)]
+mod examples;
 mod follow;
 mod management;
 mod settings;
