@@ -48,6 +48,8 @@ formats = {
     "pem-certificates": st.just(cert),
     "pem-private-key": st.just(key),
     "kubeconfig": st.sampled_from([kubeconfig, ""]),
+    "required-kubeconfig": st.just(kubeconfig),
+    "cidr": st.sampled_from(["192.168.0.0/16", "10.128.0.0/12", "fd00::/108", ""]),
     "https-url-list": st.lists(
         st.sampled_from(["https://127.0.0.1:2379", "https://etcd-1.example.test:2379"]),
         min_size=1,

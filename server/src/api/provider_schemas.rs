@@ -90,9 +90,16 @@ pub const FORMATS: &[(ProviderKind, &str, &str, &str)] = &[
     (
         ProviderKind::ClusterApi,
         "management_kubeconfig",
-        "kubeconfig",
+        "required-kubeconfig",
         "a kubeconfig (YAML) without credential plugins",
     ),
+    (
+        ProviderKind::ClusterApi,
+        "pod_cidr",
+        "cidr",
+        "a CIDR block, like 192.168.0.0/16 or fd00::/108; empty: the ClusterClass's default",
+    ),
+    (ProviderKind::ClusterApi, "service_cidr", "cidr", ""),
 ];
 
 /// Settings that name things in Kubernetes, checked by the provisioner to be such names: by

@@ -58,9 +58,10 @@ async fn operators_define_cluster_api_providers_as_the_document_describes() {
     let kc = &settings["properties"]["management_kubeconfig"];
     assert_eq!(
         (&kc["format"], &kc["writeOnly"]),
-        (&json!("kubeconfig"), &json!(true)),
+        (&json!("required-kubeconfig"), &json!(true)),
         "{kc}"
     );
+    assert_eq!(settings["properties"]["pod_cidr"]["format"], "cidr");
     assert_eq!(
         settings["properties"]["cluster_class"]["pattern"],
         kqueen_server::api::DNS_LABEL
