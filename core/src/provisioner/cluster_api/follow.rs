@@ -68,7 +68,7 @@ pub(super) async fn create(
         return Ok(Step::Wait(poll));
     }
     let machines = count_machines(&m.machines(&at.namespace, &at.name).await?, None);
-    let desired = topology::desired_machines(&object);
+    let desired = desired_machines(&object, &machines);
     if m.kubeconfig_secret(&at.namespace, &at.name)
         .await?
         .is_none()
@@ -116,22 +116,57 @@ pub(super) async fn converge(
         )));
     }
     let machines = count_machines(&m.machines(&at.namespace, &at.name).await?, version);
-    let desired = topology::desired_machines(&object);
-    let (ready, done) = match version {
-        Some(v) => {
-            let ready = machines.running_at_version;
-            let step = format!("Machines at {v}: {ready} of {desired} ready");
-            step_once(ctx, &step);
-            (ready, ready == desired && machines.total == desired)
+    let workers = topology::desired_workers(&object);
+    // MachinePools are a cloud's scale sets or node pools: Cluster API counts them, not
+    // as Machines.
+    let pools = topology::has_machine_pools(&object).then(|| status::counted(&object, "workers"));
+    let (ready, desired, done) = match (version, pools) {
+        (Some(v), Some(counts)) => {
+            let control_plane_done = status::counted(&object, "controlPlane")
+                .is_none_or(|c| c.up_to_date == c.desired && c.ready == c.desired);
+            let c = counts.unwrap_or_default();
+            let ready = c.up_to_date.min(c.ready);
+            let done = counts.is_some()
+                && control_plane_done
+                && c.desired == workers
+                && ready == workers
+                && c.replicas == workers;
+            step_once(ctx, &format!("Workers at {v}: {ready} of {workers} ready"));
+            (ready, workers, done)
         }
-        None => {
-            let workers: u32 = topology::pools_of(&object).iter().map(|(_, r)| r).sum();
+        (Some(v), None) => {
+            let desired = desired_machines(&object, &machines);
+            let ready = machines.running_at_version;
+            step_once(ctx, &format!("Machines at {v}: {ready} of {desired} ready"));
+            (
+                ready,
+                desired,
+                ready == desired && machines.total == desired,
+            )
+        }
+        (None, Some(counts)) => {
+            let c = counts.unwrap_or_default();
+            let done = counts.is_some()
+                && c.desired == workers
+                && c.ready == workers
+                && c.replicas == workers;
+            step_once(
+                ctx,
+                &format!("Workers: {} of {workers} machines ready", c.ready),
+            );
+            (c.ready, workers, done)
+        }
+        (None, None) => {
             let ready = machines.workers_running;
             step_once(
                 ctx,
                 &format!("Workers: {ready} of {workers} machines ready"),
             );
-            (ready, ready == workers && machines.workers == workers)
+            (
+                ready,
+                workers,
+                ready == workers && machines.workers == workers,
+            )
         }
     };
     let percent = (u64::from(ready) * 100 / u64::from(desired.max(1))).min(99) as u8;
@@ -141,6 +176,14 @@ pub(super) async fn converge(
     } else {
         Ok(Step::Wait(poll))
     }
+}
+
+/// The machines a cluster's topology asks for: its control plane (as many as are there when
+/// the topology leaves the number to the ClusterClass or the control plane is a managed
+/// service) and its workers.
+fn desired_machines(object: &Value, machines: &status::Machines) -> u32 {
+    topology::control_plane_replicas(object).unwrap_or(machines.control_plane)
+        + topology::desired_workers(object)
 }
 
 /// One look at a Cluster being deleted: deletes it first, then waits until it is gone.

@@ -12,6 +12,7 @@ pub(super) const CLUSTER_CLASS: &str = "cluster_class";
 pub(super) const CLASS_NAMESPACE: &str = "class_namespace";
 pub(super) const REGION_VARIABLE: &str = "region_variable";
 pub(super) const FLAVOR_VARIABLE: &str = "flavor_variable";
+pub(super) const WORKER_POOLS: &str = "worker_pools";
 pub(super) const POD_CIDR: &str = "pod_cidr";
 pub(super) const SERVICE_CIDR: &str = "service_cidr";
 
@@ -69,6 +70,18 @@ pub(super) fn provider_schema() -> ParamSchema {
              workerMachineType, vmSize, flavor); set per worker pool; empty: requests \
              cannot choose one.",
         ),
+        ParamSpec::new(
+            WORKER_POOLS,
+            "Worker pools are",
+            ParamKind::Enum {
+                options: vec!["machine-deployments".into(), "machine-pools".into()],
+                default: Some("machine-deployments".into()),
+            },
+        )
+        .help(
+            "What the ClusterClass's worker classes are: MachineDeployments (most), or \
+             MachinePools (the AKS and GKE classes).",
+        ),
         ParamSpec::new(POD_CIDR, "Pod network", name(None)).help(
             "The clusters' pod CIDR (spec.clusterNetwork), e.g. 192.168.0.0/16; empty: the \
              ClusterClass's default.",
@@ -95,11 +108,11 @@ pub(super) fn cluster_schema() -> ParamSchema {
             "Control plane machines",
             ParamKind::Integer {
                 default: Some(1),
-                min: Some(1),
+                min: Some(0),
                 max: Some(7),
             },
         )
-        .help("an odd number: 1, 3, 5 or 7"),
+        .help("an odd number: 1, 3, 5 or 7; 0 for a managed control plane (EKS, AKS, GKE)"),
         ParamSpec::new(
             NODES,
             "Workers",
@@ -246,6 +259,11 @@ pub(super) fn namespace(config: &Params, tenant: &str) -> String {
     } else {
         base.to_owned()
     }
+}
+
+/// Whether the ClusterClass's worker classes are MachinePools.
+pub(super) fn machine_pools(config: &Params) -> bool {
+    setting(config, WORKER_POOLS) == Some("machine-pools")
 }
 
 /// Whether each tenant has a namespace of its own (created by KQueen when missing).

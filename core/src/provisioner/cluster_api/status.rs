@@ -207,6 +207,8 @@ pub(super) struct Machines {
     pub running: u32,
     pub workers: u32,
     pub workers_running: u32,
+    /// Control plane machines (not being deleted).
+    pub control_plane: u32,
     /// Running at the version asked about.
     pub running_at_version: u32,
 }
@@ -233,6 +235,9 @@ pub(super) fn count_machines(machines: &[Value], version: Option<&str>) -> Machi
                 m.running_at_version += 1;
             }
         }
+        if !worker {
+            m.control_plane += 1;
+        }
         if worker {
             m.workers += 1;
             if running {
@@ -241,6 +246,44 @@ pub(super) fn count_machines(machines: &[Value], version: Option<&str>) -> Machi
         }
     }
     m
+}
+
+/// What Cluster API counted of a part of the cluster (`controlPlane`, `workers`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(super) struct Counts {
+    pub desired: u32,
+    pub replicas: u32,
+    pub ready: u32,
+    pub up_to_date: u32,
+}
+
+/// Cluster API's own counts of a part (v1beta2 status, also under `status.v1beta2` of
+/// v1beta1 objects since 1.9), only once it has looked at the current spec: right after a
+/// change, the counts still describe the old one.
+pub(super) fn counted(object: &Value, part: &str) -> Option<Counts> {
+    let generation = object
+        .pointer("/metadata/generation")
+        .and_then(Value::as_u64)?;
+    let observed = object
+        .pointer("/status/observedGeneration")
+        .and_then(Value::as_u64)?;
+    if observed < generation {
+        return None;
+    }
+    let at = [format!("/status/{part}"), format!("/status/v1beta2/{part}")]
+        .iter()
+        .find_map(|p| {
+            object
+                .pointer(p)
+                .filter(|v| v.get("desiredReplicas").is_some())
+        })?;
+    let n = |k: &str| at.get(k).and_then(Value::as_u64).unwrap_or(0) as u32;
+    Some(Counts {
+        desired: n("desiredReplicas"),
+        replicas: n("replicas"),
+        ready: n("readyReplicas"),
+        up_to_date: n("upToDateReplicas"),
+    })
 }
 
 #[cfg(test)]
@@ -328,6 +371,27 @@ mod tests {
     }
 
     #[test]
+    fn counts_are_read_only_once_the_spec_was_seen() {
+        let mut o = json!({
+            "metadata": {"generation": 3},
+            "status": {"observedGeneration": 2, "workers": {
+                "desiredReplicas": 2, "replicas": 2, "readyReplicas": 2, "upToDateReplicas": 1}},
+        });
+        assert_eq!(counted(&o, "workers"), None);
+        o["status"]["observedGeneration"] = json!(3);
+        assert_eq!(
+            counted(&o, "workers"),
+            Some(Counts {
+                desired: 2,
+                replicas: 2,
+                ready: 2,
+                up_to_date: 1
+            })
+        );
+        assert_eq!(counted(&o, "controlPlane"), None);
+    }
+
+    #[test]
     fn machines_are_counted_by_role_phase_and_version() {
         let m = |cp: bool, phase: &str, version: &str| {
             let mut labels = json!({"cluster.x-k8s.io/cluster-name": "c"});
@@ -350,6 +414,7 @@ mod tests {
                 running: 2,
                 workers: 2,
                 workers_running: 1,
+                control_plane: 1,
                 running_at_version: 1
             }
         );

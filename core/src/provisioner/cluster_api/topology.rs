@@ -30,6 +30,7 @@ pub(super) struct Pool {
 #[derive(Debug, Clone, PartialEq)]
 pub(super) struct Shape {
     pub version: String,
+    /// Control plane machines; 0: not written (a managed control plane: EKS, AKS, GKE).
     pub control_plane: u32,
     pub pools: Vec<Pool>,
     pub region: Option<String>,
@@ -69,10 +70,10 @@ pub(super) fn shape(params: &Params, config: &Params) -> Result<Shape, Validatio
     let raw_version = params.get(s::VERSION).map(String::as_str).unwrap_or("");
     let version = version(raw_version).map_err(|m| wrong(s::VERSION, m))?;
     let control_plane = count(params, s::CONTROL_PLANE, 1)?;
-    if control_plane % 2 == 0 {
+    if control_plane % 2 == 0 && control_plane != 0 {
         return Err(wrong(
             s::CONTROL_PLANE,
-            "must be odd (1, 3, 5 or 7): etcd needs a majority",
+            "must be odd (1, 3, 5 or 7): etcd needs a majority; 0 for a managed control plane",
         ));
     }
     let flavor_variable = setting(config, s::FLAVOR_VARIABLE);
@@ -193,11 +194,18 @@ pub(super) fn cluster_object(
             pool
         })
         .collect();
+    let list = if s::machine_pools(config) {
+        "machinePools"
+    } else {
+        "machineDeployments"
+    };
     let mut topology = json!({
         "version": shape.version,
-        "controlPlane": {"replicas": shape.control_plane},
-        "workers": {"machineDeployments": pools},
+        "workers": {list: pools},
     });
+    if shape.control_plane > 0 {
+        topology["controlPlane"] = json!({"replicas": shape.control_plane});
+    }
     if api_version.ends_with("v1beta1") {
         topology["class"] = json!(class);
         if let Some(ns) = class_namespace {
@@ -240,50 +248,67 @@ pub(super) fn owner_labels(ctx: &OpContext) -> Map<String, Value> {
     labels
 }
 
-/// The topology's worker pools, as the object says: (name, replicas).
-pub(super) fn pools_of(object: &Value) -> Vec<(String, u32)> {
+/// The kinds of worker pool a topology has: MachineDeployments (machines KQueen can count)
+/// and MachinePools (a cloud's scale set or node pool: AKS, GKE).
+pub(super) const POOL_LISTS: [&str; 2] = ["machineDeployments", "machinePools"];
+
+fn pool_list<'a>(object: &'a Value, list: &str) -> Option<&'a Vec<Value>> {
     object
-        .pointer("/spec/topology/workers/machineDeployments")
+        .pointer(&format!("/spec/topology/workers/{list}"))
         .and_then(Value::as_array)
-        .map(|pools| {
-            pools
-                .iter()
-                .map(|p| {
-                    (
-                        p.get("name")
-                            .and_then(Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        p.get("replicas").and_then(Value::as_u64).unwrap_or(0) as u32,
-                    )
-                })
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
-/// The machines the topology asks for: control plane plus every worker pool.
-pub(super) fn desired_machines(object: &Value) -> u32 {
-    let control_plane = object
+/// The topology's worker pools of both kinds, as the object says: (name, replicas).
+pub(super) fn pools_of(object: &Value) -> Vec<(String, u32)> {
+    POOL_LISTS
+        .iter()
+        .filter_map(|list| pool_list(object, list))
+        .flatten()
+        .map(|p| {
+            (
+                p.get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+                p.get("replicas").and_then(Value::as_u64).unwrap_or(0) as u32,
+            )
+        })
+        .collect()
+}
+
+/// Whether some workers are MachinePools (counted by Cluster API, not as Machines).
+pub(super) fn has_machine_pools(object: &Value) -> bool {
+    pool_list(object, "machinePools").is_some_and(|l| !l.is_empty())
+}
+
+/// The control plane machines the topology asks for; None when it leaves the number to
+/// the ClusterClass or the control plane is a managed service (EKS, AKS, GKE).
+pub(super) fn control_plane_replicas(object: &Value) -> Option<u32> {
+    object
         .pointer("/spec/topology/controlPlane/replicas")
         .and_then(Value::as_u64)
-        .unwrap_or(1) as u32;
-    control_plane + pools_of(object).iter().map(|(_, r)| r).sum::<u32>()
+        .map(|n| n as u32)
 }
 
-/// The merge patch of a scale: the first worker pool's replicas, the whole list written
-/// back (merge patches replace lists) under the read object's resourceVersion, so a
-/// concurrent change is refused rather than overwritten.
+/// The workers the topology asks for, all pools.
+pub(super) fn desired_workers(object: &Value) -> u32 {
+    pools_of(object).iter().map(|(_, r)| r).sum()
+}
+
+/// The merge patch of a scale: the first worker pool's replicas (MachineDeployments first,
+/// else MachinePools), the whole list written back (merge patches replace lists) under the
+/// read object's resourceVersion, so a concurrent change is refused rather than
+/// overwritten.
 pub(super) fn scale_patch(object: &Value, nodes: u32) -> Option<Value> {
-    let mut pools = object
-        .pointer("/spec/topology/workers/machineDeployments")
-        .and_then(Value::as_array)
-        .cloned()?;
-    let first = pools.first_mut()?;
-    first["replicas"] = json!(nodes);
+    let (list, mut pools) = POOL_LISTS.iter().find_map(|list| {
+        pool_list(object, list)
+            .filter(|l| !l.is_empty())
+            .map(|l| (*list, l.clone()))
+    })?;
+    pools.first_mut()?["replicas"] = json!(nodes);
     Some(json!({
         "metadata": {"resourceVersion": object.pointer("/metadata/resourceVersion")},
-        "spec": {"topology": {"workers": {"machineDeployments": pools}}},
+        "spec": {"topology": {"workers": {list: pools}}},
     }))
 }
 
@@ -363,7 +388,8 @@ mod tests {
             json!([{"name": "region", "value": "eu-west-1"}, {"name": "sshKeyName", "value": "ops"}])
         );
         assert_eq!(v2["metadata"]["labels"][TENANT_LABEL], "team-a");
-        assert_eq!(desired_machines(&v2), 3 + 2 + 1);
+        assert_eq!(control_plane_replicas(&v2), Some(3));
+        assert_eq!(desired_workers(&v2), 2 + 1);
         let v1 = cluster_object(
             &ctx,
             "cluster.x-k8s.io/v1beta1",
@@ -433,5 +459,31 @@ mod tests {
         assert_eq!(pools[0]["replicas"], 5);
         assert_eq!(pools[1]["replicas"], 4);
         assert!(scale_patch(&json!({"spec": {"topology": {}}}), 1).is_none());
+        let pools_only = json!({"spec": {"topology": {"workers": {
+            "machineDeployments": [],
+            "machinePools": [{"class": "default-system", "name": "mp-0", "replicas": 1}],
+        }}}});
+        let patch = scale_patch(&pools_only, 3).unwrap();
+        assert_eq!(
+            patch["spec"]["topology"]["workers"]["machinePools"][0]["replicas"],
+            3
+        );
+        assert!(has_machine_pools(&pools_only));
+        assert_eq!(control_plane_replicas(&pools_only), None);
+    }
+
+    #[test]
+    fn managed_control_planes_and_machine_pools() {
+        let mut config = config();
+        config.insert(s::WORKER_POOLS.into(), "machine-pools".into());
+        let p = params(&[(s::VERSION, "1.31.2"), (s::CONTROL_PLANE, "0")]);
+        let shape = shape(&p, &config).unwrap();
+        let mut ctx = OpContext::new("dev", "team-a", "/tmp".into());
+        ctx.provider_config = config;
+        let object = cluster_object(&ctx, "cluster.x-k8s.io/v1beta2", "d", "n", &shape);
+        let t = &object["spec"]["topology"];
+        assert!(t.get("controlPlane").is_none(), "{t}");
+        assert_eq!(t["workers"]["machinePools"][0]["name"], "md-0");
+        assert!(t["workers"].get("machineDeployments").is_none());
     }
 }
