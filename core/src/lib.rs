@@ -37,7 +37,7 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    AdoptRequest, Addons, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
+    Addons, AdoptRequest, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
     ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetOverview,
     FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
     Tally, TemplateView, Users,

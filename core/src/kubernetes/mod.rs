@@ -15,8 +15,8 @@ pub use access::{
     TENANT_ACCESS_NONE, TENANT_ACCESS_OPEN, TENANT_ANNOTATION, USERNAME_ANNOTATION,
     USERS_NAMESPACE,
 };
-pub use connect::{client, probe_version, ProbeError};
 pub(crate) use connect::one_line;
+pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
     MAX_KUBECONFIG_BYTES,
