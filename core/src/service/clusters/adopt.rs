@@ -8,11 +8,10 @@ use std::time::Duration;
 
 use uuid::Uuid;
 
+use super::new_cluster::NewCluster;
 use super::Clusters;
 use crate::audit::{action, AuditEvent};
-use crate::cluster::{
-    Cluster, ClusterEvent, ClusterName, ClusterState, EventKind, Operation, OperationKind, Provider,
-};
+use crate::cluster::{Cluster, ClusterEvent, ClusterName, EventKind, Operation, Provider};
 use crate::policy::Permission;
 use crate::provisioner::{Discovered, OpContext, Params, ProvisionError, Provisioner};
 use crate::service::templates::refined_schema;
@@ -133,34 +132,19 @@ impl Clusters {
         let id = Uuid::now_v7();
         let now = crate::clock::now();
         let who = actor.to_string();
-        let cluster = Cluster {
+        let (cluster, op) = NewCluster {
             id,
-            tenant_id: tenant.id,
-            tenant_slug: tenant.slug.as_str().to_owned(),
+            tenant: &tenant,
             name,
-            template_id: Some(template.id),
-            template_name: template.name.clone(),
-            provider_id: provider.id,
-            provider_kind: provider.kind,
-            state: ClusterState::Provisioning,
+            template,
+            provider: &provider,
             parameters,
             node_count,
-            endpoint: None,
             provisioner_state: serde_json::json!({ "adopt": found.reference }),
-            error: None,
+            // Adopted, not asked for: the tenant's time-to-live does not end it.
             expires_at: None,
-            created_by: who.clone(),
-            created_at: now,
-            updated_at: now,
-        };
-        let op = Operation::new(
-            id,
-            OperationKind::Create,
-            None,
-            &who,
-            now,
-            chrono::Duration::minutes(i64::from(template.timeout_minutes)),
-        );
+        }
+        .build(&who, now);
         let event = ClusterEvent::new(
             id,
             Some(op.id),

@@ -4,6 +4,7 @@
 mod adopt;
 mod day2;
 mod join;
+mod new_cluster;
 mod request;
 
 use uuid::Uuid;

@@ -3,12 +3,10 @@
 
 use uuid::Uuid;
 
+use super::new_cluster::NewCluster;
 use super::Clusters;
 use crate::audit::{action, AuditEvent};
-use crate::cluster::{
-    Cluster, ClusterEvent, ClusterName, ClusterRequest, ClusterState, EventKind, Operation,
-    OperationKind,
-};
+use crate::cluster::{Cluster, ClusterEvent, ClusterName, ClusterRequest, EventKind, Operation};
 use crate::policy::Permission;
 use crate::provisioner::{OpContext, Params};
 use crate::service::tenants::Tenancy;
@@ -133,36 +131,20 @@ impl Clusters {
 
         let now = crate::clock::now();
         let who = actor.to_string();
-        let cluster = Cluster {
+        let (cluster, op) = NewCluster {
             id,
-            tenant_id: tenant.id,
-            tenant_slug: tenant.slug.as_str().to_owned(),
+            tenant,
             name,
-            template_id: Some(t.id),
-            template_name: t.name.clone(),
-            provider_id: provider.id,
-            provider_kind: provider.kind,
-            state: ClusterState::Provisioning,
+            template: t,
+            provider: &provider,
             parameters: params,
             node_count,
-            endpoint: None,
             provisioner_state: serde_json::Value::Null,
-            error: None,
             expires_at: quota
                 .cluster_ttl_hours
                 .map(|h| now + chrono::Duration::hours(i64::from(h))),
-            created_by: who.clone(),
-            created_at: now,
-            updated_at: now,
-        };
-        let op = Operation::new(
-            id,
-            OperationKind::Create,
-            None,
-            &who,
-            now,
-            chrono::Duration::minutes(i64::from(t.timeout_minutes)),
-        );
+        }
+        .build(&who, now);
         for (k, v) in &ctx.param_secrets {
             self.deps
                 .vault
