@@ -14,6 +14,8 @@
 //!   its kubeconfig Secret, one with a bad one; and an unreachable management cluster.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -29,6 +31,7 @@ use kqueen_testkit::capi::{self, FakeCapi, Served};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
+use support::converge::converge;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
@@ -47,38 +50,6 @@ fn registry() -> Registry {
         poll: Duration::from_millis(100),
     })));
     registry
-}
-
-/// Runs the engine until the cluster is in `want` (or gone, for `None`), failing on Error.
-async fn converge(
-    k: &Kqueen,
-    engine: &kqueen_core::engine::Engine,
-    id: &str,
-    want: Option<ClusterState>,
-) {
-    let ops = Actor::cli(Some("ops".into()));
-    let started = Instant::now();
-    loop {
-        engine.run_until_idle().await.unwrap();
-        let state = match k.clusters().cluster_detail(&ops, id).await {
-            Ok(d) => {
-                if d.cluster.state == ClusterState::Error {
-                    panic!("the cluster failed: {:?}\n{:#?}", d.cluster.error, d.events);
-                }
-                Some(d.cluster.state)
-            }
-            Err(kqueen_core::Error::NotFound(_)) => None,
-            Err(e) => panic!("{e}"),
-        };
-        if state == want {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "still {state:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 fn clusters_api(client: &kube::Client, version: &str) -> Api<DynamicObject> {

@@ -25,6 +25,7 @@ use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::process::alive;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
+use support::converge::converge;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
@@ -36,39 +37,6 @@ async fn client_of(yaml: &[u8]) -> kube::Client {
     kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
         .await
         .unwrap()
-}
-
-/// Runs the engine until the cluster is in `want` (or gone, for `None`).
-async fn converge(
-    k: &Kqueen,
-    engine: &kqueen_core::engine::Engine,
-    id: &str,
-    want: Option<ClusterState>,
-) {
-    let ops = Actor::cli(Some("ops".into()));
-    let started = Instant::now();
-    loop {
-        engine.run_until_idle().await.unwrap();
-        let state = match k.clusters().cluster_detail(&ops, id).await {
-            Ok(d) => {
-                if d.cluster.state == ClusterState::Error {
-                    panic!("the cluster failed: {:?}\n{:#?}", d.cluster.error, d.events);
-                }
-                Some(d.cluster.state)
-            }
-            Err(kqueen_core::Error::NotFound(_)) => None,
-            Err(e) => panic!("{e}"),
-        };
-        if state == want {
-            println!("{want:?} after {:?}", started.elapsed());
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "still {state:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(300)).await;
-    }
 }
 
 #[tokio::test]
