@@ -4,6 +4,7 @@
 //! Cluster loses its Machines, then its finalizer. Annotations (see the constants in
 //! [`super`]) make a Cluster fail, hang or publish a broken kubeconfig.
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -17,6 +18,7 @@ use serde_json::json;
 use super::conditions::Status;
 use super::deletion;
 use super::machines::Fleet;
+use super::pools::{self, Pooled, Pools};
 use super::{
     Served, BAD_KUBECONFIG_ANNOTATION, CLUSTER_NAME_LABEL, FAIL_ANNOTATION,
     NO_KUBECONFIG_ANNOTATION, STUCK_ANNOTATION,
@@ -24,6 +26,7 @@ use super::{
 
 const MANAGER: &str = "kqueen-fake-capi";
 const WAITING: &str = "Waiting for the first control plane machine";
+const WAITING_MANAGED: &str = "Waiting for the managed control plane";
 
 /// A Cluster API controller for tests, running until dropped.
 pub struct FakeCapi {
@@ -49,6 +52,7 @@ impl FakeCapi {
             clusters: served.resource("Cluster"),
             machines: served.resource("Machine"),
             shared: shared.clone(),
+            pools: Pools::default(),
         };
         let task = tokio::spawn(async move {
             loop {
@@ -89,6 +93,7 @@ struct Reconciler {
     clusters: ApiResource,
     machines: ApiResource,
     shared: Arc<Shared>,
+    pools: Pools,
 }
 
 impl Reconciler {
@@ -98,6 +103,13 @@ impl Reconciler {
             Ok(list) => list.items,
             Err(e) => return eprintln!("fake capi: list Clusters: {e}"),
         };
+        // A deleted Cluster's pool replicas go with it.
+        let live: HashSet<String> = clusters
+            .iter()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .filter_map(|c| c.uid())
+            .collect();
+        self.pools.retain(&live);
         for cluster in &clusters {
             if let Err(e) = self.reconcile(cluster).await {
                 let (ns, name) = (cluster.namespace().unwrap_or_default(), cluster.name_any());
@@ -138,7 +150,15 @@ impl Reconciler {
             return Ok(());
         }
         if !status.is_true("InfrastructureReady") {
-            return self.infrastructure(status).write(&api, cluster).await;
+            let waiting = if pools::managed_control_plane(cluster) {
+                WAITING_MANAGED
+            } else {
+                WAITING
+            };
+            return self
+                .infrastructure(status, waiting)
+                .write(&api, cluster)
+                .await;
         }
         if let Some(message) = annotations.get(STUCK_ANNOTATION) {
             status.set(
@@ -184,17 +204,20 @@ impl Reconciler {
             return status.write(&api, cluster).await;
         }
         let fleet = Fleet::read(&machines, &self.machines.api_version, cluster).await?;
-        let fleet = if fleet.step(&machines).await? {
+        let moved = fleet.step(&machines).await?;
+        let fleet = if moved {
             Fleet::read(&machines, &self.machines.api_version, cluster).await?
         } else {
             fleet
         };
-        self.summarize(&mut status, &fleet);
+        // One action per tick: the pools move when the Machines did not.
+        let pooled = self.pools.step(cluster, !moved);
+        self.summarize(&mut status, cluster, &fleet, &pooled);
         status.write(&api, cluster).await
     }
 
     /// Stage 0: the infrastructure is there, the control plane not yet.
-    fn infrastructure(&self, mut status: Status) -> Status {
+    fn infrastructure(&self, mut status: Status, waiting: &str) -> Status {
         status.put(&["phase"], json!("Provisioning"));
         status.set("InfrastructureReady", true, "Ready", "");
         if self.v2 {
@@ -206,25 +229,25 @@ impl Reconciler {
                 "ControlPlaneAvailable",
                 false,
                 "WaitingForControlPlane",
-                WAITING,
+                waiting,
             );
-            status.set("WorkersAvailable", false, "WaitingForControlPlane", WAITING);
-            status.set("Available", false, "WaitingForControlPlane", WAITING);
+            status.set("WorkersAvailable", false, "WaitingForControlPlane", waiting);
+            status.set("Available", false, "WaitingForControlPlane", waiting);
         } else {
             status.put(&["infrastructureReady"], json!(true));
             status.set(
                 "ControlPlaneReady",
                 false,
                 "WaitingForControlPlane",
-                WAITING,
+                waiting,
             );
-            status.set("Ready", false, "WaitingForControlPlane", WAITING);
+            status.set("Ready", false, "WaitingForControlPlane", waiting);
         }
         status.set(
             "ControlPlaneInitialized",
             false,
             "WaitingForControlPlane",
-            WAITING,
+            waiting,
         );
         status
     }
@@ -281,13 +304,27 @@ impl Reconciler {
             .map_err(|e| format!("write kubeconfig Secret: {e}"))
     }
 
-    /// After stage 2: the conditions and counts of the Machines.
-    fn summarize(&self, status: &mut Status, fleet: &Fleet) {
-        let (control_plane, workers, orphans) = fleet.counts();
+    /// After stage 2: the conditions and counts of the Machines and the pools' replicas.
+    fn summarize(
+        &self,
+        status: &mut Status,
+        cluster: &DynamicObject,
+        fleet: &Fleet,
+        pooled: &Pooled,
+    ) {
+        let (control_plane, mut workers, orphans) = fleet.counts();
+        workers.add(&pooled.count);
         let done = control_plane.done() && workers.done() && orphans == 0;
         let desired = control_plane.desired + workers.desired;
         let ready = control_plane.ready + workers.ready;
-        let reason = if fleet.rolling() {
+        let managed = pools::managed_control_plane(cluster);
+        // A managed control plane has no count of its own (a merge patch's null removes it).
+        let control_plane_json = if managed {
+            serde_json::Value::Null
+        } else {
+            control_plane.to_json()
+        };
+        let reason = if fleet.rolling() || pooled.rolling {
             "RollingOut"
         } else if orphans > 0
             || control_plane.replicas > control_plane.desired
@@ -300,7 +337,7 @@ impl Reconciler {
         let message = format!("{ready} of {desired} machines ready");
         let message = if done { "" } else { message.as_str() };
         if status.v2() {
-            status.put(&["controlPlane"], control_plane.to_json());
+            status.put(&["controlPlane"], control_plane_json);
             status.put(&["workers"], workers.to_json());
             let workers_done = workers.done() && orphans == 0;
             let workers_message = format!(
@@ -326,6 +363,11 @@ impl Reconciler {
                 message,
             );
         } else {
+            if pools::has_pools(cluster) {
+                // Cluster API 1.9 and later count MachinePools under status.v1beta2.
+                status.put(&["v1beta2", "controlPlane"], control_plane_json);
+                status.put(&["v1beta2", "workers"], workers.to_json());
+            }
             status.set("Ready", done, reason, message);
         }
     }

@@ -190,18 +190,19 @@ fn variable() -> Value {
 fn cluster_spec(version: &str) -> Value {
     let string = json!({"type": "string"});
     let integer = json!({"type": "integer"});
+    let pools = json!({
+        "type": "array",
+        "items": open_with(json!({
+            "class": string,
+            "name": string,
+            "replicas": integer,
+            "variables": open_with(json!({"overrides": {"type": "array", "items": variable()}})),
+        })),
+    });
     let mut topology = json!({
         "version": string,
         "controlPlane": open_with(json!({"replicas": integer})),
-        "workers": open_with(json!({"machineDeployments": {
-            "type": "array",
-            "items": open_with(json!({
-                "class": string,
-                "name": string,
-                "replicas": integer,
-                "variables": open_with(json!({"overrides": {"type": "array", "items": variable()}})),
-            })),
-        }})),
+        "workers": open_with(json!({"machineDeployments": pools, "machinePools": pools})),
         "variables": {"type": "array", "items": variable()},
     });
     if version == "v1beta1" {

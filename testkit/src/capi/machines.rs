@@ -13,7 +13,7 @@ use super::{
 };
 
 /// What the topology asks for: the control plane (`deployment: None`) and each
-/// machineDeployment.
+/// machineDeployment (MachinePools are [`super::pools`]'s).
 struct Group {
     deployment: Option<String>,
     desired: i64,
@@ -31,7 +31,7 @@ pub(super) struct Count {
 }
 
 impl Count {
-    fn add(&mut self, other: &Count) {
+    pub fn add(&mut self, other: &Count) {
         self.desired += other.desired;
         self.replicas += other.replicas;
         self.running += other.running;
@@ -80,7 +80,8 @@ impl Fleet {
         let mut groups = vec![(
             Group {
                 deployment: None,
-                desired: if topology.is_object() {
+                // No controlPlane in the topology: a managed one, without Machines.
+                desired: if topology["controlPlane"].is_object() {
                     replicas(&topology["controlPlane"])
                 } else {
                     0

@@ -2,8 +2,9 @@
 //! Machine) installed into a real kube-apiserver ([`install_crds`]), and a controller that
 //! plays Cluster API against them ([`FakeCapi`]): it walks each Cluster through
 //! provisioning one stage per tick, publishes its kubeconfig Secret and keeps Machines in
-//! line with `spec.topology`, so a provisioner sees the progression a real management
-//! cluster shows.
+//! line with `spec.topology` (MachinePools as replicas it counts, without Machines; no
+//! `controlPlane`: a managed one, without Machines either), so a provisioner sees the
+//! progression a real management cluster shows.
 //!
 //! The CRDs are ours, not upstream's: only the fields KQueen reads and writes are declared
 //! (unknown fields under `spec`, `spec.topology` and `status` are kept).
@@ -13,6 +14,7 @@ mod controller;
 mod crds;
 mod deletion;
 mod machines;
+mod pools;
 
 pub use controller::FakeCapi;
 pub use crds::{create_cluster_class, install_crds};

@@ -1,0 +1,226 @@
+//! The `cluster-api` provisioner with a ClusterClass whose workers are MachinePools and whose
+//! control plane is a managed service (AKS, GKE), against a real kube-apiserver as the
+//! management cluster (`KQUEEN_TEST_KUBE_APISERVER`) and the test controller that plays
+//! Cluster API (`kqueen_testkit::capi`), which counts the pools' replicas without Machines.
+//! The management API server is also the "cluster" Cluster API hands out.
+//!
+//! A member requests a cluster: the Cluster has `workers.machinePools` and no
+//! `controlPlane`; scale and upgrade are followed on Cluster API's own counts
+//! (`status.workers`); delete waits until the Cluster is gone.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use kqueen_core::cluster::{ClusterRequest, ClusterState};
+use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::identity::GroupMap;
+use kqueen_core::provisioner::cluster_api::{ClusterApiOptions, ClusterApiProvisioner};
+use kqueen_core::provisioner::Registry;
+use kqueen_core::{Actor, Kqueen};
+use kqueen_testkit::apiserver::RealApiServer;
+use kqueen_testkit::capi::{self, FakeCapi, Served};
+use kube::api::{Api, DynamicObject, ListParams};
+use serde_json::Value;
+
+async fn client_of(yaml: &str) -> kube::Client {
+    let parsed = kqueen_core::kubernetes::parse_kubeconfig(yaml, None, false).unwrap();
+    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
+        .await
+        .unwrap()
+}
+
+fn registry() -> Registry {
+    let mut registry = Registry::new();
+    registry.register(Arc::new(ClusterApiProvisioner::new(ClusterApiOptions {
+        poll: Duration::from_millis(100),
+    })));
+    registry
+}
+
+/// Runs the engine until the cluster is in `want` (or gone, for `None`), failing on Error.
+async fn converge(k: &Kqueen, engine: &Engine, id: &str, want: Option<ClusterState>) {
+    let ops = Actor::cli(Some("ops".into()));
+    let started = Instant::now();
+    loop {
+        engine.run_until_idle().await.unwrap();
+        let state = match k.clusters().cluster_detail(&ops, id).await {
+            Ok(d) => {
+                if d.cluster.state == ClusterState::Error {
+                    panic!("the cluster failed: {:?}\n{:#?}", d.cluster.error, d.events);
+                }
+                Some(d.cluster.state)
+            }
+            Err(kqueen_core::Error::NotFound(_)) => None,
+            Err(e) => panic!("{e}"),
+        };
+        if state == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < Duration::from_secs(120),
+            "still {state:?}: {:#?}",
+            events_of(k, id).await
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn cluster_json(client: &kube::Client, name: &str) -> Option<Value> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &capi::resource("v1beta2", "Cluster"),
+    );
+    match api.get(name).await {
+        Ok(o) => Some(serde_json::to_value(o).unwrap()),
+        Err(kube::Error::Api(s)) if s.code == 404 => None,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+async fn machine_count(client: &kube::Client, cluster: &str) -> usize {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &capi::resource("v1beta2", "Machine"),
+    );
+    let params = ListParams::default().labels(&format!("{}={cluster}", capi::CLUSTER_NAME_LABEL));
+    api.list(&params).await.unwrap().items.len()
+}
+
+async fn events_of(k: &Kqueen, id: &str) -> Vec<String> {
+    let ops = Actor::cli(Some("ops".into()));
+    match k.clusters().cluster_events(&ops, id, None).await {
+        Ok(events) => events.into_iter().map(|e| e.message).collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+#[tokio::test]
+async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
+    let Some(server) = RealApiServer::start().await else {
+        return;
+    };
+    let mgmt = client_of(&server.admin_kubeconfig()).await;
+    capi::install_crds(&mgmt, Served::Both).await.unwrap();
+    capi::create_cluster_class(&mgmt, "default", "managed", Served::Both)
+        .await
+        .unwrap();
+    let fake = FakeCapi::start(mgmt.clone(), Served::Both, Duration::from_millis(100));
+    fake.set_kubeconfig(server.admin_kubeconfig());
+
+    let db = kqueen_testkit::TestDatabase::sqlite();
+    let work = tempfile::tempdir().unwrap();
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_registry(registry())
+        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
+    let ops = Actor::cli(Some("ops".into()));
+    let mut config = EngineConfig::new(work.path().join("clusters"));
+    config.poll_interval = Duration::from_millis(50);
+    let engine = k.engine(config);
+
+    // The operator: workers are MachinePools, the control plane is the cloud's.
+    let kubeconfig = server.admin_kubeconfig();
+    kqueen_testkit::catalog::offer(
+        &k,
+        &ops,
+        (
+            "cluster-api",
+            "aks",
+            &[
+                ("management_kubeconfig", kubeconfig.as_str()),
+                ("cluster_class", "managed"),
+                ("worker_pools", "machine-pools"),
+            ],
+        ),
+        (
+            "aks-small",
+            r#"{"control_plane_replicas": {"fixed": "0"}, "node_count": {"max": 3}}"#,
+        ),
+    )
+    .await;
+
+    let (cluster, _) = k
+        .clusters()
+        .request_cluster(
+            &alice,
+            ClusterRequest {
+                tenant: Some("team-a".into()),
+                name: "pools".into(),
+                template: "aks-small".into(),
+                parameters: [
+                    ("kubernetes_version".to_owned(), "v1.31.0".to_owned()),
+                    ("node_count".to_owned(), "2".to_owned()),
+                ]
+                .into(),
+            },
+        )
+        .await
+        .unwrap();
+    let id = cluster.id.to_string();
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+
+    // What KQueen wrote: MachinePools, no control plane; and no Machines came of it.
+    let object = cluster_json(&mgmt, "team-a-pools").await.unwrap();
+    let topology = &object["spec"]["topology"];
+    println!("topology: {topology:#}");
+    assert_eq!(topology["workers"]["machinePools"][0]["replicas"], 2);
+    assert!(topology.get("controlPlane").is_none(), "{topology:#}");
+    assert!(topology["workers"].get("machineDeployments").is_none());
+    assert_eq!(machine_count(&mgmt, "team-a-pools").await, 0);
+
+    // Scale: followed on Cluster API's count of the pools.
+    k.clusters().scale_cluster(&alice, &id, 3).await.unwrap();
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+    let object = cluster_json(&mgmt, "team-a-pools").await.unwrap();
+    assert_eq!(
+        object["spec"]["topology"]["workers"]["machinePools"][0]["replicas"],
+        3
+    );
+    assert_eq!(object["status"]["workers"]["readyReplicas"], 3);
+    let events = events_of(&k, &id).await;
+    assert!(
+        events.iter().any(|e| e == "Workers: 3 of 3 machines ready"),
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("Workers: ") && e != "Workers: 3 of 3 machines ready"),
+        "the convergence was not shown: {events:#?}"
+    );
+    let detail = k.clusters().cluster_detail(&alice, &id).await.unwrap();
+    assert_eq!(detail.cluster.node_count, 3);
+
+    // Upgrade: followed until every replica runs the new version.
+    k.clusters()
+        .upgrade_cluster(&alice, &id, "v1.32.0")
+        .await
+        .unwrap();
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+    let object = cluster_json(&mgmt, "team-a-pools").await.unwrap();
+    assert_eq!(object["spec"]["topology"]["version"], "v1.32.0");
+    assert_eq!(object["status"]["workers"]["upToDateReplicas"], 3);
+    let events = events_of(&k, &id).await;
+    assert!(
+        events
+            .iter()
+            .any(|e| e == "Workers at v1.32.0: 3 of 3 ready"),
+        "{events:#?}"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with("Workers at v1.32.0: ") && !e.ends_with(" 3 of 3 ready")),
+        "the rollout was not shown: {events:#?}"
+    );
+    assert_eq!(machine_count(&mgmt, "team-a-pools").await, 0);
+
+    // Delete: KQueen waits until Cluster API has removed the Cluster.
+    k.clusters().delete_cluster(&alice, &id).await.unwrap();
+    converge(&k, &engine, &id, None).await;
+    assert!(cluster_json(&mgmt, "team-a-pools").await.is_none());
+    drop(fake);
+}
