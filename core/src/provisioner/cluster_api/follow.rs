@@ -83,13 +83,23 @@ pub(super) async fn create(
         );
         return Ok(Step::Wait(poll));
     }
-    step_once(
-        ctx,
-        &format!(
+    // How far the workers are, as far as it is known (MachinePools are not Machines).
+    let pool_counts = topology::has_machine_pools(&object)
+        .then(|| status::counted(&object, "workers"))
+        .flatten();
+    let step = match pool_counts {
+        Some(c) => format!(
+            "Control plane available, {} of {} workers ready",
+            c.ready,
+            topology::desired_workers(&object)
+        ),
+        None if topology::has_machine_pools(&object) => "Control plane available".to_owned(),
+        None => format!(
             "Control plane available, {} of {desired} machines ready",
             machines.running
         ),
-    );
+    };
+    step_once(ctx, &step);
     ctx.reporter.progress(90);
     Ok(Step::Done(()))
 }
@@ -120,14 +130,17 @@ pub(super) async fn converge(
     // MachinePools are a cloud's scale sets or node pools: Cluster API counts them, not
     // as Machines.
     let pools = topology::has_machine_pools(&object).then(|| status::counted(&object, "workers"));
-    let (ready, desired, done) = match (version, pools) {
-        (Some(v), Some(counts)) => {
+    if let Some(None) = pools {
+        // Its counts still describe the spec before the change.
+        step_once(ctx, "Waiting for Cluster API to take the change in");
+        return Ok(Step::Wait(poll));
+    }
+    let (ready, desired, done) = match (version, pools.flatten()) {
+        (Some(v), Some(c)) => {
             let control_plane_done = status::counted(&object, "controlPlane")
                 .is_none_or(|c| c.up_to_date == c.desired && c.ready == c.desired);
-            let c = counts.unwrap_or_default();
             let ready = c.up_to_date.min(c.ready);
-            let done = counts.is_some()
-                && control_plane_done
+            let done = control_plane_done
                 && c.desired == workers
                 && ready == workers
                 && c.replicas == workers;
@@ -144,12 +157,8 @@ pub(super) async fn converge(
                 ready == desired && machines.total == desired,
             )
         }
-        (None, Some(counts)) => {
-            let c = counts.unwrap_or_default();
-            let done = counts.is_some()
-                && c.desired == workers
-                && c.ready == workers
-                && c.replicas == workers;
+        (None, Some(c)) => {
+            let done = c.desired == workers && c.ready == workers && c.replicas == workers;
             step_once(
                 ctx,
                 &format!("Workers: {} of {workers} machines ready", c.ready),
