@@ -9,11 +9,13 @@
 //! (`status.workers`); delete waits until the Cluster is gone.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod support;
+
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use kqueen_core::cluster::{ClusterRequest, ClusterState};
-use kqueen_core::engine::{Engine, EngineConfig};
+use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::cluster_api::{ClusterApiOptions, ClusterApiProvisioner};
 use kqueen_core::provisioner::Registry;
@@ -22,6 +24,7 @@ use kqueen_testkit::apiserver::RealApiServer;
 use kqueen_testkit::capi::{self, FakeCapi, Served};
 use kube::api::{Api, DynamicObject, ListParams};
 use serde_json::Value;
+use support::converge::converge;
 
 async fn client_of(yaml: &str) -> kube::Client {
     let parsed = kqueen_core::kubernetes::parse_kubeconfig(yaml, None, false).unwrap();
@@ -36,34 +39,6 @@ fn registry() -> Registry {
         poll: Duration::from_millis(100),
     })));
     registry
-}
-
-/// Runs the engine until the cluster is in `want` (or gone, for `None`), failing on Error.
-async fn converge(k: &Kqueen, engine: &Engine, id: &str, want: Option<ClusterState>) {
-    let ops = Actor::cli(Some("ops".into()));
-    let started = Instant::now();
-    loop {
-        engine.run_until_idle().await.unwrap();
-        let state = match k.clusters().cluster_detail(&ops, id).await {
-            Ok(d) => {
-                if d.cluster.state == ClusterState::Error {
-                    panic!("the cluster failed: {:?}\n{:#?}", d.cluster.error, d.events);
-                }
-                Some(d.cluster.state)
-            }
-            Err(kqueen_core::Error::NotFound(_)) => None,
-            Err(e) => panic!("{e}"),
-        };
-        if state == want {
-            return;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(120),
-            "still {state:?}: {:#?}",
-            events_of(k, id).await
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 async fn cluster_json(client: &kube::Client, name: &str) -> Option<Value> {
