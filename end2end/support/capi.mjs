@@ -8,11 +8,10 @@
 //   KQUEEN_TEST_KUBE_APISERVER  kube-apiserver binary (`eval "$(bash ../shared/kube/install.sh)"`)
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join, resolve, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { readKubeconfig } from './kube.mjs';
+import { adminApi, readKubeconfig } from './kube.mjs';
 
 const repo = resolve(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const helper = process.env.KQUEEN_CAPI_LAB ?? join(repo, 'target', 'debug', 'examples', 'capi_lab');
@@ -57,25 +56,7 @@ export async function startCapiLab() {
   const text = readFileSync(kubeconfig, 'utf8');
   const { ca, token } = readKubeconfig(text);
 
-  /** One request as the admin: { status, body } (body parsed when JSON). */
-  const api = (method, path, body, contentType = 'application/json') => new Promise((ok, fail) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
-    if (payload !== undefined) Object.assign(headers, { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) });
-    const req = request(new URL(path, url), { method, ca, headers, timeout: 10_000 }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => { data += c; });
-      res.on('end', () => {
-        let parsed = data;
-        try { parsed = JSON.parse(data); } catch { /* not JSON */ }
-        ok({ status: res.statusCode, body: parsed });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-    req.on('error', fail);
-    req.end(payload);
-  });
+  const api = adminApi(url, ca, token);
 
   return {
     url,

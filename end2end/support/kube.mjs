@@ -37,6 +37,31 @@ export function readKubeconfig(text) {
 }
 
 /**
+ * `api(method, path, body, contentType)`: one request to the API server at `url` (CA `ca`)
+ * with a bearer `token`; resolves to { status, body } (body parsed when JSON).
+ */
+export function adminApi(url, ca, token) {
+  return (method, path, body, contentType = 'application/json') => new Promise((ok, fail) => {
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    if (payload !== undefined) Object.assign(headers, { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) });
+    const req = request(new URL(path, url), { method, ca, headers, timeout: 10_000 }, (res) => {
+      let data = '';
+      res.setEncoding('utf8');
+      res.on('data', (c) => { data += c; });
+      res.on('end', () => {
+        let parsed = data;
+        try { parsed = JSON.parse(data); } catch { /* not JSON */ }
+        ok({ status: res.statusCode, body: parsed });
+      });
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
+    req.on('error', fail);
+    req.end(payload);
+  });
+}
+
+/**
  * Starts the helper in a temporary directory. Returns its URL, its admin kubeconfig (path and
  * text), `api(method, path, body, contentType)` as admin, `patchDeploymentStatus` and `stop`.
  */
@@ -59,25 +84,7 @@ export async function startKubeApiserver() {
   const text = readFileSync(kubeconfig, 'utf8');
   const { ca, token } = readKubeconfig(text);
 
-  /** One request as the admin: { status, body } (body parsed when JSON). */
-  const api = (method, path, body, contentType = 'application/json') => new Promise((ok, fail) => {
-    const payload = body === undefined ? undefined : JSON.stringify(body);
-    const headers = { authorization: `Bearer ${token}`, accept: 'application/json' };
-    if (payload !== undefined) Object.assign(headers, { 'content-type': contentType, 'content-length': Buffer.byteLength(payload) });
-    const req = request(new URL(path, url), { method, ca, headers, timeout: 10_000 }, (res) => {
-      let data = '';
-      res.setEncoding('utf8');
-      res.on('data', (c) => { data += c; });
-      res.on('end', () => {
-        let parsed = data;
-        try { parsed = JSON.parse(data); } catch { /* not JSON */ }
-        ok({ status: res.statusCode, body: parsed });
-      });
-    });
-    req.on('timeout', () => req.destroy(new Error(`${method} ${path} timed out`)));
-    req.on('error', fail);
-    req.end(payload);
-  });
+  const api = adminApi(url, ca, token);
 
   return {
     url,
