@@ -93,7 +93,16 @@ impl Clusters {
         };
         let template = &view.template;
         let provider = self.deps.store.provider(template.provider_id).await?;
-        let (provisioner, ctx) = self.discovery_context(&provider).await?;
+        let (provisioner, ctx) = match self.discovery_context(&provider).await {
+            Err(Error::Conflict(why)) if !self.catalog.provisioner(provider.kind)?.adopts() => {
+                return Err(ValidationError::new(
+                    "template",
+                    format!("template {}: {why}", template.name),
+                )
+                .into())
+            }
+            other => other?,
+        };
         let reference = req.reference.trim();
         let found = discover(provisioner.as_ref(), &ctx)
             .await?
@@ -176,14 +185,11 @@ impl Clusters {
     ) -> Result<(std::sync::Arc<dyn Provisioner>, OpContext)> {
         let provisioner = self.catalog.provisioner(provider.kind)?;
         if !provisioner.adopts() {
-            return Err(ValidationError::new(
-                "provider",
-                format!(
-                    "providers of kind {} have no existing clusters to adopt",
-                    provider.kind
-                ),
-            )
-            .into());
+            // The provider is what it is: not a wrong input, a request its kind cannot meet.
+            return Err(Error::Conflict(format!(
+                "providers of kind {} have no existing clusters to adopt",
+                provider.kind
+            )));
         }
         let mut ctx = OpContext::new("", "", self.deps.settings.work_dir.clone());
         ctx.provider_config = provider.config.clone();

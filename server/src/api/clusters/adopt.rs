@@ -12,12 +12,12 @@ use super::dto::{ClusterAccepted, ClusterOut};
 use crate::api::{ApiJson, ApiResult, ErrorOut};
 use crate::state::AppState;
 
-/// The clusters a provider's infrastructure holds, adopted or not (operators). 400: the
-/// provider's kind has no existing clusters; 409: its infrastructure (the management
-/// cluster) cannot be listed, the message says why.
+/// The clusters a provider's infrastructure holds, adopted or not (operators). 409: the
+/// provider's kind has no existing clusters, or its infrastructure (the management cluster)
+/// cannot be listed; the message says which.
 #[utoipa::path(get, path = "/api/v1/providers/{name}/clusters", tag = "providers",
     params(("name" = String, Path, description = "The provider's name or id")),
-    responses((status = 200, body = Vec<AdoptableCluster>), (status = 400, body = ErrorOut),
+    responses((status = 200, body = Vec<AdoptableCluster>),
               (status = 401, body = ErrorOut), (status = 403, body = ErrorOut),
               (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 #[tracing::instrument(skip_all, fields(provider = %name))]
