@@ -31,17 +31,11 @@ use kqueen_testkit::capi::{self, FakeCapi, Served};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{json, Value};
+use support::capi::{client_of, cluster_json, clusters_api, events_of};
 use support::converge::converge;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
-
-async fn client_of(yaml: &str) -> kube::Client {
-    let parsed = kqueen_core::kubernetes::parse_kubeconfig(yaml, None, false).unwrap();
-    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
-        .await
-        .unwrap()
-}
 
 fn registry() -> Registry {
     let mut registry = Registry::new();
@@ -50,33 +44,6 @@ fn registry() -> Registry {
         poll: Duration::from_millis(100),
     })));
     registry
-}
-
-fn clusters_api(client: &kube::Client, version: &str) -> Api<DynamicObject> {
-    Api::namespaced_with(
-        client.clone(),
-        "default",
-        &capi::resource(version, "Cluster"),
-    )
-}
-
-async fn cluster_json(client: &kube::Client, version: &str, name: &str) -> Option<Value> {
-    match clusters_api(client, version).get(name).await {
-        Ok(o) => Some(serde_json::to_value(o).unwrap()),
-        Err(kube::Error::Api(s)) if s.code == 404 => None,
-        Err(e) => panic!("{e}"),
-    }
-}
-
-async fn events_of(k: &Kqueen, id: &str) -> Vec<String> {
-    let ops = Actor::cli(Some("ops".into()));
-    k.clusters()
-        .cluster_events(&ops, id, None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|e| e.message)
-        .collect()
 }
 
 #[tokio::test]

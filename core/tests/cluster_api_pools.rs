@@ -23,15 +23,8 @@ use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::apiserver::RealApiServer;
 use kqueen_testkit::capi::{self, FakeCapi, Served};
 use kube::api::{Api, DynamicObject, ListParams};
-use serde_json::Value;
+use support::capi::{client_of, cluster_json, events_of};
 use support::converge::converge;
-
-async fn client_of(yaml: &str) -> kube::Client {
-    let parsed = kqueen_core::kubernetes::parse_kubeconfig(yaml, None, false).unwrap();
-    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
-        .await
-        .unwrap()
-}
 
 fn registry() -> Registry {
     let mut registry = Registry::new();
@@ -39,19 +32,6 @@ fn registry() -> Registry {
         poll: Duration::from_millis(100),
     })));
     registry
-}
-
-async fn cluster_json(client: &kube::Client, name: &str) -> Option<Value> {
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &capi::resource("v1beta2", "Cluster"),
-    );
-    match api.get(name).await {
-        Ok(o) => Some(serde_json::to_value(o).unwrap()),
-        Err(kube::Error::Api(s)) if s.code == 404 => None,
-        Err(e) => panic!("{e}"),
-    }
 }
 
 async fn machine_count(client: &kube::Client, cluster: &str) -> usize {
@@ -62,14 +42,6 @@ async fn machine_count(client: &kube::Client, cluster: &str) -> usize {
     );
     let params = ListParams::default().labels(&format!("{}={cluster}", capi::CLUSTER_NAME_LABEL));
     api.list(&params).await.unwrap().items.len()
-}
-
-async fn events_of(k: &Kqueen, id: &str) -> Vec<String> {
-    let ops = Actor::cli(Some("ops".into()));
-    match k.clusters().cluster_events(&ops, id, None).await {
-        Ok(events) => events.into_iter().map(|e| e.message).collect(),
-        Err(_) => Vec::new(),
-    }
 }
 
 #[tokio::test]
@@ -138,7 +110,9 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
     converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
 
     // What KQueen wrote: MachinePools, no control plane; and no Machines came of it.
-    let object = cluster_json(&mgmt, "team-a-pools").await.unwrap();
+    let object = cluster_json(&mgmt, "v1beta2", "team-a-pools")
+        .await
+        .unwrap();
     let topology = &object["spec"]["topology"];
     println!("topology: {topology:#}");
     assert_eq!(topology["workers"]["machinePools"][0]["replicas"], 2);
@@ -149,7 +123,9 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
     // Scale: followed on Cluster API's count of the pools.
     k.clusters().scale_cluster(&alice, &id, 3).await.unwrap();
     converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-    let object = cluster_json(&mgmt, "team-a-pools").await.unwrap();
+    let object = cluster_json(&mgmt, "v1beta2", "team-a-pools")
+        .await
+        .unwrap();
     assert_eq!(
         object["spec"]["topology"]["workers"]["machinePools"][0]["replicas"],
         3
@@ -175,7 +151,9 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
         .await
         .unwrap();
     converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-    let object = cluster_json(&mgmt, "team-a-pools").await.unwrap();
+    let object = cluster_json(&mgmt, "v1beta2", "team-a-pools")
+        .await
+        .unwrap();
     assert_eq!(object["spec"]["topology"]["version"], "v1.32.0");
     assert_eq!(object["status"]["workers"]["upToDateReplicas"], 3);
     let events = events_of(&k, &id).await;
@@ -196,6 +174,8 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
     // Delete: KQueen waits until Cluster API has removed the Cluster.
     k.clusters().delete_cluster(&alice, &id).await.unwrap();
     converge(&k, &engine, &id, None).await;
-    assert!(cluster_json(&mgmt, "team-a-pools").await.is_none());
+    assert!(cluster_json(&mgmt, "v1beta2", "team-a-pools")
+        .await
+        .is_none());
     drop(fake);
 }

@@ -5,6 +5,7 @@
 
 #[allow(unused_imports)]
 pub use kqueen_testkit::apiserver;
+pub mod capi;
 pub mod converge;
 pub mod world;
 #[allow(unused_imports)]
