@@ -10,13 +10,10 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::time::Duration;
 
 use kqueen_testkit::apiserver::RealApiServer;
 use kqueen_testkit::capi::{self, FakeCapi, Served};
-use tokio::signal::unix::{signal, SignalKind};
 
 #[tokio::main]
 async fn main() {
@@ -37,27 +34,10 @@ async fn main() {
         .unwrap();
     let fake = FakeCapi::start(client, Served::Both, Duration::from_secs(1));
     fake.set_kubeconfig(server.admin_kubeconfig());
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut f| f.write_all(server.admin_kubeconfig().as_bytes()))
-        .unwrap();
-    let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        let _ = closed.send(());
-    });
-    let mut term = signal(SignalKind::terminate()).unwrap();
-    let mut int = signal(SignalKind::interrupt()).unwrap();
+    let stopped = kqueen_testkit::process::on_stop();
+    kqueen_testkit::process::write_private(&path, &server.admin_kubeconfig()).unwrap();
     println!("capi lab listening on {}", server.url());
-    tokio::select! {
-        _ = stdin_closed => {}
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    stopped.await;
     // The controller before the API server it talks to.
     drop(fake);
     drop(server);

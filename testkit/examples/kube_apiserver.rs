@@ -8,11 +8,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
-
 use kqueen_testkit::apiserver::RealApiServer;
-use tokio::signal::unix::{signal, SignalKind};
 
 #[tokio::main]
 async fn main() {
@@ -23,26 +19,9 @@ async fn main() {
     else {
         return;
     };
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut f| f.write_all(server.admin_kubeconfig().as_bytes()))
-        .unwrap();
-    let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-        let _ = closed.send(());
-    });
-    let mut term = signal(SignalKind::terminate()).unwrap();
-    let mut int = signal(SignalKind::interrupt()).unwrap();
+    let stopped = kqueen_testkit::process::on_stop();
+    kqueen_testkit::process::write_private(&path, &server.admin_kubeconfig()).unwrap();
     println!("kube-apiserver listening on {}", server.url());
-    tokio::select! {
-        _ = stdin_closed => {}
-        _ = term.recv() => {}
-        _ = int.recv() => {}
-    }
+    stopped.await;
     drop(server);
 }

@@ -48,3 +48,46 @@ impl Drop for KillOnDrop {
         Self::kill_in(&self.0);
     }
 }
+
+/// What resolves once this process is asked to stop: the end of its standard input (the
+/// parent that piped it is gone), SIGTERM or SIGINT. Listening starts here, before the
+/// future is awaited, so a helper binary calls it before it announces it is ready.
+pub fn on_stop() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{signal, SignalKind};
+
+    let (closed, stdin_closed) = tokio::sync::oneshot::channel::<()>();
+    std::thread::spawn(move || {
+        let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+        let _ = closed.send(());
+    });
+    let signals = (
+        signal(SignalKind::terminate()),
+        signal(SignalKind::interrupt()),
+    );
+    async move {
+        match signals {
+            (Ok(mut term), Ok(mut int)) => tokio::select! {
+                _ = stdin_closed => {}
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            },
+            _ => {
+                let _ = stdin_closed.await;
+            }
+        }
+    }
+}
+
+/// Writes `text` to `path`, readable by this user only (a kubeconfig with an admin token).
+pub fn write_private(path: &str, text: &str) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::os::unix::fs::OpenOptionsExt;
+
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| f.write_all(text.as_bytes()))
+}
