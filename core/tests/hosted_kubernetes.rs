@@ -113,6 +113,7 @@ impl Kubelet {
             let binary = match container.name.as_str() {
                 "kube-apiserver" => std::env::var(ENV).unwrap(),
                 "kube-controller-manager" => std::env::var(CONTROLLER_MANAGER_ENV).unwrap(),
+                "kube-scheduler" => std::env::var("KQUEEN_TEST_KUBE_SCHEDULER").unwrap(),
                 other => panic!("unexpected container {other}"),
             };
             let args: Vec<String> = container
@@ -410,6 +411,16 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
             .contains(&"--leader-elect=true".to_owned()),
         "two replicas elect a leader"
     );
+    let scheduler = container("kube-scheduler");
+    assert_eq!(
+        scheduler.image.as_deref(),
+        Some("images.test/kube-scheduler:v1.20.2"),
+        "found beside the controller manager's image"
+    );
+    assert!(scheduler
+        .args
+        .unwrap()
+        .contains(&"--leader-elect=true".to_owned()));
     let volume = &pod.volumes.unwrap()[0];
     assert_eq!(
         volume.secret.as_ref().unwrap().secret_name.as_deref(),

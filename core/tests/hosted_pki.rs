@@ -111,6 +111,7 @@ fn a_control_plane_pki_is_what_kubernetes_checks() {
             "system:kube-controller-manager",
             vec![],
         ),
+        (&p.scheduler, &p.ca, "system:kube-scheduler", vec![]),
         (
             &p.front_proxy_client,
             &p.front_proxy_ca,
@@ -146,6 +147,19 @@ fn a_control_plane_pki_is_what_kubernetes_checks() {
     assert_eq!(back.admin.cert_pem, p.admin.cert_pem);
     assert_eq!(back.ca.key_pem, p.ca.key_pem);
     assert_eq!(back.service_account_pub, p.service_account_pub);
+    assert_eq!(back.scheduler.cert_pem, p.scheduler.cert_pem);
+    // A PKI sealed before control planes ran kube-scheduler gets its certificate from the CA.
+    let mut bundle: serde_json::Value = serde_json::from_slice(p.to_secret().expose()).unwrap();
+    bundle["pairs"]
+        .as_object_mut()
+        .unwrap()
+        .remove("scheduler")
+        .unwrap();
+    let older = kqueen_core::vault::Secret::new(serde_json::to_vec(&bundle).unwrap());
+    let back = pki::ControlPlanePki::from_secret(&older).unwrap();
+    let (cn, orgs, _, server, client) = read(&back.scheduler, &p.ca);
+    assert_eq!((cn.as_str(), orgs.len()), ("system:kube-scheduler", 0));
+    assert!(client && !server);
     let garbage = kqueen_core::vault::Secret::new(b"{}".to_vec());
     assert!(pki::ControlPlanePki::from_secret(&garbage).is_err());
 

@@ -17,6 +17,8 @@ pub mod fake_cluster;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
 pub mod legacy;
+/// A real node: containerd, the CNI bridge, local images and a kubelet joined by kubeadm.
+pub mod node_lab;
 pub mod people;
 /// Processes that outlive their parent on purpose.
 pub mod process;

@@ -6,7 +6,7 @@
 //! its etcd user), and never compacts (`--etcd-compaction-interval=0`): a user confined to a
 //! prefix may not, so etcd compacts itself (`--auto-compaction-*`). kube-controller-manager
 //! runs beside it so that namespaces are finalised, service-account tokens and the bootstrap
-//! signer work.
+//! signer work, and kube-scheduler so that pods on the tenant's nodes are placed.
 
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
@@ -32,7 +32,7 @@ pub struct ControlPlaneSpec {
     pub service_cidr: String,
     /// The Kubernetes version the binaries are (major, minor): flags differ between them.
     pub version: (u32, u32),
-    /// Whether controller managers elect a leader (several run side by side).
+    /// Whether controller managers and schedulers elect a leader (several run side by side).
     pub leader_elect: bool,
 }
 
@@ -115,8 +115,8 @@ impl ControlPlaneFiles {
         }
     }
 
-    /// Every certificate and key, the etcd client credentials and the controller manager's
-    /// kubeconfig, by file name.
+    /// Every certificate and key, the etcd client credentials and the kubeconfigs of the
+    /// controller manager and the scheduler, by file name.
     pub fn contents(
         pki: &ControlPlanePki,
         etcd_server_ca: &str,
@@ -147,6 +147,15 @@ impl ControlPlaneFiles {
                 &spec.local_endpoint,
                 &pki.ca.cert_pem,
                 &pki.controller_manager,
+            ),
+        ));
+        contents.push((
+            "scheduler.kubeconfig".into(),
+            pki::kubeconfig(
+                "hosted",
+                &spec.local_endpoint,
+                &pki.ca.cert_pem,
+                &pki.scheduler,
             ),
         ));
         contents
@@ -246,6 +255,25 @@ impl ControlPlaneFiles {
         ];
         if spec.version < (1, 24) {
             // Before 1.24 it also serves an insecure port (10252) by default.
+            args.push("--port=0".into());
+        }
+        args
+    }
+
+    /// kube-scheduler's command line (without the binary).
+    pub fn scheduler_args(&self, spec: &ControlPlaneSpec) -> Vec<String> {
+        let kubeconfig = self.path("scheduler.kubeconfig");
+        let mut args = vec![
+            format!("--kubeconfig={kubeconfig}"),
+            format!("--authentication-kubeconfig={kubeconfig}"),
+            format!("--authorization-kubeconfig={kubeconfig}"),
+            // Its HTTPS port (health, metrics) is not used: several schedulers on one host
+            // would collide on it.
+            "--secure-port=0".into(),
+            format!("--leader-elect={}", spec.leader_elect),
+        ];
+        if spec.version < (1, 23) {
+            // Before 1.23 it also serves an insecure port (10251) by default.
             args.push("--port=0".into());
         }
         args

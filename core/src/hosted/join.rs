@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::{ConfigMap, Secret};
-use k8s_openapi::api::rbac::v1::{ClusterRoleBinding, Role, RoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::json;
 use sha2::{Digest, Sha256};
@@ -23,6 +23,8 @@ pub const BOOTSTRAP_GROUP: &str = "system:bootstrappers:kubeadm:default-node-tok
 /// A token with less life than this left is not handed out again.
 pub const REUSE_WHEN_LEFT: Duration = Duration::from_secs(3600);
 const MANAGER: &str = "kqueen";
+/// The ClusterRole (and its binding) kubeadm's join reads nodes with.
+const GET_NODES: &str = "kubeadm:get-nodes";
 const TOKEN_LABEL: &str = "kqueen.io/join-token";
 
 /// What the cluster page and `/api/v1/clusters/{id}/join` show. `Debug` leaves out the
@@ -287,8 +289,18 @@ async fn write_cluster_objects(
             .patch(name, &apply(), &Patch::Apply(&body))
             .await?;
     }
-    // Who may read what during a join (as kubeadm's init writes it).
+    // Who may read what during a join (as kubeadm's init writes it). kubeadm (1.18 on)
+    // looks for a Ready node of the joining name before it starts the kubelet.
+    let get_nodes = json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": {"name": GET_NODES},
+        "rules": [{"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]}],
+    });
+    Api::<ClusterRole>::all(client.clone())
+        .patch(GET_NODES, &apply(), &Patch::Apply(&get_nodes))
+        .await?;
     let cluster_bindings = [
+        (GET_NODES, GET_NODES, BOOTSTRAP_GROUP),
         (
             "kubeadm:kubelet-bootstrap",
             "system:node-bootstrapper",

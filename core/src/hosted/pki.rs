@@ -47,6 +47,7 @@ pub struct ControlPlanePki {
     /// KQueen's own administrator (`system:masters`): the stored admin kubeconfig uses it.
     pub admin: CertKey,
     pub controller_manager: CertKey,
+    pub scheduler: CertKey,
 }
 
 /// What the certificates are made for.
@@ -228,6 +229,7 @@ pub fn generate(req: &PkiRequest) -> Result<ControlPlanePki, PkiError> {
         front_proxy_client: front_proxy_ca.client("front-proxy-client", None, days)?,
         admin: ca.client("kqueen-admin", Some("system:masters"), days)?,
         controller_manager: ca.client("system:kube-controller-manager", None, days)?,
+        scheduler: ca.client("system:kube-scheduler", None, days)?,
         service_account_pub: service_account.public_key_pem(),
         service_account_key: Secret::new(service_account.serialize_pem().into_bytes()),
         ca: ca.pair,
@@ -310,7 +312,7 @@ struct Bundle {
     service_account_pub: String,
 }
 
-const PAIRS: [&str; 7] = [
+const PAIRS: [&str; 8] = [
     "ca",
     "apiserver",
     "apiserver-kubelet-client",
@@ -318,10 +320,11 @@ const PAIRS: [&str; 7] = [
     "front-proxy-client",
     "admin",
     "controller-manager",
+    "scheduler",
 ];
 
 impl ControlPlanePki {
-    fn pairs(&self) -> [&CertKey; 7] {
+    fn pairs(&self) -> [&CertKey; 8] {
         [
             &self.ca,
             &self.apiserver,
@@ -330,6 +333,7 @@ impl ControlPlanePki {
             &self.front_proxy_client,
             &self.admin,
             &self.controller_manager,
+            &self.scheduler,
         ]
     }
 
@@ -348,7 +352,8 @@ impl ControlPlanePki {
         Secret::new(serde_json::to_vec(&bundle).unwrap_or_default())
     }
 
-    /// The PKI from [`ControlPlanePki::to_secret`].
+    /// The PKI from [`ControlPlanePki::to_secret`]. A PKI stored before control planes ran
+    /// kube-scheduler gets the scheduler's client certificate signed by its CA here.
     pub fn from_secret(secret: &Secret) -> Result<Self, PkiError> {
         let bundle: Bundle = serde_json::from_slice(secret.expose())
             .map_err(|_| PkiError::Invalid("the stored PKI is unreadable".into()))?;
@@ -362,14 +367,27 @@ impl ControlPlanePki {
                 key_pem: Secret::new(key.clone().into_bytes()),
             })
         };
+        let ca = pair("ca")?;
+        let scheduler = match pair("scheduler") {
+            Ok(p) => p,
+            Err(_) => {
+                let key = String::from_utf8_lossy(ca.key_pem.expose()).into_owned();
+                Authority::from_pem(&ca.cert_pem, &key)?.client(
+                    "system:kube-scheduler",
+                    None,
+                    PkiRequest::new("", Vec::new()).leaf_days,
+                )?
+            }
+        };
         Ok(Self {
-            ca: pair("ca")?,
+            ca,
             apiserver: pair("apiserver")?,
             apiserver_kubelet_client: pair("apiserver-kubelet-client")?,
             front_proxy_ca: pair("front-proxy-ca")?,
             front_proxy_client: pair("front-proxy-client")?,
             admin: pair("admin")?,
             controller_manager: pair("controller-manager")?,
+            scheduler,
             service_account_key: Secret::new(bundle.service_account_key.clone().into_bytes()),
             service_account_pub: bundle.service_account_pub.clone(),
         })

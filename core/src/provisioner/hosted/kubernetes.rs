@@ -1,8 +1,8 @@
 //! Runtime `kubernetes` (the Kamaji design): each control plane runs as a Deployment in an
 //! admin cluster the provider names. Per tenant cluster, in its own Namespace: a Secret with
-//! the certificates, keys and the controller manager's kubeconfig; a Deployment whose pods
-//! run kube-apiserver and kube-controller-manager at the version's images; and a Service
-//! exposing the API server (LoadBalancer, or NodePort on the provider's address). Everything
+//! the certificates, keys and the kubeconfigs of the controller manager and the scheduler; a
+//! Deployment whose pods run kube-apiserver, kube-controller-manager and kube-scheduler at
+//! the version's images; and a Service exposing the API server (LoadBalancer, or NodePort on the provider's address). Everything
 //! is applied server-side (field manager `kqueen`) and carries owner labels. Ready is the
 //! rollout complete (as `kubectl rollout status` reads it) and `/readyz` answering; an
 //! upgrade is a rolling update of the images; delete removes the Namespace, and with it all
@@ -218,6 +218,15 @@ fn deployment(
                             "args": files.controller_manager_args(spec),
                             "volumeMounts": mount,
                             "resources": {"requests": {"cpu": "100m", "memory": "128Mi"}},
+                            "securityContext": hardened,
+                        },
+                        {
+                            "name": "kube-scheduler",
+                            "image": launch.artifacts.scheduler,
+                            "command": ["kube-scheduler"],
+                            "args": files.scheduler_args(spec),
+                            "volumeMounts": mount,
+                            "resources": {"requests": {"cpu": "50m", "memory": "64Mi"}},
                             "securityContext": hardened,
                         },
                     ],

@@ -1,7 +1,7 @@
-//! The `hosted` provisioner: KQueen itself runs each cluster's control plane (kube-apiserver
-//! and kube-controller-manager) against one shared multi-tenant etcd, where every control
-//! plane has its own key space, role and certificate-named user (see [`crate::hosted`]). The
-//! tenant's cluster is then its worker nodes alone.
+//! The `hosted` provisioner: KQueen itself runs each cluster's control plane (kube-apiserver,
+//! kube-controller-manager and kube-scheduler) against one shared multi-tenant etcd, where
+//! every control plane has its own key space, role and certificate-named user (see
+//! [`crate::hosted`]). The tenant's cluster is then its worker nodes alone.
 //!
 //! Where the control planes run is the provider's `runtime`, one [`Runtime`] each:
 //! `process` (the binaries on this host under a supervisor, [`process`]) or `kubernetes` (a

@@ -14,7 +14,11 @@ use crate::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use crate::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
 use crate::provisioner::{Notice, OpContext, ProvisionError, Step};
 
-const PROCESSES: [&str; 2] = ["kube-apiserver", "kube-controller-manager"];
+const PROCESSES: [&str; 3] = [
+    "kube-apiserver",
+    "kube-controller-manager",
+    "kube-scheduler",
+];
 
 /// Notices waiting for the engine; more are dropped (and logged) rather than kept.
 const NOTICE_BACKLOG: usize = 1024;
@@ -112,6 +116,13 @@ impl ProcessRuntime {
                 name: PROCESSES[1].into(),
                 binary: PathBuf::from(&launch.artifacts.controller_manager),
                 args: files.controller_manager_args(&spec),
+                dir: layout.run_dir.clone(),
+                marker: marker(ctx),
+            },
+            ProcessSpec {
+                name: PROCESSES[2].into(),
+                binary: PathBuf::from(&launch.artifacts.scheduler),
+                args: files.scheduler_args(&spec),
                 dir: layout.run_dir,
                 marker: marker(ctx),
             },
@@ -223,7 +234,7 @@ impl Runtime for ProcessRuntime {
 
     async fn start(&self, ctx: &OpContext, launch: &Launch) -> Result<(), ProvisionError> {
         ctx.reporter.step(format!(
-            "Starting kube-apiserver and kube-controller-manager on port {}",
+            "Starting kube-apiserver, kube-controller-manager and kube-scheduler on port {}",
             launch.endpoint.port
         ));
         self.run(ctx, launch).await

@@ -148,8 +148,10 @@ pub(super) fn provider_schema() -> ParamSchema {
             .required()
             .help(
                 "one line per version. process: 1.33 /path/kube-apiserver \
-                 /path/kube-controller-manager; kubernetes: 1.33 <registry>/kube-apiserver:v1.33.2 \
-                 <registry>/kube-controller-manager:v1.33.2",
+                 /path/kube-controller-manager [/path/kube-scheduler]; kubernetes: 1.33 \
+                 <registry>/kube-apiserver:v1.33.2 <registry>/kube-controller-manager:v1.33.2 \
+                 [<registry>/kube-scheduler:v1.33.2]. Without the scheduler's, kube-scheduler \
+                 beside the controller manager",
             ),
         ParamSpec::new(
             ADDRESS,
@@ -196,6 +198,35 @@ pub(super) fn provider_schema() -> ParamSchema {
 pub(super) struct Artifacts {
     pub(super) apiserver: String,
     pub(super) controller_manager: String,
+    pub(super) scheduler: String,
+}
+
+/// kube-scheduler where a `versions` line names only the API server and the controller
+/// manager (as lines written before KQueen ran a scheduler do): the file `kube-scheduler`
+/// beside the controller manager, or its image with `kube-controller-manager` in the
+/// repository's last segment replaced (how the upstream images are named).
+fn scheduler_beside(controller_manager: &str, runtime: Runtime) -> Option<String> {
+    match runtime {
+        Runtime::Process => Path::new(controller_manager)
+            .parent()
+            .map(|dir| dir.join("kube-scheduler").display().to_string()),
+        Runtime::Kubernetes => {
+            let (repo, rest) = match controller_manager.find(['@', ':']) {
+                // A `:` before the last `/` is a registry's port, not a tag.
+                Some(i) if !controller_manager[i..].contains('/') => controller_manager.split_at(i),
+                _ => (controller_manager, ""),
+            };
+            let (path, last) = repo.rsplit_once('/').unwrap_or(("", repo));
+            last.contains("kube-controller-manager").then(|| {
+                let last = last.replace("kube-controller-manager", "kube-scheduler");
+                if path.is_empty() {
+                    format!("{last}{rest}")
+                } else {
+                    format!("{path}/{last}{rest}")
+                }
+            })
+        }
+    }
 }
 
 /// `major.minor` → artifacts, from the `versions` setting. Messages name the line.
@@ -215,29 +246,40 @@ pub(super) fn parse_versions(
             Runtime::Process => "paths",
             Runtime::Kubernetes => "images",
         };
-        let [version, apiserver, controller_manager] = parts.as_slice() else {
-            return Err(format!(
-                "line {n}: write the version, then the {what} of kube-apiserver and kube-controller-manager"
-            ));
+        let (version, apiserver, controller_manager, scheduler) = match parts.as_slice() {
+            [v, a, c] => (*v, *a, *c, None),
+            [v, a, c, s] => (*v, *a, *c, Some(*s)),
+            _ => {
+                return Err(format!(
+                    "line {n}: write the version, then the {what} of kube-apiserver, \
+                     kube-controller-manager and kube-scheduler"
+                ))
+            }
         };
         let version = parse_minor(version)
             .ok_or_else(|| format!("line {n}: '{version}' is not like 1.33"))?;
-        for item in [apiserver, controller_manager] {
-            match runtime {
-                Runtime::Process if !Path::new(item).is_absolute() => {
-                    return Err(format!("line {n}: '{item}' is not an absolute path"));
-                }
-                Runtime::Kubernetes if !is_image(item) => {
-                    return Err(format!(
-                        "line {n}: '{item}' is not a container image like <registry>/kube-apiserver:v1.33.2"
-                    ));
-                }
-                _ => {}
+        let check = |item: &str| match runtime {
+            Runtime::Process if !Path::new(item).is_absolute() => {
+                Err(format!("line {n}: '{item}' is not an absolute path"))
             }
-        }
+            Runtime::Kubernetes if !is_image(item) => Err(format!(
+                "line {n}: '{item}' is not a container image like <registry>/kube-apiserver:v1.33.2"
+            )),
+            _ => Ok(()),
+        };
+        check(apiserver)?;
+        check(controller_manager)?;
+        let scheduler = match scheduler {
+            Some(s) => s.to_owned(),
+            None => scheduler_beside(controller_manager, runtime).ok_or_else(|| {
+                format!("line {n}: add the image of kube-scheduler after the controller manager's")
+            })?,
+        };
+        check(&scheduler)?;
         let artifacts = Artifacts {
-            apiserver: (*apiserver).to_owned(),
-            controller_manager: (*controller_manager).to_owned(),
+            apiserver: apiserver.to_owned(),
+            controller_manager: controller_manager.to_owned(),
+            scheduler,
         };
         if out.insert(version, artifacts).is_some() {
             return Err(format!(
@@ -288,7 +330,7 @@ pub(super) fn check_provider(config: &Params) -> Result<(), ValidationError> {
         .map_err(|m| ValidationError::new(VERSIONS, m))?;
     if runtime == Runtime::Process {
         for b in versions.values() {
-            for path in [&b.apiserver, &b.controller_manager] {
+            for path in [&b.apiserver, &b.controller_manager, &b.scheduler] {
                 if !Path::new(path).is_file() {
                     return Err(ValidationError::new(
                         VERSIONS,
@@ -434,6 +476,45 @@ mod tests {
     }
 
     #[test]
+    fn the_scheduler_is_named_or_found_beside_the_controller_manager() {
+        let parsed = parse_versions(
+            "1.20 /opt/k/kube-apiserver /opt/k/kube-controller-manager",
+            Runtime::Process,
+        )
+        .unwrap();
+        assert_eq!(parsed[&(1, 20)].scheduler, "/opt/k/kube-scheduler");
+        let parsed =
+            parse_versions("1.20 /a/apiserver /b/cm /c/scheduler", Runtime::Process).unwrap();
+        assert_eq!(parsed[&(1, 20)].scheduler, "/c/scheduler");
+        for (cm, scheduler) in [
+            (
+                "registry.k8s.io/kube-controller-manager:v1.33.2",
+                "registry.k8s.io/kube-scheduler:v1.33.2",
+            ),
+            (
+                "reg.test:5000/k8s/kube-controller-manager@sha256:ab12",
+                "reg.test:5000/k8s/kube-scheduler@sha256:ab12",
+            ),
+            ("kube-controller-manager", "kube-scheduler"),
+        ] {
+            let line = format!("1.33 reg.test/kube-apiserver:v1 {cm}");
+            let parsed = parse_versions(&line, Runtime::Kubernetes).unwrap();
+            assert_eq!(parsed[&(1, 33)].scheduler, scheduler, "{cm}");
+        }
+        let e =
+            parse_versions("1.33 reg.test/a:v1 reg.test/b:v1", Runtime::Kubernetes).unwrap_err();
+        assert!(e.contains("add the image of kube-scheduler"), "{e}");
+        let parsed = parse_versions(
+            "1.33 reg.test/a:v1 reg.test/b:v1 reg.test/c:v1",
+            Runtime::Kubernetes,
+        )
+        .unwrap();
+        assert_eq!(parsed[&(1, 33)].scheduler, "reg.test/c:v1");
+        let e = parse_versions("1.33 /a /b /c /d", Runtime::Process).unwrap_err();
+        assert!(e.contains("kube-scheduler"), "{e}");
+    }
+
+    #[test]
     fn the_runtime_service_type_and_replicas_are_checked() {
         let config = |pairs: &[(&str, &str)]| -> Params {
             pairs
@@ -465,7 +546,10 @@ mod tests {
             (ETCD_CA, "-----BEGIN CERTIFICATE-----"),
             (CLIENT_CA, "-----BEGIN CERTIFICATE-----"),
             (ADMIN_CERT, "-----BEGIN CERTIFICATE-----"),
-            (VERSIONS, "1.33 reg.test/a:v1.33.2 reg.test/b:v1.33.2"),
+            (
+                VERSIONS,
+                "1.33 reg.test/a:v1.33.2 reg.test/b:v1.33.2 reg.test/c:v1.33.2",
+            ),
         ]);
         check_provider(&kubernetes).unwrap();
         kubernetes.insert(RUNTIME.into(), "process".into());
