@@ -64,6 +64,9 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
     std::fs::create_dir_all(&copies).unwrap();
     std::fs::copy(&apiserver, copies.join("kube-apiserver")).unwrap();
     std::fs::copy(&cm, copies.join("kube-controller-manager")).unwrap();
+    // kube-scheduler is found beside the controller manager.
+    let scheduler = std::path::Path::new(&cm).with_file_name("kube-scheduler");
+    std::fs::copy(&scheduler, copies.join("kube-scheduler")).unwrap();
     let versions = format!(
         "1.20 {apiserver} {cm}\n1.21 {} {}\n",
         copies.join("kube-apiserver").display(),

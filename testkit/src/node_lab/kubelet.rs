@@ -114,7 +114,7 @@ fn kubeadm_args(command: &str, socket: &Path) -> Result<Vec<String>, String> {
 }
 
 /// Runs the join (see the module's docs); the kubelet is started as soon as kubeadm wrote
-/// its files, and runs on afterwards.
+/// its files (unless it runs already), and runs on afterwards.
 pub async fn join(
     dir: &Path,
     socket: &Path,
@@ -159,7 +159,8 @@ pub async fn join(
         var_lib.join("config.yaml"),
     ];
     let output = || std::fs::read_to_string(&log_path).unwrap_or_default();
-    let mut kubelet_started = false;
+    // A node that runs already (joined before) keeps its kubelet.
+    let mut kubelet_started = kubelet.child.is_some();
     loop {
         if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
             if status.success() && kubelet_started {

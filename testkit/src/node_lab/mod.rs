@@ -57,6 +57,7 @@ pub struct NodeLab {
     containerd: Option<Child>,
     kubelet: tokio::sync::Mutex<kubelet::Kubelet>,
     host: host::HostBefore,
+    busybox_digest: String,
     _turn: tokio::sync::OwnedMutexGuard<()>,
 }
 
@@ -93,19 +94,25 @@ impl NodeLab {
             containerd: None,
             kubelet: tokio::sync::Mutex::new(kubelet::Kubelet::default()),
             host,
+            busybox_digest: String::new(),
             _turn: turn,
         };
         lab.start_containerd();
-        for spec in [
-            ImageSpec::new(PAUSE_IMAGE, &["/bin/busybox", "sleep", "2147483647"])
+        lab.import(
+            &ImageSpec::new(PAUSE_IMAGE, &["/bin/busybox", "sleep", "2147483647"])
                 .file(BUSYBOX, "/bin/busybox"),
-            ImageSpec::new(BUSYBOX_IMAGE, &["/bin/busybox", "sh"])
+        );
+        lab.busybox_digest = lab.import(
+            &ImageSpec::new(BUSYBOX_IMAGE, &["/bin/busybox", "sh"])
                 .file(BUSYBOX, "/bin/busybox")
                 .link("/bin/sh", "busybox"),
-        ] {
-            lab.import(&spec);
-        }
+        );
         Some(lab)
+    }
+
+    /// The digest of [`BUSYBOX_IMAGE`] (of its manifest, as a registry would give it).
+    pub fn busybox_digest(&self) -> &str {
+        &self.busybox_digest
     }
 
     /// The lab's folder (logs: `containerd.log`, `kubelet.log`, `kubeadm.log`).

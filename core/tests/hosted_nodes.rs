@@ -1,0 +1,381 @@
+//! Real nodes under a hosted cluster: an operator offers a hosted provider, a member requests
+//! a cluster, and a real node (the test kit's node lab: containerd, the CNI bridge, a kubelet
+//! v1.20) joins it with the exact `kubeadm join` line KQueen shows. The kubelet bootstraps
+//! (its certificate request approved by the hosted control plane), the node becomes Ready,
+//! the hosted kube-scheduler places a Deployment's pods and they run; `kubectl logs` and
+//! `exec` go through the hosted API server to the kubelet; an application deployed through
+//! KQueen rolls out by itself, and a version whose image cannot be pulled says so; the
+//! inventory shows the node, its capacity and the pod's image with its digest; a revoked
+//! token joins nothing more.
+//!
+//! Needs the binaries of `../shared/kube` (`KQUEEN_TEST_KUBE_*`, `KQUEEN_TEST_KUBEADM`,
+//! `KQUEEN_TEST_KUBELET`) and containers (root, containerd, runc, the CNI plugins); skips
+//! with the reason otherwise.
+#![allow(clippy::unwrap_used, clippy::print_stdout)]
+
+mod support;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kqueen_core::cluster::{ClusterRequest, ClusterState};
+use kqueen_core::engine::EngineConfig;
+use kqueen_core::identity::GroupMap;
+use kqueen_core::inventory::fleet::FleetFilter;
+use kqueen_core::page::Page;
+use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
+use kqueen_core::provisioner::Registry;
+
+use kqueen_core::workloads::status::Rollout;
+use kqueen_core::{Actor, DeployRequest, Kqueen};
+use kqueen_testkit::node_lab::{NodeLab, BUSYBOX_IMAGE, NODE_NAME};
+use kqueen_testkit::tls_etcd::TlsEtcd;
+use kube::api::{Api, PostParams};
+use support::converge::converge;
+
+const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
+const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
+
+async fn client_of(yaml: &[u8]) -> kube::Client {
+    let parsed =
+        kqueen_core::kubernetes::parse_kubeconfig(std::str::from_utf8(yaml).unwrap(), None, false)
+            .unwrap();
+    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
+        .await
+        .unwrap()
+}
+
+/// Polls `check` every half second until it gives a value, at most `limit`.
+async fn within<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, String>>,
+{
+    let started = Instant::now();
+    loop {
+        match check().await {
+            Ok(v) => {
+                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+                return v;
+            }
+            Err(e) if started.elapsed() > limit => panic!("{what} not within {limit:?}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}
+
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The machine's load average, printed beside the figures.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("timeout")
+        .args(["60", "kubectl", "--request-timeout=30s"])
+        .arg(format!("--kubeconfig={}", kubeconfig.display()))
+        .args(args)
+        .output()
+        .map_err(|e| format!("kubectl: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(String::from_utf8_lossy(&out.stderr).into_owned())
+    }
+}
+
+fn web(replicas: u32, image: &str) -> String {
+    format!(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  replicas: {replicas}\n  \
+         selector:\n    matchLabels:\n      app: web\n  template:\n    metadata:\n      labels:\n        \
+         app: web\n    spec:\n      containers:\n      - name: web\n        image: {image}\n        \
+         imagePullPolicy: IfNotPresent\n        command: [/bin/busybox, sh, -c, 'echo hello-from-a-real-pod; \
+         exec /bin/busybox httpd -f -p 8080']\n"
+    )
+}
+
+#[tokio::test]
+async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
+    let (Ok(apiserver), Ok(cm)) = (std::env::var(APISERVER), std::env::var(CONTROLLER_MANAGER))
+    else {
+        println!("skipped: {APISERVER} and {CONTROLLER_MANAGER} name the real binaries");
+        return;
+    };
+    let Some(lab) = NodeLab::start().await else {
+        return;
+    };
+    let etcd = TlsEtcd::start().await;
+    let db = kqueen_testkit::TestDatabase::sqlite();
+    let work = tempfile::tempdir().unwrap();
+    let mut registry = Registry::new();
+    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_registry(registry)
+        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
+    let ops = Actor::cli(Some("ops".into()));
+    let mut settings = etcd.provider_settings();
+    settings.push(("versions", format!("1.20 {apiserver} {cm}\n")));
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &settings), ("hosted", "")).await;
+    let (cluster, _) = k
+        .clusters()
+        .request_cluster(
+            &alice,
+            ClusterRequest {
+                tenant: Some("team-a".into()),
+                name: "nodes".into(),
+                template: "hosted".into(),
+                parameters: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    let id = cluster.id.to_string();
+    let _processes =
+        kqueen_testkit::process::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
+    let mut config = EngineConfig::new(work.path().join("clusters"));
+    config.poll_interval = Duration::from_millis(50);
+    let engine = k.engine(config);
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+    let admin_yaml = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
+    let admin = client_of(admin_yaml.yaml.expose()).await;
+    let kubeconfig = work.path().join("admin.kubeconfig");
+    kqueen_testkit::process::write_private(
+        kubeconfig.to_str().unwrap(),
+        std::str::from_utf8(admin_yaml.yaml.expose()).unwrap(),
+    )
+    .unwrap();
+
+    // The member's join line, run as they would run it on their machine.
+    let join = k.clusters().join_info(&alice, &id).await.unwrap();
+    let joined = lab
+        .kubeadm_join(&join.command, Duration::from_secs(240))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nkubelet: {}", lab.log("kubelet.log")));
+    assert!(
+        joined.output.contains("This node has joined the cluster"),
+        "{}",
+        joined.output
+    );
+    let nodes: Api<Node> = Api::all(admin.clone());
+    let started = Instant::now();
+    let node = within(Duration::from_secs(120), "node Ready", || async {
+        match nodes.get_opt(NODE_NAME).await {
+            Ok(Some(n)) if node_ready(&n) => Ok(n),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+    println!(
+        "bench: kubeadm join {:.1} s, then node Ready {:.1} s (load {})",
+        joined.took.as_secs_f64(),
+        started.elapsed().as_secs_f64(),
+        load()
+    );
+    // Its client certificate came from a request the control plane approved.
+    let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
+        Api::all(admin.clone());
+    let approved = csrs.list(&Default::default()).await.unwrap().items;
+    assert!(
+        approved.iter().any(|c| {
+            c.spec.username.as_deref() == Some(&format!("system:bootstrap:{}", join.token_id))
+                && c.status
+                    .as_ref()
+                    .and_then(|s| s.conditions.as_ref())
+                    .is_some_and(|c| c.iter().any(|c| c.type_ == "Approved"))
+        }),
+        "{approved:?}"
+    );
+    let info = node.status.unwrap().node_info.unwrap();
+    assert_eq!(info.kubelet_version, "v1.20.2");
+    assert!(info.container_runtime_version.starts_with("containerd://"));
+
+    // A Deployment of 10 pods: placed by the hosted scheduler, run by the node.
+    let deployments: Api<Deployment> = Api::namespaced(admin.clone(), "default");
+    let deployment: Deployment = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "web", "namespace": "default"},
+        "spec": {
+            "replicas": 10,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {
+                "metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{
+                    "name": "web", "image": BUSYBOX_IMAGE, "imagePullPolicy": "Never",
+                    "command": ["/bin/busybox", "sh", "-c",
+                                "echo hello-from-a-real-pod; exec /bin/busybox httpd -f -p 8080"],
+                }]},
+            },
+        },
+    }))
+    .unwrap();
+    let started = Instant::now();
+    deployments
+        .create(&PostParams::default(), &deployment)
+        .await
+        .unwrap();
+    within(Duration::from_secs(180), "10 pods available", || async {
+        let d = deployments.get("web").await.map_err(|e| e.to_string())?;
+        let available = d.status.and_then(|s| s.available_replicas).unwrap_or(0);
+        (available == 10)
+            .then_some(())
+            .ok_or(format!("{available} available"))
+    })
+    .await;
+    println!(
+        "bench: apply to a 10-pod Deployment available {:.1} s (load {})",
+        started.elapsed().as_secs_f64(),
+        load()
+    );
+
+    // kubectl logs and exec reach the kubelet through the hosted API server.
+    let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");
+    let pod = pods.list(&Default::default()).await.unwrap().items[0]
+        .metadata
+        .name
+        .clone()
+        .unwrap();
+    let logs = kubectl(&kubeconfig, &["logs", "-n", "default", &pod]).unwrap();
+    assert!(logs.contains("hello-from-a-real-pod"), "{logs}");
+    let hostname = kubectl(
+        &kubeconfig,
+        &[
+            "exec",
+            "-n",
+            "default",
+            &pod,
+            "--",
+            "/bin/busybox",
+            "cat",
+            "/etc/hostname",
+        ],
+    )
+    .unwrap();
+    assert_eq!(hostname.trim(), pod);
+    deployments
+        .delete("web", &Default::default())
+        .await
+        .unwrap();
+
+    // An application deployed through KQueen rolls out by itself.
+    let deploy = |version: &str, image: &str| DeployRequest {
+        name: "shop".into(),
+        version: version.into(),
+        namespace: None,
+        manifests: web(2, image),
+    };
+    let (app, _) = k
+        .apps()
+        .deploy(&alice, &id, &deploy("1", BUSYBOX_IMAGE))
+        .await
+        .unwrap();
+    engine.run_until_idle().await.unwrap();
+    let app_id = app.id.to_string();
+    within(
+        Duration::from_secs(120),
+        "application Available",
+        || async {
+            let s = k
+                .apps()
+                .status(&alice, &id, &app_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = s.status.ok_or(format!("{:?}", s.unreachable))?;
+            (!status.workloads.is_empty() && status.all_available())
+                .then_some(())
+                .ok_or(format!("{:?}", status.workloads))
+        },
+    )
+    .await;
+    // A version whose image nobody can pull (a registry port on loopback that is closed).
+    let (bad, _) = k
+        .apps()
+        .deploy(&alice, &id, &deploy("2", "127.0.0.1:1/nothing:1"))
+        .await
+        .unwrap();
+    engine.run_until_idle().await.unwrap();
+    let bad_id = bad.id.to_string();
+    let failing = within(
+        Duration::from_secs(120),
+        "ErrImagePull reported",
+        || async {
+            let s = k
+                .apps()
+                .status(&alice, &id, &bad_id)
+                .await
+                .map_err(|e| e.to_string())?;
+            let status = s.status.ok_or(format!("{:?}", s.unreachable))?;
+            let rollout = status.workloads.first().map(|w| w.rollout.clone());
+            match status.failing_pods.first() {
+                Some(p)
+                    if ["ErrImagePull", "ImagePullBackOff"]
+                        .iter()
+                        .any(|r| p.reason.contains(r)) =>
+                {
+                    Ok((p.clone(), rollout))
+                }
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    assert!(failing.0.name.starts_with("web-"), "{failing:?}");
+    assert_ne!(failing.1, Some(Rollout::Available), "{failing:?}");
+
+    // The inventory: the node with its capacity, the pod's image with its digest.
+    let synced = k.fleet().sync_cluster_inventory(&ops, &id).await.unwrap();
+    assert!(synced.error.is_none(), "{synced:?}");
+    let inventory = k.fleet().cluster_inventory(&alice, &id).await.unwrap();
+    let node = inventory
+        .nodes
+        .iter()
+        .find(|n| n.name == NODE_NAME)
+        .unwrap_or_else(|| panic!("{:?}", inventory.nodes));
+    assert!(node.ready && node.capacity.cpu_millis >= 1000, "{node:?}");
+    assert!(node.capacity.memory_bytes > 1 << 30, "{node:?}");
+    assert!(node.container_runtime.starts_with("containerd"), "{node:?}");
+    let (images, _) = k
+        .fleet()
+        .fleet_images(&alice, &FleetFilter::default(), Page::default())
+        .await
+        .unwrap();
+    let busybox = images
+        .iter()
+        .find(|i| i.repository.as_deref() == Some("busybox"))
+        .unwrap_or_else(|| panic!("{images:?}"));
+    assert_eq!(busybox.registry.as_deref(), Some("kqueen.local"));
+    assert_eq!(
+        busybox.digest.as_deref(),
+        Some(lab.busybox_digest()),
+        "{busybox:?}"
+    );
+    assert!(
+        busybox.usages.iter().any(|u| u.cluster == "nodes"),
+        "{busybox:?}"
+    );
+
+    // The token revoked: the same line joins nothing.
+    assert!(k
+        .clusters()
+        .revoke_join_token(&alice, &id, &join.token_id)
+        .await
+        .unwrap());
+    // kubeadm retries discovery until its own timeout (5 min): 30 s tell.
+    let refused = lab
+        .kubeadm_join(&join.command, Duration::from_secs(30))
+        .await
+        .unwrap_err();
+    let expected = format!("token id \"{}\" is invalid for this cluster", join.token_id);
+    assert!(refused.contains(&expected), "{refused}");
+    assert!(!refused.contains("This node has joined"), "{refused}");
+}
