@@ -58,12 +58,12 @@ formats = {
     "ip-address": st.sampled_from(["127.0.0.1", "10.0.0.5", "::1", ""]),
     # Files that exist on every host the fuzzer runs on.
     "hosted-binaries": st.sampled_from(
-        ["1.33 /bin/sh /bin/sh", "1.33 /bin/sh /bin/sh\n1.34 /bin/true /bin/true"]
+        ["1.33 /bin/sh /bin/sh /bin/sh", "1.33 /bin/sh /bin/sh /bin/sh\n1.34 /bin/true /bin/true /bin/true"]
     ),
     "hosted-images": st.sampled_from(
         [
             "1.33 registry.k8s.io/kube-apiserver:v1.33.2 registry.k8s.io/kube-controller-manager:v1.33.2",
-            "v1.34 example.test/apiserver:1 example.test/cm@sha256:0",
+            "v1.34 example.test/apiserver:1 example.test/cm@sha256:0 example.test/sched:1",
         ]
     ),
 }

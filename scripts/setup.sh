@@ -2,7 +2,8 @@
 # Installs what KQueen needs on a fresh Debian machine, skipping what is already there.
 #   scripts/setup.sh run    what building and running the portal needs
 #   scripts/setup.sh test   the above, plus what the tests need (Chromium, browser-test driver,
-#                           a running PostgreSQL when one is installed but stopped)
+#                           containerd, runc, the CNI plugins, busybox-static and kubectl for
+#                           real nodes, a running PostgreSQL when one is installed but stopped)
 # Every version is pinned in scripts/versions.env. Nothing is downloaded from outside the
 # package registries (Debian, the crate registry, npm, PyPI).
 set -euo pipefail
@@ -65,7 +66,18 @@ if [[ "$mode" == test ]]; then
   npm_ci end2end node_modules/playwright-core/package.json
   # 5. The API fuzzer (scripts/api-fuzz.sh) installs schemathesis into a venv with pip.
   python3 -c 'import ensurepip, venv' 2>/dev/null || apt_install python3-venv
-  # 6. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
+  # 6. Real nodes (the test kit's node lab): containerd, runc and the CNI plugins run pods;
+  #    images are built from busybox-static; kubectl drives the pods (logs, exec).
+  node_packages=()
+  for pair in containerd:containerd runc:runc unshare:util-linux ip:iproute2; do
+    command -v "${pair%%:*}" >/dev/null || node_packages+=("${pair#*:}")
+  done
+  [[ -x /usr/lib/cni/bridge ]] || node_packages+=(containernetworking-plugins)
+  # The images copy /bin/busybox into an empty root: it must be the static build.
+  dpkg -s busybox-static >/dev/null 2>&1 || node_packages+=(busybox-static)
+  command -v kubectl >/dev/null || node_packages+=(kubernetes-client)
+  if (( ${#node_packages[@]} )); then apt_install "${node_packages[@]}"; fi
+  # 7. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
   if [[ "${KQUEEN_TEST_SKIP_POSTGRES:-0}" != 1 ]] && command -v pg_isready >/dev/null \
     && ! pg_isready -q -h 127.0.0.1 -p 5432 && command -v pg_ctlcluster >/dev/null; then
     log "starting the local PostgreSQL cluster"

@@ -111,6 +111,8 @@ test('an operator imports a cluster, syncs it and reads its inventory (JavaScrip
 
   assert.equal(await page.locator('#nodes tbody tr').count(), 3);
   assert.match(await page.locator('#nodes tr[data-node=node-02]').textContent(), /NotReady/);
+  // With the time it went (its Ready condition's last transition).
+  assert.match(await page.locator('#nodes tr[data-node=node-02]').textContent(), /since \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
   assert.equal(await page.locator('#namespaces details').count(), 4);
   const severities = await page.locator('#cluster-findings tbody tr td:first-child').allTextContents();
   assert.deepEqual(severities, ['high', 'high', 'medium', 'medium', 'medium'], 'most severe first');
@@ -144,7 +146,7 @@ test('the fleet dashboard draws its charts and lists what needs attention (JavaS
   assert.equal(await page.locator('#newest-offered .stat-value').textContent(), 'none yet');
   assert.match(await page.locator('#newest-offered .stat-note').textContent(), /no template offers a version/);
   assert.ok(!(await page.locator('#fleet-stats').textContent()).includes('unknown'));
-  assert.match(await page.locator('#attention tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready/);
+  assert.match(await page.locator('#attention tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready since \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
   // An imported cluster keeps nothing in the shared etcd: no etcd column, no etcd card.
   assert.equal(await page.locator('#fleet-storage').count(), 0);
   assert.ok(!(await page.locator('#fleet-clusters thead').textContent()).includes('Shared etcd'));

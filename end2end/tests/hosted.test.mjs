@@ -207,6 +207,9 @@ test('the member sees the kubeadm join command and deletes the cluster, which st
   assert.equal(new URL(page.url()).pathname, `${clusterPath}/join`);
   assert.match(await page.locator('h1').textContent(), /team-h\/edge/);
   const command = (await page.locator('#join-command').textContent()).trim();
+  // What a node needs beside the command: kubeadm and the kubelet, a runtime, CNI.
+  const needs = await page.locator('#node-needs').textContent();
+  for (const what of ['kubeadm and the kubelet', 'container runtime', 'CNI plugins']) assert.ok(needs.includes(what), needs);
   const m = command.match(/^kubeadm join (\S+) --token ([a-z0-9]{6})\.([a-z0-9]{16}) --discovery-token-ca-cert-hash sha256:([0-9a-f]{64})$/);
   assert.ok(m, command);
   const [, address, tokenId, tokenSecret, hash] = m;

@@ -70,6 +70,17 @@ pub fn ClusterJoin() -> impl IntoView {
                             </ActionForm>
                             <FormError />
                         </section>
+                        <section class="card" aria-labelledby="node-needs-heading" id="node-needs">
+                            <div class="card-head"><h2 id="node-needs-heading">"What each node needs"</h2></div>
+                            <ul>
+                                <li><strong>"kubeadm and the kubelet"</strong>" of the cluster's Kubernetes version (or one minor version older), the kubelet ready to be started by your init system."</li>
+                                <li><strong>"A container runtime"</strong>" with a CRI socket: containerd or CRI-O, with runc. Name its socket with "<code>"--cri-socket"</code>" if kubeadm does not find it."</li>
+                                <li><strong>"CNI plugins"</strong>" (bridge, host-local, loopback; Debian: containernetworking-plugins) and a network configuration in /etc/cni/net.d, or a pod network addon."</li>
+                                <li><strong>"A route to the API server"</strong>" at "<code>{p.join.endpoint.clone()}</code>", and the API server a route back to the kubelet (port 10250) for logs and exec."</li>
+                                <li>"Swap off (or the kubelet told to accept it), and a unique host name: it becomes the node's name."</li>
+                            </ul>
+                            <p class="muted">"KQueen runs the control plane, scheduler included; kube-proxy and cluster DNS are not installed for you yet: add them as addons."</p>
+                        </section>
                         <p><a href=format!("/clusters/{}", id())>"Back to the cluster"</a></p>
                     }.into_any(),
                     Err(e) => {

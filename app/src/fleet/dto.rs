@@ -44,6 +44,8 @@ pub struct NodeRowDto {
     pub name: String,
     pub ready: bool,
     pub problems: Vec<String>,
+    /// "2026-11-26 13:20 UTC": when it stopped being Ready.
+    pub not_ready_since: Option<String>,
     pub kubelet: String,
     pub runtime: String,
     pub os: String,

@@ -159,6 +159,7 @@ fn NodesTable(nodes: Vec<NodeRowDto>, metrics: bool) -> impl IntoView {
                                 <th scope="row">{n.name}</th>
                                 <td><span class=class>{status}</span>
                                     {(!n.problems.is_empty()).then(|| view! { <br /><small class="error-text">{n.problems.join(", ")}</small> })}
+                                    {n.not_ready_since.clone().map(|t| view! { <br /><small class="not-ready-since">{format!("since {t}")}</small> })}
                                 </td>
                                 <td>{format!("{} / {}", n.requested.cpu, n.allocatable.cpu)}<br /><small class="muted">{format!("capacity {}", n.capacity.cpu)}</small></td>
                                 <td>{format!("{} / {}", n.requested.memory, n.allocatable.memory)}<br /><small class="muted">{format!("capacity {}", n.capacity.memory)}</small></td>

@@ -139,6 +139,7 @@ pub(crate) mod map {
                     name: n.name,
                     ready: n.ready,
                     problems: n.problems,
+                    not_ready_since: n.not_ready_since.map(time),
                     kubelet: n.kubelet_version,
                     runtime: n.container_runtime,
                     os: n.os_image,

@@ -402,11 +402,18 @@ fn node_info(node: &Node, pods: &[PodInfo], used: Option<Resources>) -> NodeInfo
     let info = status.and_then(|s| s.node_info.as_ref());
     let mut ready = false;
     let mut problems = Vec::new();
+    let mut since = None;
     for c in status
         .and_then(|s| s.conditions.as_ref())
         .into_iter()
         .flatten()
     {
+        if c.type_ == "Ready" {
+            since = c.last_transition_time.as_ref().and_then(|t| {
+                let nanos = u32::try_from(t.0.subsec_nanosecond()).unwrap_or(0);
+                chrono::DateTime::from_timestamp(t.0.as_second(), nanos)
+            });
+        }
         match (c.type_.as_str(), c.status.as_str()) {
             ("Ready", "True") => ready = true,
             ("Ready", "Unknown") => problems.push("Ready unknown (node not reporting)".to_owned()),
@@ -428,6 +435,7 @@ fn node_info(node: &Node, pods: &[PodInfo], used: Option<Resources>) -> NodeInfo
         count = count.saturating_add(1);
     }
     NodeInfo {
+        not_ready_since: since.filter(|_| !ready),
         ready,
         problems,
         kubelet_version: info.map(|i| i.kubelet_version.clone()).unwrap_or_default(),

@@ -70,6 +70,8 @@ pub struct FleetCluster {
     pub api_version: Option<String>,
     pub nodes: u32,
     pub nodes_ready: u32,
+    /// When the first of its nodes that are not Ready stopped being Ready.
+    pub not_ready_since: Option<DateTime<Utc>>,
     pub capacity: Resources,
     pub allocatable: Resources,
     pub requested: Resources,

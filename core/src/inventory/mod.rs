@@ -50,6 +50,10 @@ pub struct NodeInfo {
     pub ready: bool,
     /// Conditions that are not well (`Ready` false or unknown, pressure conditions true).
     pub problems: Vec<String>,
+    /// When it stopped being Ready (the Ready condition's last transition); none while
+    /// Ready, or when the node never said.
+    #[serde(default)]
+    pub not_ready_since: Option<DateTime<Utc>>,
     pub kubelet_version: String,
     pub container_runtime: String,
     pub os_image: String,

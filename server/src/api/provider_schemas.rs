@@ -148,12 +148,12 @@ const HOSTED_VERSIONS: [(&str, &str, &str); 2] = [
     (
         "process",
         "hosted-binaries",
-        "one line per version: `1.33 /path/kube-apiserver /path/kube-controller-manager` (absolute paths of files on the KQueen host)",
+        "one line per version: `1.33 /path/kube-apiserver /path/kube-controller-manager [/path/kube-scheduler]` (absolute paths of files on the KQueen host; without the scheduler's, kube-scheduler beside the controller manager)",
     ),
     (
         "kubernetes",
         "hosted-images",
-        "one line per version: `1.33 <registry>/kube-apiserver:v1.33.2 <registry>/kube-controller-manager:v1.33.2`",
+        "one line per version: `1.33 <registry>/kube-apiserver:v1.33.2 <registry>/kube-controller-manager:v1.33.2 [<registry>/kube-scheduler:v1.33.2]` (without the scheduler's, the controller manager's image with kube-scheduler for kube-controller-manager)",
     ),
 ];
 

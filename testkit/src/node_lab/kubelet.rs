@@ -109,6 +109,8 @@ fn kubeadm_args(command: &str, socket: &Path) -> Result<Vec<String>, String> {
         format!("--cri-socket={}", socket.display()),
         // No crictl, conntrack, systemd… on a test machine: kubeadm's checks only warn.
         "--ignore-preflight-errors=all".into(),
+        // Says why discovery retries (a revoked token: no signature for its id).
+        "--v=1".into(),
     ]);
     Ok(args)
 }
@@ -131,7 +133,10 @@ pub async fn join(
         "mount --bind \"$1\" {} && mount --bind \"$2\" {} && shift 2 && exec \"$@\"",
         MOUNT_POINTS[0], MOUNT_POINTS[1]
     );
+    // Each join writes its own log (the last one is kept).
     let log_path = dir.join("kubeadm.log");
+    let log_file = std::fs::File::create(&log_path).map_err(|e| e.to_string())?;
+    let log_err = log_file.try_clone().map_err(|e| e.to_string())?;
     let started = Instant::now();
     let mut child = tokio::process::Command::new("unshare")
         .args([
@@ -148,8 +153,8 @@ pub async fn join(
         .arg(&kubeadm)
         .args(kubeadm_args(command, socket)?)
         .stdin(Stdio::null())
-        .stdout(log(dir, "kubeadm.log"))
-        .stderr(log(dir, "kubeadm.log"))
+        .stdout(log_file)
+        .stderr(log_err)
         .kill_on_drop(true)
         .spawn()
         .map_err(|e| format!("kubeadm: {e}"))?;

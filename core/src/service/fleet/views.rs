@@ -135,8 +135,12 @@ impl Fleet {
                 );
             }
             if c.nodes_ready < c.nodes {
+                let since = c
+                    .not_ready_since
+                    .map(|t| format!(" since {}", t.format("%Y-%m-%d %H:%M UTC")))
+                    .unwrap_or_default();
                 reasons.push(format!(
-                    "{} of {} nodes not Ready",
+                    "{} of {} nodes not Ready{since}",
                     c.nodes - c.nodes_ready,
                     c.nodes
                 ));

@@ -91,6 +91,7 @@ struct FleetRow {
     api_version: Option<String>,
     nodes: Option<i64>,
     nodes_ready: Option<i64>,
+    not_ready_since: Option<DateTime<Utc>>,
     cpu_capacity: Option<f64>,
     mem_capacity: Option<f64>,
     cpu_allocatable: Option<f64>,
@@ -143,7 +144,7 @@ fn findings_from(
 
 const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name AS provider, \
      c.error, s.attempted_at, s.synced_at, s.error AS sync_error, s.api_version, \
-     n.nodes, n.nodes_ready, n.cpu_capacity, n.mem_capacity, n.cpu_allocatable, \
+     n.nodes, n.nodes_ready, n.not_ready_since, n.cpu_capacity, n.mem_capacity, n.cpu_allocatable, \
      n.mem_allocatable, n.cpu_requested, n.mem_requested, n.cpu_used, n.mem_used, \
      ss.keys AS storage_keys, ss.bytes AS storage_bytes, ss.writable AS storage_writable, \
      ss.measured_at AS storage_measured_at \
@@ -153,6 +154,7 @@ const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name 
      LEFT JOIN shared_storage_usage ss ON ss.cluster_id = c.id \
      LEFT JOIN (SELECT cluster_id, COUNT(*) AS nodes, \
         CAST(SUM(CASE WHEN ready THEN 1 ELSE 0 END) AS BIGINT) AS nodes_ready, \
+        MIN(CASE WHEN ready THEN NULL ELSE not_ready_since END) AS not_ready_since, \
         SUM(CAST(cpu_capacity AS DOUBLE PRECISION)) AS cpu_capacity, \
         SUM(CAST(mem_capacity AS DOUBLE PRECISION)) AS mem_capacity, \
         SUM(CAST(cpu_allocatable AS DOUBLE PRECISION)) AS cpu_allocatable, \
@@ -205,6 +207,7 @@ impl FleetStore for SqlStore {
                     api_version: r.api_version,
                     nodes: u32_of(z(r.nodes)),
                     nodes_ready: u32_of(z(r.nodes_ready)),
+                    not_ready_since: r.not_ready_since,
                     capacity: sums(r.cpu_capacity, r.mem_capacity),
                     allocatable: sums(r.cpu_allocatable, r.mem_allocatable),
                     requested: sums(r.cpu_requested, r.mem_requested),

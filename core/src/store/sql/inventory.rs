@@ -83,6 +83,7 @@ struct NodeRow {
     name: String,
     ready: bool,
     problems: String,
+    not_ready_since: Option<DateTime<Utc>>,
     kubelet_version: String,
     container_runtime: String,
     os_image: String,
@@ -117,6 +118,7 @@ impl From<NodeRow> for NodeInfo {
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned)
                 .collect(),
+            not_ready_since: r.not_ready_since,
             kubelet_version: r.kubelet_version,
             container_runtime: r.container_runtime,
             os_image: r.os_image,
@@ -266,7 +268,7 @@ impl InventoryStore for SqlStore {
                 "INSERT INTO inventory_nodes (cluster_id, name, ready, problems, \
                  kubelet_version, container_runtime, os_image, kernel_version, architecture, \
                  cpu_capacity, mem_capacity, cpu_allocatable, mem_allocatable, cpu_requested, \
-                 mem_requested, cpu_used, mem_used, pods) ",
+                 mem_requested, cpu_used, mem_used, pods, not_ready_since) ",
                 snapshot.nodes,
                 |b, n| {
                     b.push_bind(cluster_id)
@@ -286,7 +288,8 @@ impl InventoryStore for SqlStore {
                         .push_bind(qty(n.requested.memory_bytes))
                         .push_bind(n.used.map(|u| qty(u.cpu_millis)))
                         .push_bind(n.used.map(|u| qty(u.memory_bytes)))
-                        .push_bind(i64::from(n.pods));
+                        .push_bind(i64::from(n.pods))
+                        .push_bind(n.not_ready_since);
                 }
             );
             bulk_insert!(
@@ -450,7 +453,8 @@ impl InventoryStore for SqlStore {
     async fn cluster_inventory(&self, cluster_id: Uuid) -> Result<ClusterInventory> {
         const STATUS: &str = "SELECT cluster_id, attempted_at, synced_at, error, api_version, \
              metrics, duration_ms FROM inventory_syncs WHERE cluster_id = $1";
-        const NODES: &str = "SELECT name, ready, problems, kubelet_version, container_runtime, \
+        const NODES: &str = "SELECT name, ready, problems, not_ready_since, kubelet_version, \
+             container_runtime, \
              os_image, kernel_version, architecture, cpu_capacity, mem_capacity, \
              cpu_allocatable, mem_allocatable, cpu_requested, mem_requested, cpu_used, mem_used, \
              CAST(pods AS BIGINT) AS pods FROM inventory_nodes WHERE cluster_id = $1 ORDER BY name";

@@ -60,6 +60,9 @@ pub struct NodeOut {
     pub name: String,
     pub ready: bool,
     pub problems: Vec<String>,
+    /// When it stopped being Ready (its Ready condition's last transition); none while Ready.
+    #[schema(format = DateTime)]
+    pub not_ready_since: Option<String>,
     pub kubelet_version: String,
     pub container_runtime: String,
     pub os_image: String,
@@ -78,6 +81,7 @@ impl From<NodeInfo> for NodeOut {
             name: n.name,
             ready: n.ready,
             problems: n.problems,
+            not_ready_since: n.not_ready_since.map(|t| t.to_rfc3339()),
             kubelet_version: n.kubelet_version,
             container_runtime: n.container_runtime,
             os_image: n.os_image,
