@@ -315,7 +315,7 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
                 .await
                 .map_err(|e| e.to_string())?;
             let status = s.status.ok_or(format!("{:?}", s.unreachable))?;
-            let rollout = status.workloads.first().map(|w| w.rollout.clone());
+            let rollout = status.workloads.first().map(|w| w.rollout);
             match status.failing_pods.first() {
                 Some(p)
                     if ["ErrImagePull", "ImagePullBackOff"]

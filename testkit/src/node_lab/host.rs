@@ -139,7 +139,7 @@ pub fn unmount_under(dir: &Path) {
         .filter_map(|l| l.split(' ').nth(4))
         .filter(|p| p.starts_with(&prefix))
         .collect();
-    points.sort_unstable_by(|a, b| b.len().cmp(&a.len()));
+    points.sort_unstable_by_key(|p| std::cmp::Reverse(p.len()));
     points.dedup();
     for p in points {
         let _ = run("umount", &["-l", p], Duration::from_secs(10));
