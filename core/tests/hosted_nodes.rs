@@ -4,9 +4,10 @@
 //! (its certificate request approved by the hosted control plane), the node becomes Ready,
 //! the hosted kube-scheduler places a Deployment's pods and they run; `kubectl logs` and
 //! `exec` go through the hosted API server to the kubelet; an application deployed through
-//! KQueen rolls out by itself, and a version whose image cannot be pulled says so; the
-//! inventory shows the node, its capacity and the pod's image with its digest; a revoked
-//! token joins nothing more.
+//! KQueen rolls out by itself, and a version whose image cannot be pulled says so; an addon
+//! whose workload runs becomes Healthy by itself; the inventory shows the node, its
+//! capacity and the pod's image with its digest; a stopped kubelet makes the node NotReady,
+//! with the time it went, until it is back; a revoked token joins nothing more.
 //!
 //! Needs the binaries of `../shared/kube` (`KQUEEN_TEST_KUBE_*`, `KQUEEN_TEST_KUBEADM`,
 //! `KQUEEN_TEST_KUBELET`) and containers (root, containerd, runc, the CNI plugins); skips
@@ -28,6 +29,8 @@ use kqueen_core::page::Page;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
 
+use kqueen_core::workloads::addons::state::AddonState;
+use kqueen_core::workloads::addons::{AddonDefinition, HealthRule, WellKnown};
 use kqueen_core::workloads::status::Rollout;
 use kqueen_core::{Actor, DeployRequest, Kqueen};
 use kqueen_testkit::node_lab::{NodeLab, BUSYBOX_IMAGE, NODE_NAME};
@@ -331,6 +334,55 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
     .await;
     assert!(failing.0.name.starts_with("web-"), "{failing:?}");
     assert_ne!(failing.1, Some(Rollout::Available), "{failing:?}");
+
+    // An addon whose workload runs on the node becomes Healthy by itself.
+    let pulse = AddonDefinition {
+        name: "pulse".into(),
+        version: "1.0.0".into(),
+        description: "A busybox web server on every cluster".into(),
+        namespace: "pulse-system".into(),
+        parameters: vec![],
+        health: HealthRule {
+            workloads: vec![WellKnown {
+                kind: "Deployment".into(),
+                namespace: "pulse-system".into(),
+                name: "pulse".into(),
+            }],
+            api_services: vec![],
+        },
+        requires: vec![],
+        detect: vec![],
+        manifests: format!(
+            "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: pulse-system\n---\n\
+             apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: pulse\n  \
+             namespace: pulse-system\nspec:\n  replicas: 1\n  selector:\n    matchLabels:\n      \
+             app: pulse\n  template:\n    metadata:\n      labels:\n        app: pulse\n    \
+             spec:\n      containers:\n      - name: pulse\n        image: {BUSYBOX_IMAGE}\n        \
+             imagePullPolicy: Never\n        command: [/bin/busybox, httpd, -f, -p, '8080']\n"
+        ),
+        builtin: false,
+    };
+    k.addons().define(&ops, pulse).await.unwrap();
+    k.addons()
+        .install(&ops, &id, "pulse", None, &Default::default())
+        .await
+        .unwrap();
+    engine.run_until_idle().await.unwrap();
+    within(Duration::from_secs(120), "addon Healthy", || async {
+        let views = k
+            .addons()
+            .for_cluster(&alice, &id)
+            .await
+            .map_err(|e| e.to_string())?;
+        let pulse = views
+            .into_iter()
+            .find(|a| a.name == "pulse")
+            .ok_or("no pulse")?;
+        (pulse.state == AddonState::Healthy)
+            .then_some(())
+            .ok_or(format!("{:?} {:?}", pulse.state, pulse.reason))
+    })
+    .await;
 
     // The inventory: the node with its capacity, the pod's image with its digest.
     let synced = k.fleet().sync_cluster_inventory(&ops, &id).await.unwrap();

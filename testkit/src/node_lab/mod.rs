@@ -15,7 +15,8 @@
 //! Dropping the lab (also when a test panics) stops the kubelet, kills every container,
 //! stops containerd and its shims, deletes the pods' network namespaces and the bridge,
 //! unmounts what is under its folder and removes what it left on the host. One lab runs at a
-//! time in a process (a second waits): they would share the host's kubelet folders.
+//! time on a machine (a second waits, in this process or another): kubelets share the
+//! host's `/kubepods` cgroups and kubelet folders whatever they are told.
 
 mod host;
 pub mod image;
@@ -59,6 +60,8 @@ pub struct NodeLab {
     host: host::HostBefore,
     busybox_digest: String,
     _turn: tokio::sync::OwnedMutexGuard<()>,
+    /// Holds the machine-wide lock (released when the file is closed, after the cleanup).
+    _machine: std::fs::File,
 }
 
 impl NodeLab {
@@ -82,6 +85,20 @@ impl NodeLab {
             return None;
         }
         let turn = turn().lock_owned().await;
+        // And one per machine: kubelets share /kubepods, /var/log/pods and the device
+        // plugins' socket whatever their root directory.
+        let machine = tokio::task::spawn_blocking(|| {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(std::env::temp_dir().join("kqueen-node-lab.lock"))?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .expect("the machine's node lab lock")
+        .expect("the machine's node lab lock");
         let dir = tempfile::Builder::new()
             .prefix("kqueen-node-")
             .tempdir()
@@ -96,6 +113,7 @@ impl NodeLab {
             host,
             busybox_digest: String::new(),
             _turn: turn,
+            _machine: machine,
         };
         lab.start_containerd();
         lab.import(
