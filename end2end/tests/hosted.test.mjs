@@ -161,7 +161,7 @@ test('a member requests a hosted cluster, watches it reach Ready and downloads a
   const steps = await page.locator('#step-list li').allTextContents();
   assert.equal(await page.locator('[data-state]').first().getAttribute('data-state'), 'ready',
     `${await page.locator('#cluster-error').allTextContents()}\n${steps.join('\n')}`);
-  for (const step of ['Reserving the key space', "Generating the control plane's certificates", 'Starting kube-apiserver and kube-controller-manager']) {
+  for (const step of ['Reserving the key space', "Generating the control plane's certificates", 'Starting kube-apiserver, kube-controller-manager and kube-scheduler']) {
     assert.ok(steps.some((s) => s.includes(step)), `${step} in\n${steps.join('\n')}`);
   }
   const endpoint = (await page.locator('#endpoint').textContent()).trim();
