@@ -18,6 +18,7 @@ use kqueen_core::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
 use kqueen_core::hosted::pki::{self, PkiRequest};
 use kqueen_core::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
+use kqueen_testkit::process::free_port;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, DeleteParams, PostParams};
 
@@ -46,13 +47,6 @@ impl Running {
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap()
 }
 
 fn spawn(binary: &str, args: Vec<String>, log: std::path::PathBuf) -> Child {

@@ -12,12 +12,13 @@
 
 use std::fs;
 use std::io::{Read, Seek, SeekFrom};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine;
+
+use crate::process::{free_port, log_file};
 use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, KeyUsagePurpose};
 
 pub const ENV: &str = "KQUEEN_TEST_KUBE_APISERVER";
@@ -301,21 +302,6 @@ impl Certs {
             sa_pub_pem: sa_key.public_key_pem(),
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-fn log_file(dir: &Path, name: &str) -> fs::File {
-    fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join(name))
-        .expect("log file")
 }
 
 async fn wait_for_tcp(port: u16, limit: Duration, server: &RealApiServer, log: &str) {

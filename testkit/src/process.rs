@@ -78,6 +78,23 @@ pub fn on_stop() -> impl std::future::Future<Output = ()> {
     }
 }
 
+/// A port nobody listens on at 127.0.0.1 now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// `dir/name`, opened for appending a started process's output.
+pub fn log_file(dir: &Path, name: &str) -> std::fs::File {
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(name))
+        .expect("log file")
+}
+
 /// Writes `text` to `path`, readable by this user only (a kubeconfig with an admin token).
 pub fn write_private(path: &str, text: &str) -> std::io::Result<()> {
     use std::io::Write;

@@ -7,12 +7,13 @@
 //! the client CA (what etcd trusts client certificates from; KQueen signs each control plane's
 //! certificate with it).
 
-use std::net::TcpListener;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use kqueen_core::hosted::etcd::EtcdAccess;
 use kqueen_core::hosted::pki::{Authority, CertKey};
+
+use crate::process::free_port;
 
 pub struct TlsEtcd {
     child: Child,
@@ -27,13 +28,6 @@ impl Drop for TlsEtcd {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
 }
 
 impl TlsEtcd {

@@ -1,5 +1,5 @@
 //! What the node lab asks of this host, and how it leaves it as it found it: commands with a
-//! time limit, free loopback ports, and the host state a node touches outside its own
+//! time limit, and the host state a node touches outside its own
 //! directory (network namespaces, pod log folders, the directories kubeadm and the kubelet
 //! insist on), recorded before the node starts and restored after.
 
@@ -29,14 +29,6 @@ pub fn run(program: &str, args: &[&str], limit: Duration) -> Result<Output, Stri
             String::from_utf8_lossy(&out.stderr)
         ))
     }
-}
-
-/// A port nobody listens on at 127.0.0.1 now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .unwrap_or(0)
 }
 
 fn names_in(dir: &str) -> BTreeSet<String> {

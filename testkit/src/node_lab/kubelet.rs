@@ -11,8 +11,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::host::{free_port, MOUNT_POINTS};
-use super::{log, KUBEADM_ENV, KUBELET_ENV, NODE_NAME, PAUSE_IMAGE};
+use crate::process::{free_port, log_file};
+
+use super::host::MOUNT_POINTS;
+use super::{KUBEADM_ENV, KUBELET_ENV, NODE_NAME, PAUSE_IMAGE};
 
 /// The kubelet process, when one runs, and the port it serves on (127.0.0.1).
 #[derive(Default)]
@@ -80,8 +82,8 @@ impl Kubelet {
         let child = Command::new(binary)
             .args(args)
             .stdin(Stdio::null())
-            .stdout(log(dir, "kubelet.log"))
-            .stderr(log(dir, "kubelet.log"))
+            .stdout(log_file(dir, "kubelet.log"))
+            .stderr(log_file(dir, "kubelet.log"))
             .spawn()
             .expect("start the kubelet");
         self.child = Some(child);

@@ -28,6 +28,8 @@ use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 pub use image::ImageSpec;
+
+use crate::process::log_file;
 pub use kubelet::Join;
 
 /// Where Debian's containernetworking-plugins are.
@@ -185,8 +187,8 @@ state = "{state}"
             .arg("--config")
             .arg(d.join("containerd.toml"))
             .stdin(Stdio::null())
-            .stdout(log(&d, "containerd.log"))
-            .stderr(log(&d, "containerd.log"))
+            .stdout(log_file(&d, "containerd.log"))
+            .stderr(log_file(&d, "containerd.log"))
             .spawn()
             .expect("start containerd");
         self.containerd = Some(child);
@@ -299,14 +301,6 @@ impl Drop for NodeLab {
         host::unmount_under(self.dir());
         self.host.restore();
     }
-}
-
-fn log(dir: &Path, name: &str) -> std::fs::File {
-    std::fs::OpenOptions::new()
-        .create(true)
-        .append(true)
-        .open(dir.join(name))
-        .expect("log file")
 }
 
 /// A few random bits (the lab's names, not security).
