@@ -20,23 +20,19 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kqueen_core::cluster::AdminAccess;
 use kqueen_core::identity::Role;
 use kqueen_core::kubernetes::{
-    binding_name, client, issue_user_kubeconfig, parse_kubeconfig, reconcile_access,
-    service_account_name, ClusterEndpoint, Grant, IssuedKubeconfig, RoleMap, UserAccess,
-    DISARMED_TOKEN, MANAGED_BY, MANAGED_BY_LABEL, USERS_NAMESPACE,
+    binding_name, issue_user_kubeconfig, reconcile_access, service_account_name, ClusterEndpoint,
+    Grant, IssuedKubeconfig, RoleMap, UserAccess, DISARMED_TOKEN, MANAGED_BY, MANAGED_BY_LABEL,
+    USERS_NAMESPACE,
 };
 use kube::api::{Api, ListParams, PostParams};
 use support::apiserver::RealApiServer;
 use support::fake_kube::FakeKube;
+use support::kube_client::client_of;
 
 const HOUR: Duration = Duration::from_secs(3600);
 
-async fn client_of(kubeconfig: &str) -> kube::Client {
-    let parsed = parse_kubeconfig(kubeconfig, None, false).unwrap();
-    client(&parsed, Duration::from_secs(10)).await.unwrap()
-}
-
 async fn user_client(issued: &IssuedKubeconfig) -> kube::Client {
-    client_of(std::str::from_utf8(issued.yaml.expose()).unwrap()).await
+    client_of(issued.yaml.expose(), Duration::from_secs(10)).await
 }
 
 /// One question for `kubectl auth can-i`: verb, API group, resource, namespace.
@@ -195,7 +191,7 @@ async fn personal_kubeconfigs_stay_out_of_system_namespaces_on_a_real_apiserver(
     };
     let ca = real.ca_data();
     let endpoint = ClusterEndpoint::new(real.url()).with_ca_data(Some(&ca));
-    let admin = client_of(&real.admin_kubeconfig()).await;
+    let admin = client_of(real.admin_kubeconfig().as_bytes(), Duration::from_secs(10)).await;
     create_namespace(&admin, "team-a").await;
     // An infrastructure namespace whose ServiceAccount holds cluster-wide rights (an ingress
     // controller's, say): running a pod as that account would give a member those rights.
@@ -447,7 +443,7 @@ async fn long_lived_tokens_are_disarmed(
             }
         })
         .collect::<String>();
-    let stolen = client_of(&kubeconfig).await;
+    let stolen = client_of(kubeconfig.as_bytes(), Duration::from_secs(10)).await;
     let namespaces: Api<Namespace> = Api::all(stolen.clone());
     assert!(
         namespaces.list(&ListParams::default()).await.is_ok(),

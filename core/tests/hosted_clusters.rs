@@ -26,18 +26,10 @@ use kqueen_testkit::process::alive;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 use support::converge::converge;
+use support::kube_client::client_of;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
-
-async fn client_of(yaml: &[u8]) -> kube::Client {
-    let parsed =
-        kqueen_core::kubernetes::parse_kubeconfig(std::str::from_utf8(yaml).unwrap(), None, false)
-            .unwrap();
-    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
-        .await
-        .unwrap()
-}
 
 #[tokio::test]
 async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
@@ -110,7 +102,7 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
 
     // The admin kubeconfig works; so does the member's personal one.
     let admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
-    let admin = client_of(admin.yaml.expose()).await;
+    let admin = client_of(admin.yaml.expose(), Duration::from_secs(5)).await;
     let ns: Namespace =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}})).unwrap();
     Api::<Namespace>::all(admin.clone())
@@ -118,7 +110,7 @@ async fn a_member_gets_a_hosted_cluster_upgrades_it_and_deletes_it() {
         .await
         .unwrap();
     let mine = k.access().kubeconfig(&alice, &id).await.unwrap();
-    let mine = client_of(mine.yaml.expose()).await;
+    let mine = client_of(mine.yaml.expose(), Duration::from_secs(5)).await;
     let cms: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(mine, "kept");
     // Its RoleBinding is new: the API server's RBAC cache may take a moment to see it.
     let started = Instant::now();

@@ -28,13 +28,7 @@ use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use support::apiserver::{RealApiServer, CONTROLLER_MANAGER_ENV, ENV};
-
-async fn client_of(yaml: &str) -> kube::Client {
-    let parsed = kqueen_core::kubernetes::parse_kubeconfig(yaml, None, false).unwrap();
-    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
-        .await
-        .unwrap()
-}
+use support::kube_client::client_of;
 
 /// Waits (the engine runs in the background) until `done` says so, within 90 s.
 async fn wait_until<F, Fut>(what: &str, mut done: F)
@@ -286,7 +280,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     // In the background: an operation runs until its end, waiting included.
     let (stop_engine, shutdown) = tokio::sync::watch::channel(false);
     let engine = tokio::spawn(k.engine(config).run(shutdown));
-    let admin = client_of(&admin_kubeconfig).await;
+    let admin = client_of(admin_kubeconfig.as_bytes(), Duration::from_secs(5)).await;
     let ns = runtime::namespace(cluster.id);
     let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
 
@@ -447,7 +441,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     })
     .await;
     let tenant_admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
-    let tenant_admin = client_of(std::str::from_utf8(tenant_admin.yaml.expose()).unwrap()).await;
+    let tenant_admin = client_of(tenant_admin.yaml.expose(), Duration::from_secs(5)).await;
     let kept: Namespace =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}})).unwrap();
     Api::<Namespace>::all(tenant_admin.clone())

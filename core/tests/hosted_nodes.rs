@@ -37,18 +37,10 @@ use kqueen_testkit::node_lab::{NodeLab, BUSYBOX_IMAGE, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 use support::converge::converge;
+use support::kube_client::client_of;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
-
-async fn client_of(yaml: &[u8]) -> kube::Client {
-    let parsed =
-        kqueen_core::kubernetes::parse_kubeconfig(std::str::from_utf8(yaml).unwrap(), None, false)
-            .unwrap();
-    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
-        .await
-        .unwrap()
-}
 
 /// Polls `check` every half second until it gives a value, at most `limit`.
 async fn within<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
@@ -152,7 +144,7 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
     let engine = k.engine(config);
     converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
     let admin_yaml = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
-    let admin = client_of(admin_yaml.yaml.expose()).await;
+    let admin = client_of(admin_yaml.yaml.expose(), Duration::from_secs(10)).await;
     let kubeconfig = work.path().join("admin.kubeconfig");
     kqueen_testkit::process::write_private(
         kubeconfig.to_str().unwrap(),

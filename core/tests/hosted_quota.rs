@@ -7,6 +7,8 @@
 //! quota, and a removed one, give write access back at the following round.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
+mod support;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,18 +25,10 @@ use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
+use support::kube_client::client_of;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
 const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
-
-async fn client_of(yaml: &[u8]) -> kube::Client {
-    let parsed =
-        kqueen_core::kubernetes::parse_kubeconfig(std::str::from_utf8(yaml).unwrap(), None, false)
-            .unwrap();
-    kqueen_core::kubernetes::client(&parsed, Duration::from_secs(5))
-        .await
-        .unwrap()
-}
 
 async fn create_namespace(client: &kube::Client, name: &str) -> kube::Result<Namespace> {
     let ns: Namespace =
@@ -156,7 +150,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
     let admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
-    let admin = client_of(admin.yaml.expose()).await;
+    let admin = client_of(admin.yaml.expose(), Duration::from_secs(5)).await;
     create_namespace(&admin, "before").await.unwrap();
     let space = KeySpace::for_cluster(cluster.id);
     let etcd_admin = SharedEtcd::connect(&etcd.root_access(), Duration::from_secs(5))

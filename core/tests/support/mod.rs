@@ -7,6 +7,7 @@
 pub use kqueen_testkit::apiserver;
 pub mod capi;
 pub mod converge;
+pub mod kube_client;
 pub mod world;
 #[allow(unused_imports)]
 pub use kqueen_testkit::fake_kube;
