@@ -66,6 +66,9 @@ pub struct PkiRequest {
     pub leaf_days: u32,
 }
 
+/// How long a control plane's leaf certificates are valid, in days.
+pub const LEAF_DAYS: u32 = 1825;
+
 impl PkiRequest {
     pub fn new(cluster_name: &str, hosts: Vec<String>) -> Self {
         Self {
@@ -74,7 +77,7 @@ impl PkiRequest {
             service_ip: IpAddr::from([10, 96, 0, 1]),
             dns_domain: "cluster.local".into(),
             ca_days: 3650,
-            leaf_days: 1825,
+            leaf_days: LEAF_DAYS,
         }
     }
 }
@@ -375,7 +378,7 @@ impl ControlPlanePki {
                 Authority::from_pem(&ca.cert_pem, &key)?.client(
                     "system:kube-scheduler",
                     None,
-                    PkiRequest::new("", Vec::new()).leaf_days,
+                    LEAF_DAYS,
                 )?
             }
         };

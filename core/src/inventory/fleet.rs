@@ -70,7 +70,8 @@ pub struct FleetCluster {
     pub api_version: Option<String>,
     pub nodes: u32,
     pub nodes_ready: u32,
-    /// When the first of its nodes that are not Ready stopped being Ready.
+    /// When the first of its nodes that are not Ready stopped being Ready (a Ready node has
+    /// no such time).
     pub not_ready_since: Option<DateTime<Utc>>,
     pub capacity: Resources,
     pub allocatable: Resources,

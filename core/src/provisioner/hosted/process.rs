@@ -104,29 +104,26 @@ impl ProcessRuntime {
             &spec,
         )
         .map_err(|e| transient(format!("cannot write the control plane's files: {e}")))?;
-        let specs = vec![
-            ProcessSpec {
-                name: PROCESSES[0].into(),
-                binary: PathBuf::from(&launch.artifacts.apiserver),
-                args: files.apiserver_args(&spec),
-                dir: layout.run_dir.clone(),
-                marker: marker(ctx),
-            },
-            ProcessSpec {
-                name: PROCESSES[1].into(),
-                binary: PathBuf::from(&launch.artifacts.controller_manager),
-                args: files.controller_manager_args(&spec),
-                dir: layout.run_dir.clone(),
-                marker: marker(ctx),
-            },
-            ProcessSpec {
-                name: PROCESSES[2].into(),
-                binary: PathBuf::from(&launch.artifacts.scheduler),
-                args: files.scheduler_args(&spec),
-                dir: layout.run_dir,
-                marker: marker(ctx),
-            },
+        let artifacts = &launch.artifacts;
+        let binaries_and_args = [
+            (&artifacts.apiserver, files.apiserver_args(&spec)),
+            (
+                &artifacts.controller_manager,
+                files.controller_manager_args(&spec),
+            ),
+            (&artifacts.scheduler, files.scheduler_args(&spec)),
         ];
+        let specs = PROCESSES
+            .into_iter()
+            .zip(binaries_and_args)
+            .map(|(name, (binary, args))| ProcessSpec {
+                name: name.into(),
+                binary: PathBuf::from(binary),
+                args,
+                dir: layout.run_dir.clone(),
+                marker: marker(ctx),
+            })
+            .collect();
         self.supervisor
             .run(&key(ctx), specs)
             .await

@@ -154,7 +154,7 @@ const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name 
      LEFT JOIN shared_storage_usage ss ON ss.cluster_id = c.id \
      LEFT JOIN (SELECT cluster_id, COUNT(*) AS nodes, \
         CAST(SUM(CASE WHEN ready THEN 1 ELSE 0 END) AS BIGINT) AS nodes_ready, \
-        MIN(CASE WHEN ready THEN NULL ELSE not_ready_since END) AS not_ready_since, \
+        MIN(not_ready_since) AS not_ready_since, \
         SUM(CAST(cpu_capacity AS DOUBLE PRECISION)) AS cpu_capacity, \
         SUM(CAST(mem_capacity AS DOUBLE PRECISION)) AS mem_capacity, \
         SUM(CAST(cpu_allocatable AS DOUBLE PRECISION)) AS cpu_allocatable, \
