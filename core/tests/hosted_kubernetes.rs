@@ -1,22 +1,33 @@
-//! The `hosted` provisioner's `kubernetes` runtime (the Kamaji design) against a real
-//! kube-apiserver as the admin cluster (`KQUEEN_TEST_KUBE_APISERVER`, with
-//! kube-controller-manager running only the namespace and garbage collector controllers, so
-//! that nothing but this test writes the Deployment's status): a member's hosted cluster gets
-//! its Namespace, Secret, Deployment and Service with the right fields and owner labels,
-//! applied by field manager `kqueen`; the cluster waits until the test, playing the kubelet,
-//! runs the pod's containers as processes (the real binaries, with the Secret's files) and
-//! reports them available; the admin kubeconfig then works; an upgrade rolls the image and
-//! keeps the data; delete removes the Namespace with everything in it and the key space.
+//! The `hosted` provisioner's `kubernetes` runtime (the Kamaji design) with a real node: the
+//! admin cluster is itself a hosted cluster KQueen made (runtime `process`, with its
+//! controllers and scheduler) that a real node (the test kit's node lab: containerd, the CNI
+//! bridge, a kubelet v1.20 joined with `kubeadm join`) serves. A member's hosted cluster of
+//! runtime `kubernetes` gets its Namespace, Secret, Deployment and Service in it with the
+//! right fields and owner labels, applied by field manager `kqueen`; the node runs the
+//! control-plane pods (kube-apiserver, kube-controller-manager, kube-scheduler from images
+//! built of the real binaries, as the Deployment's non-root user with the Secret's files)
+//! and the cluster becomes Ready when the admin cluster says they are available; the admin
+//! kubeconfig then works through the Service's node port; the tenant's controller manager
+//! and scheduler work; an upgrade rolls the pods to the new image and keeps the data; delete
+//! removes the Namespace with everything in it and the key space.
+//!
+//! What is not real here: kube-proxy is not among `../shared/kube`'s binaries, so the node
+//! port is forwarded by the lab's [`NodePort`] (kube-proxy's userspace mode); the shared etcd
+//! listens on the lab's bridge, where the pods reach it (a real admin cluster reaches its
+//! etcd over the network). The "1.21" images hold the same v1.20.2 binaries under a second
+//! tag: a new image to roll to.
+//!
+//! Needs the binaries of `../shared/kube` and containers; skips with the reason otherwise.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod support;
 
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{Namespace, Secret, Service};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service, ServiceAccount};
 use kqueen_core::cluster::{ClusterRequest, ClusterState};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
@@ -25,24 +36,32 @@ use kqueen_core::provisioner::hosted::kubernetes as runtime;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
+use kqueen_testkit::node_lab::{ImageSpec, NodeLab, NodePort, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
-use kube::api::{Api, Patch, PatchParams, PostParams};
-use support::apiserver::{RealApiServer, CONTROLLER_MANAGER_ENV, ENV};
+use kube::api::{Api, PostParams};
 use support::kube_client::client_of;
 
-/// Waits (the engine runs in the background) until `done` says so, within 90 s.
-async fn wait_until<F, Fut>(what: &str, mut done: F)
+const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
+const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
+const SCHEDULER: &str = "KQUEEN_TEST_KUBE_SCHEDULER";
+
+/// Waits (the engine runs in the background) until `done` gives a value, within `limit`;
+/// prints how long it took, or fails with what `done` said last.
+async fn within<T, F, Fut>(limit: Duration, what: &str, mut done: F) -> T
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = bool>,
+    Fut: std::future::Future<Output = Result<T, String>>,
 {
     let started = Instant::now();
     loop {
-        if done().await {
-            return;
+        match done().await {
+            Ok(v) => {
+                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
+                return v;
+            }
+            Err(e) if started.elapsed() > limit => panic!("{what} not within {limit:?}: {e}"),
+            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
         }
-        assert!(started.elapsed() < Duration::from_secs(90), "never: {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -64,113 +83,61 @@ async fn state_of(k: &Kqueen, id: &str) -> Option<ClusterState> {
     }
 }
 
-/// The test's kubelet: runs the control-plane pod's containers as processes of this host
-/// with the Secret's files (the pod listens on the Service's node port itself, as the
-/// NodePort runtime has it), and reports the Deployment's pods available.
-struct Kubelet {
-    dir: tempfile::TempDir,
-    children: Vec<Child>,
+/// The cluster reaching `want` (`None`: gone), or why not: its state and what its pods say.
+async fn reaches(
+    k: &Kqueen,
+    id: &str,
+    want: Option<ClusterState>,
+    pods: &Api<Pod>,
+) -> Result<(), String> {
+    let state = state_of(k, id).await;
+    if state == want {
+        return Ok(());
+    }
+    Err(format!("{state:?}; pods: {}", pods_say(pods).await))
 }
 
-impl Kubelet {
-    fn new() -> Self {
-        Self {
-            dir: tempfile::tempdir().unwrap(),
-            children: Vec::new(),
-        }
-    }
-
-    /// What the pod sees, as this host has it: the Secret's volume is a directory here,
-    /// and the pod's "every address" is loopback.
-    fn localize(&self, text: &str) -> String {
-        text.replace(runtime::PKI_DIR, &self.dir.path().display().to_string())
-            .replace("--bind-address=0.0.0.0", "--bind-address=127.0.0.1")
-    }
-
-    /// Starts the pod's containers (again) from the Deployment and the Secret as they are.
-    async fn run_pod(&mut self, admin: &kube::Client, ns: &str) {
-        self.stop();
-        let secret = Api::<Secret>::namespaced(admin.clone(), ns)
-            .get(runtime::PKI_SECRET)
-            .await
-            .unwrap();
-        for (name, body) in secret.data.unwrap() {
-            let text = self.localize(std::str::from_utf8(&body.0).unwrap());
-            std::fs::write(self.dir.path().join(name), text).unwrap();
-        }
-        let deployment = Api::<Deployment>::namespaced(admin.clone(), ns)
-            .get(runtime::DEPLOYMENT)
-            .await
-            .unwrap();
-        let pod = deployment.spec.unwrap().template.spec.unwrap();
-        for container in pod.containers {
-            let binary = match container.name.as_str() {
-                "kube-apiserver" => std::env::var(ENV).unwrap(),
-                "kube-controller-manager" => std::env::var(CONTROLLER_MANAGER_ENV).unwrap(),
-                "kube-scheduler" => std::env::var("KQUEEN_TEST_KUBE_SCHEDULER").unwrap(),
-                other => panic!("unexpected container {other}"),
-            };
-            let args: Vec<String> = container
-                .args
-                .unwrap()
-                .iter()
-                .map(|a| self.localize(a))
-                .collect();
-            let log =
-                std::fs::File::create(self.dir.path().join(format!("{}.log", container.name)))
-                    .unwrap();
-            let child = Command::new(binary)
-                .args(args)
-                .stdin(Stdio::null())
-                .stdout(log.try_clone().unwrap())
-                .stderr(log)
-                .spawn()
-                .unwrap();
-            self.children.push(child);
-        }
-    }
-
-    /// Reports every replica of the Deployment's current generation updated and available.
-    async fn report_available(&self, admin: &kube::Client, ns: &str) {
-        let deployments = Api::<Deployment>::namespaced(admin.clone(), ns);
-        let d = deployments.get(runtime::DEPLOYMENT).await.unwrap();
-        let want = d.spec.unwrap().replicas.unwrap();
-        let status = serde_json::json!({"status": {
-            "observedGeneration": d.metadata.generation,
-            "replicas": want,
-            "updatedReplicas": want,
-            "readyReplicas": want,
-            "availableReplicas": want,
-            "conditions": [{"type": "Available", "status": "True",
-                            "reason": "MinimumReplicasAvailable"}],
-        }});
-        deployments
-            .patch_status(
-                runtime::DEPLOYMENT,
-                &PatchParams::default(),
-                &Patch::Merge(&status),
-            )
-            .await
-            .unwrap();
-    }
-
-    fn stop(&mut self) {
-        for mut child in self.children.drain(..) {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-
-    fn log(&self, container: &str) -> String {
-        std::fs::read_to_string(self.dir.path().join(format!("{container}.log")))
+/// Each pod's phase and its containers' states, for a failure's message.
+async fn pods_say(pods: &Api<Pod>) -> String {
+    let Ok(list) = pods.list(&Default::default()).await else {
+        return "(no list)".into();
+    };
+    let mut said = Vec::new();
+    for pod in list.items {
+        let name = pod.metadata.name.unwrap_or_default();
+        let status = pod.status.unwrap_or_default();
+        let containers: Vec<String> = status
+            .container_statuses
             .unwrap_or_default()
+            .into_iter()
+            .map(|c| format!("{} ready={} {:?}", c.name, c.ready, c.state))
+            .collect();
+        said.push(format!("{name} {:?} {containers:?}", status.phase));
     }
+    said.join("\n")
 }
 
-impl Drop for Kubelet {
-    fn drop(&mut self) {
-        self.stop();
-    }
+fn node_ready(node: &Node) -> bool {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
+}
+
+/// The machine's load average, printed beside the figures.
+fn load() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// An image of one control-plane binary, run as the Deployment's non-root user.
+fn control_plane_image(binary: &str, name: &str, tag: &str) -> ImageSpec {
+    ImageSpec::new(
+        &format!("kqueen.local/{name}:{tag}"),
+        &[&format!("/bin/{name}")],
+    )
+    .file(binary, &format!("/bin/{name}"))
 }
 
 fn labels_of(
@@ -214,92 +181,18 @@ fn assert_owned(
     );
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
-    if std::env::var(CONTROLLER_MANAGER_ENV).is_err() {
-        println!("skipped: {CONTROLLER_MANAGER_ENV} not set (the kubelet of this test runs it)");
-        return;
-    }
-    let Some(admin_cluster) =
-        RealApiServer::start_with_controllers("namespace,garbagecollector").await
-    else {
-        return;
-    };
-    let etcd = TlsEtcd::start().await;
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let mut registry = Registry::new();
-    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry)
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let ops = Actor::cli(Some("ops".into()));
-
-    // The operator: a hosted provider of runtime kubernetes on the shared etcd, exposing API
-    // servers as NodePort Services on 127.0.0.1, two versions (images).
-    let admin_kubeconfig = admin_cluster.admin_kubeconfig();
-    let versions = "1.20 images.test/kube-apiserver:v1.20.2 images.test/kube-controller-manager:v1.20.2\n\
-                    1.21 images.test/kube-apiserver:v1.21.14 images.test/kube-controller-manager:v1.21.14\n";
-    let mut settings = etcd.provider_settings();
-    for (field, value) in [
-        ("runtime", "kubernetes"),
-        ("versions", versions),
-        ("address", "127.0.0.1"),
-        ("admin_kubeconfig", admin_kubeconfig.as_str()),
-        ("service_type", "NodePort"),
-        ("replicas", "2"),
-    ] {
-        settings.push((field, value.to_owned()));
-    }
-    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(
-        &k,
-        &ops,
-        ("hosted", "kamaji-like", &settings),
-        ("hosted-ha", ""),
-    )
-    .await;
-
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "prod".into(),
-                template: "hosted-ha".into(),
-                parameters: [("kubernetes_version".to_owned(), "1.20".to_owned())].into(),
-            },
-        )
-        .await
-        .unwrap();
-    let id = cluster.id.to_string();
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
-    // In the background: an operation runs until its end, waiting included.
-    let (stop_engine, shutdown) = tokio::sync::watch::channel(false);
-    let engine = tokio::spawn(k.engine(config).run(shutdown));
-    let admin = client_of(admin_kubeconfig.as_bytes(), Duration::from_secs(5)).await;
-    let ns = runtime::namespace(cluster.id);
-    let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
-
-    // The objects, once the Deployment is there.
-    wait_until("the Deployment is applied", || async {
-        deployments
-            .get_opt(runtime::DEPLOYMENT)
-            .await
-            .unwrap()
-            .is_some()
-    })
-    .await;
-    let namespace = Api::<Namespace>::all(admin.clone()).get(&ns).await.unwrap();
-    assert_owned("Namespace", &namespace.metadata, &id);
-    let service = Api::<Service>::namespaced(admin.clone(), &ns)
+/// The objects KQueen applied for the cluster (`id`) in the admin cluster: owned, shaped as
+/// the runtime has them; the Service's node port.
+async fn assert_objects(admin: &kube::Client, ns: &str, id: &str, etcd_endpoint: &str) -> u16 {
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), ns);
+    let cluster_id: uuid::Uuid = id.parse().unwrap();
+    let namespace = Api::<Namespace>::all(admin.clone()).get(ns).await.unwrap();
+    assert_owned("Namespace", &namespace.metadata, id);
+    let service = Api::<Service>::namespaced(admin.clone(), ns)
         .get(runtime::SERVICE)
         .await
         .unwrap();
-    assert_owned("Service", &service.metadata, &id);
+    assert_owned("Service", &service.metadata, id);
     let service_spec = service.spec.unwrap();
     assert_eq!(service_spec.type_.as_deref(), Some("NodePort"));
     let port = &service_spec.ports.unwrap()[0];
@@ -310,12 +203,12 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     );
     let node_port = u16::try_from(port.node_port.unwrap()).unwrap();
     let selector = service_spec.selector.unwrap();
-    assert_eq!(selector.get(runtime::CLUSTER_LABEL), Some(&id));
-    let secret = Api::<Secret>::namespaced(admin.clone(), &ns)
+    assert_eq!(selector.get(runtime::CLUSTER_LABEL), Some(&id.to_owned()));
+    let secret = Api::<Secret>::namespaced(admin.clone(), ns)
         .get(runtime::PKI_SECRET)
         .await
         .unwrap();
-    assert_owned("Secret", &secret.metadata, &id);
+    assert_owned("Secret", &secret.metadata, id);
     let files: Vec<String> = secret.data.clone().unwrap().into_keys().collect();
     for file in [
         "ca.crt",
@@ -333,7 +226,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
         assert!(files.contains(&file.to_owned()), "{file} in {files:?}");
     }
     let deployment = deployments.get(runtime::DEPLOYMENT).await.unwrap();
-    assert_owned("Deployment", &deployment.metadata, &id);
+    assert_owned("Deployment", &deployment.metadata, id);
     let spec = deployment.spec.unwrap();
     assert_eq!(spec.replicas, Some(2));
     assert_eq!(
@@ -341,7 +234,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
             .match_labels
             .unwrap()
             .get(runtime::CLUSTER_LABEL),
-        Some(&id)
+        Some(&id.to_owned())
     );
     let template_labels = spec.template.metadata.unwrap().labels.unwrap();
     for (key, value) in selector {
@@ -362,14 +255,14 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     let apiserver = container("kube-apiserver");
     assert_eq!(
         apiserver.image.as_deref(),
-        Some("images.test/kube-apiserver:v1.20.2")
+        Some("kqueen.local/kube-apiserver:v1.20.2")
     );
     let args = apiserver.args.unwrap();
     for arg in [
-        format!("--etcd-servers={}", etcd.endpoint),
+        format!("--etcd-servers={}", etcd_endpoint),
         format!(
             "--etcd-prefix={}",
-            KeySpace::for_cluster(cluster.id).prefix()
+            KeySpace::for_cluster(cluster_id).prefix()
         ),
         "--etcd-compaction-interval=0".to_owned(),
         // Where the tenant's nodes reach it: the node address and the node port.
@@ -396,7 +289,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     let controller_manager = container("kube-controller-manager");
     assert_eq!(
         controller_manager.image.as_deref(),
-        Some("images.test/kube-controller-manager:v1.20.2")
+        Some("kqueen.local/kube-controller-manager:v1.20.2")
     );
     assert!(
         controller_manager
@@ -408,7 +301,7 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
     let scheduler = container("kube-scheduler");
     assert_eq!(
         scheduler.image.as_deref(),
-        Some("images.test/kube-scheduler:v1.20.2"),
+        Some("kqueen.local/kube-scheduler:v1.20.2"),
         "found beside the controller manager's image"
     );
     assert!(scheduler
@@ -421,75 +314,302 @@ async fn a_hosted_control_plane_runs_as_a_deployment_of_the_admin_cluster() {
         Some(runtime::PKI_SECRET)
     );
 
-    // The status is followed: no pod runs yet, so the cluster is not Ready.
-    tokio::time::sleep(Duration::from_secs(2)).await;
+    node_port
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster() {
+    let (Ok(apiserver), Ok(cm), Ok(scheduler)) = (
+        std::env::var(APISERVER),
+        std::env::var(CONTROLLER_MANAGER),
+        std::env::var(SCHEDULER),
+    ) else {
+        println!(
+            "skipped: {APISERVER}, {CONTROLLER_MANAGER} and {SCHEDULER} name the real binaries"
+        );
+        return;
+    };
+    let Some(lab) = NodeLab::start().await else {
+        return;
+    };
+    // Where the node's pods reach it: the lab's bridge.
+    let etcd = TlsEtcd::start_on(lab.gateway()).await;
+    let db = kqueen_testkit::TestDatabase::sqlite();
+    let work = tempfile::tempdir().unwrap();
+    let mut registry = Registry::new();
+    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_registry(registry)
+        .with_group_map(GroupMap::parse("team-a=team-a:member,platform=platform:member").unwrap());
+    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
+    let olga = kqueen_testkit::people::login(&k, "olga", "platform").await;
+    let ops = Actor::cli(Some("ops".into()));
+    let mut config = EngineConfig::new(work.path().join("clusters"));
+    config.poll_interval = Duration::from_millis(50);
+    // In the background: an operation runs until its end, waiting included.
+    let (stop_engine, shutdown) = tokio::sync::watch::channel(false);
+    let engine = tokio::spawn(k.engine(config).run(shutdown));
+
+    // The admin cluster: a hosted cluster of runtime process, with the lab's node.
+    let mut shared = etcd.provider_settings();
+    shared.push(("versions", format!("1.20 {apiserver} {cm}\n")));
+    let shared: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &shared), ("hosted", "")).await;
+    let (admin_cluster, _) = k
+        .clusters()
+        .request_cluster(
+            &olga,
+            ClusterRequest {
+                tenant: Some("platform".into()),
+                name: "admin".into(),
+                template: "hosted".into(),
+                parameters: Default::default(),
+            },
+        )
+        .await
+        .unwrap();
+    let admin_id = admin_cluster.id.to_string();
+    let _processes = kqueen_testkit::process::KillOnDrop(
+        work.path().join("clusters").join(&admin_id).join("run"),
+    );
+    within(Duration::from_secs(120), "admin cluster Ready", || async {
+        (state_of(&k, &admin_id).await == Some(ClusterState::Ready))
+            .then_some(())
+            .ok_or_else(|| "not yet".to_owned())
+    })
+    .await;
+    let admin_kubeconfig = k.access().admin_kubeconfig(&ops, &admin_id).await.unwrap();
+    let admin_kubeconfig = String::from_utf8(admin_kubeconfig.yaml.expose().to_vec()).unwrap();
+    let admin = client_of(admin_kubeconfig.as_bytes(), Duration::from_secs(10)).await;
+    let join = k.clusters().join_info(&olga, &admin_id).await.unwrap();
+    lab.kubeadm_join(&join.command, Duration::from_secs(240))
+        .await
+        .unwrap_or_else(|e| panic!("{e}\nkubelet: {}", lab.log("kubelet.log")));
+    let nodes: Api<Node> = Api::all(admin.clone());
+    within(Duration::from_secs(120), "admin node Ready", || async {
+        match nodes.get_opt(NODE_NAME).await {
+            Ok(Some(n)) if node_ready(&n) => Ok(()),
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
+
+    // The control plane's images, built of the real binaries; "1.21": the same under a
+    // second tag.
+    let started = Instant::now();
+    for (binary, name) in [
+        (&apiserver, "kube-apiserver"),
+        (&cm, "kube-controller-manager"),
+        (&scheduler, "kube-scheduler"),
+    ] {
+        let image = control_plane_image(binary, name, "v1.20.2");
+        lab.import(&image);
+        lab.tag(
+            &image.reference,
+            &format!("kqueen.local/{name}:v1.20.2-next"),
+        );
+    }
+    println!(
+        "bench: three control-plane images imported in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+
+    // The operator: a hosted provider of runtime kubernetes on the admin cluster, exposing
+    // API servers as NodePort Services on 127.0.0.1, two replicas, two versions (images).
+    let versions = "1.20 kqueen.local/kube-apiserver:v1.20.2 kqueen.local/kube-controller-manager:v1.20.2\n\
+                    1.21 kqueen.local/kube-apiserver:v1.20.2-next kqueen.local/kube-controller-manager:v1.20.2-next\n";
+    let mut settings = etcd.provider_settings();
+    for (field, value) in [
+        ("runtime", "kubernetes"),
+        ("versions", versions),
+        ("address", "127.0.0.1"),
+        ("admin_kubeconfig", admin_kubeconfig.as_str()),
+        ("service_type", "NodePort"),
+        ("replicas", "2"),
+    ] {
+        settings.push((field, value.to_owned()));
+    }
+    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
+    kqueen_testkit::catalog::offer(
+        &k,
+        &ops,
+        ("hosted", "kamaji-like", &settings),
+        ("hosted-ha", ""),
+    )
+    .await;
+    let (cluster, _) = k
+        .clusters()
+        .request_cluster(
+            &alice,
+            ClusterRequest {
+                tenant: Some("team-a".into()),
+                name: "prod".into(),
+                template: "hosted-ha".into(),
+                parameters: [("kubernetes_version".to_owned(), "1.20".to_owned())].into(),
+            },
+        )
+        .await
+        .unwrap();
+    let id = cluster.id.to_string();
+    let ns = runtime::namespace(cluster.id);
+    let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
+    let pods = Api::<Pod>::namespaced(admin.clone(), &ns);
+    let started = Instant::now();
+    within(
+        Duration::from_secs(90),
+        "the Deployment applied",
+        || async {
+            match deployments.get_opt(runtime::DEPLOYMENT).await {
+                Ok(Some(_)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    // Until its API servers answer, the cluster is not Ready.
     assert_eq!(state_of(&k, &id).await, Some(ClusterState::Provisioning));
+    let node_port = assert_objects(&admin, &ns, &id, &etcd.endpoint).await;
+    let _node_port = NodePort::forward(admin.clone(), &ns, runtime::SERVICE, node_port)
+        .await
+        .unwrap();
+
+    // The node runs the pods; the admin cluster says they are available: Ready.
+    within(Duration::from_secs(240), "Ready", || {
+        reaches(&k, &id, Some(ClusterState::Ready), &pods)
+    })
+    .await;
+    println!(
+        "bench: kubernetes runtime, request to Ready with 2 control-plane pods on a real node {:.1} s (load {})",
+        started.elapsed().as_secs_f64(),
+        load()
+    );
     let events = k.clusters().cluster_detail(&ops, &id).await.unwrap().events;
     assert!(
         events
             .iter()
-            .any(|e| e.message.contains("has not started the control plane yet")),
-        "{events:#?}"
+            .any(|e| e.message.contains("control-plane pods available")
+                || e.message.contains("has not started the control plane yet")),
+        "the wait was followed: {events:#?}"
     );
+    let running = pods.list(&Default::default()).await.unwrap().items;
+    assert_eq!(running.len(), 2, "{}", pods_say(&pods).await);
+    for pod in &running {
+        let spec = pod.spec.as_ref().unwrap();
+        assert_eq!(spec.node_name.as_deref(), Some(NODE_NAME));
+        let status = pod.status.as_ref().unwrap();
+        assert_eq!(status.phase.as_deref(), Some("Running"));
+        let ready = status.container_statuses.as_ref().unwrap();
+        assert_eq!(ready.len(), 3);
+        assert!(ready.iter().all(|c| c.ready), "{ready:?}");
+    }
 
-    // The kubelet runs the pod and reports it: Ready, and the admin kubeconfig works.
-    let mut kubelet = Kubelet::new();
-    kubelet.run_pod(&admin, &ns).await;
-    kubelet.report_available(&admin, &ns).await;
-    wait_until("Ready", || async {
-        state_of(&k, &id).await == Some(ClusterState::Ready)
-    })
-    .await;
+    // The admin kubeconfig works through the node port, on the pods' API servers.
     let tenant_admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
-    let tenant_admin = client_of(tenant_admin.yaml.expose(), Duration::from_secs(5)).await;
+    let tenant_admin = client_of(tenant_admin.yaml.expose(), Duration::from_secs(10)).await;
     let kept: Namespace =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}})).unwrap();
     Api::<Namespace>::all(tenant_admin.clone())
         .create(&PostParams::default(), &kept)
         .await
-        .unwrap_or_else(|e| panic!("{e}\n{}", kubelet.log("kube-apiserver")));
+        .unwrap();
     let detail = k.clusters().cluster_detail(&ops, &id).await.unwrap();
     assert_eq!(
         detail.cluster.endpoint.as_deref(),
         Some(format!("https://127.0.0.1:{node_port}").as_str())
     );
+    // The pods' controller manager gives the new namespace its service account; the
+    // scheduler holds its lease.
+    let accounts = Api::<ServiceAccount>::namespaced(tenant_admin.clone(), "kept");
+    within(
+        Duration::from_secs(60),
+        "the controller manager works",
+        || async {
+            match accounts.get_opt("default").await {
+                Ok(Some(_)) => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    let leases = Api::<Lease>::namespaced(tenant_admin.clone(), "kube-system");
+    within(Duration::from_secs(60), "the scheduler leads", || async {
+        match leases.get_opt("kube-scheduler").await {
+            Ok(Some(l))
+                if l.spec
+                    .as_ref()
+                    .and_then(|s| s.holder_identity.as_ref())
+                    .is_some() =>
+            {
+                Ok(())
+            }
+            other => Err(format!("{other:?}")),
+        }
+    })
+    .await;
 
-    // Upgrade: the image rolls; the cluster waits for the new pods, then the data is there.
+    // Upgrade: the pods roll to the new image (one new before one old goes); Ready again
+    // when the admin cluster says so, with the data kept.
+    let started = Instant::now();
     k.clusters()
         .upgrade_cluster(&ops, &id, "1.21")
         .await
         .unwrap();
-    wait_until("the new image is applied", || async {
-        let d = deployments.get(runtime::DEPLOYMENT).await.unwrap();
-        d.spec.unwrap().template.spec.unwrap().containers[0]
+    within(Duration::from_secs(60), "the new image applied", || async {
+        let d = deployments
+            .get(runtime::DEPLOYMENT)
+            .await
+            .map_err(|e| e.to_string())?;
+        let image = d.spec.unwrap().template.spec.unwrap().containers[0]
             .image
-            .as_deref()
-            == Some("images.test/kube-apiserver:v1.21.14")
+            .clone();
+        (image.as_deref() == Some("kqueen.local/kube-apiserver:v1.20.2-next"))
+            .then_some(())
+            .ok_or(format!("{image:?}"))
     })
     .await;
-    tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(state_of(&k, &id).await, Some(ClusterState::Updating));
-    kubelet.run_pod(&admin, &ns).await;
-    kubelet.report_available(&admin, &ns).await;
-    wait_until("Ready after the upgrade", || async {
-        state_of(&k, &id).await == Some(ClusterState::Ready)
+    within(Duration::from_secs(240), "Ready after the upgrade", || {
+        reaches(&k, &id, Some(ClusterState::Ready), &pods)
     })
     .await;
+    println!(
+        "bench: kubernetes runtime, upgrade rolled over 2 control-plane pods {:.1} s (load {})",
+        started.elapsed().as_secs_f64(),
+        load()
+    );
+    let rolled = pods.list(&Default::default()).await.unwrap().items;
+    let images: Vec<Option<String>> = rolled
+        .iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .map(|p| p.spec.as_ref().unwrap().containers[0].image.clone())
+        .collect();
+    assert_eq!(
+        images,
+        vec![Some("kqueen.local/kube-apiserver:v1.20.2-next".to_owned()); 2]
+    );
     Api::<Namespace>::all(tenant_admin.clone())
         .get("kept")
         .await
         .unwrap();
 
-    // Delete: the Namespace goes with everything in it (the namespace controller empties
-    // it), then the key space.
-    kubelet.stop();
+    // Delete: the Namespace goes with everything in it (the node stops the pods, the
+    // namespace controller empties it), then the key space.
     k.clusters().delete_cluster(&ops, &id).await.unwrap();
-    wait_until("deleted", || async { state_of(&k, &id).await.is_none() }).await;
+    within(Duration::from_secs(240), "deleted", || {
+        reaches(&k, &id, None, &pods)
+    })
+    .await;
     assert!(Api::<Namespace>::all(admin.clone())
         .get_opt(&ns)
         .await
         .unwrap()
         .is_none());
+    assert!(pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .is_empty());
     for kind in [
         deployments
             .get_opt(runtime::DEPLOYMENT)

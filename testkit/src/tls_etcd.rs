@@ -31,15 +31,24 @@ impl Drop for TlsEtcd {
 }
 
 impl TlsEtcd {
-    /// Starts etcd and enables auth with `root` (by certificate) as its administrator.
+    /// Starts etcd on 127.0.0.1 and enables auth with `root` (by certificate) as its
+    /// administrator.
     pub async fn start() -> Self {
+        Self::start_on("127.0.0.1").await
+    }
+
+    /// Starts etcd listening for clients on `address` (one of this host's: the node lab's
+    /// gateway, where pods reach it), its certificate naming that address too.
+    pub async fn start_on(address: &str) -> Self {
         let bin = etcd_bin_vendored::etcd_bin_path().expect("an etcd binary");
         for _ in 0..5 {
             let server_ca = Authority::generate("test etcd server CA", 30).unwrap();
             let client_ca = Authority::generate("test etcd client CA", 30).unwrap();
-            let serving = server_ca
-                .server("etcd", &["127.0.0.1".into(), "localhost".into()], 30)
-                .unwrap();
+            let mut names = vec!["127.0.0.1".to_owned(), "localhost".to_owned()];
+            if !names.iter().any(|n| n == address) {
+                names.push(address.to_owned());
+            }
+            let serving = server_ca.server("etcd", &names, 30).unwrap();
             let dir = tempfile::tempdir().unwrap();
             let write = |name: &str, body: &[u8]| {
                 let path = dir.path().join(name);
@@ -50,7 +59,7 @@ impl TlsEtcd {
             let key = write("server-key.pem", serving.key_pem.expose());
             let trusted = write("client-ca.pem", client_ca.cert_key().cert_pem.as_bytes());
             let (client, peer) = (free_port(), free_port());
-            let endpoint = format!("https://127.0.0.1:{client}");
+            let endpoint = format!("https://{address}:{client}");
             let peer_url = format!("http://127.0.0.1:{peer}");
             let child = Command::new(bin)
                 .arg("--name=kq")

@@ -21,6 +21,7 @@
 mod host;
 pub mod image;
 mod kubelet;
+mod node_port;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -31,6 +32,7 @@ pub use image::ImageSpec;
 
 use crate::process::log_file;
 pub use kubelet::Join;
+pub use node_port::NodePort;
 
 /// Where Debian's containernetworking-plugins are.
 pub const CNI_BIN: &str = "/usr/lib/cni";
@@ -60,6 +62,8 @@ pub struct NodeLab {
     containerd: Option<Child>,
     kubelet: tokio::sync::Mutex<kubelet::Kubelet>,
     host: host::HostBefore,
+    /// The bridge's own address, the pods' gateway (`10.244.N.1`).
+    gateway: String,
     busybox_digest: String,
     _turn: tokio::sync::OwnedMutexGuard<()>,
     /// Holds the machine-wide lock (released when the file is closed, after the cleanup).
@@ -106,6 +110,8 @@ impl NodeLab {
             .tempdir()
             .expect("a folder for the node lab");
         let id = format!("kq{:06x}", (std::process::id() ^ rand_u32()) & 0xff_ffff);
+        // A /24 of 10.244.0.0/16 of its own, so two labs never share addresses.
+        let gateway = format!("10.244.{}.1", rand_u32() % 250 + 1);
         let host = host::HostBefore::record().expect("the host's kubelet folders");
         let mut lab = Self {
             dir,
@@ -113,10 +119,12 @@ impl NodeLab {
             containerd: None,
             kubelet: tokio::sync::Mutex::new(kubelet::Kubelet::default()),
             host,
+            gateway,
             busybox_digest: String::new(),
             _turn: turn,
             _machine: machine,
         };
+        lab.add_bridge();
         lab.start_containerd();
         lab.import(
             &ImageSpec::new(PAUSE_IMAGE, &["/bin/busybox", "sleep", "2147483647"])
@@ -144,12 +152,33 @@ impl NodeLab {
         self.dir().join("containerd.sock")
     }
 
+    /// The host's address on the pods' network (their gateway): what a pod reaches the host
+    /// by, as a service of the machine that listens there (an etcd) is reached from a node's
+    /// pods. It exists from [`NodeLab::start`] on.
+    pub fn gateway(&self) -> &str {
+        &self.gateway
+    }
+
+    /// The bridge with the gateway's address, before any pod (the CNI plugin would make it
+    /// at the first): something on the host can listen there from the start.
+    fn add_bridge(&self) {
+        let address = format!("{}/24", self.gateway);
+        for args in [
+            ["link", "add", "name", self.id.as_str(), "type", "bridge"].as_slice(),
+            ["address", "add", address.as_str(), "dev", self.id.as_str()].as_slice(),
+            ["link", "set", self.id.as_str(), "up"].as_slice(),
+        ] {
+            host::run("ip", args, Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("ip {}: {e}", args.join(" ")));
+        }
+    }
+
     fn start_containerd(&mut self) {
         let d = self.dir().to_path_buf();
         let cni = d.join("cni");
         std::fs::create_dir_all(&cni).expect("cni folder");
-        // A /24 of 10.244.0.0/16 of its own, so two labs never share addresses.
-        let subnet = format!("10.244.{}.0/24", rand_u32() % 250 + 1);
+        let network = self.gateway.rsplit_once('.').map_or("", |(net, _)| net);
+        let subnet = format!("{network}.0/24");
         let conf = serde_json::json!({
             "cniVersion": "0.4.0",
             "name": self.id,
@@ -233,6 +262,13 @@ state = "{state}"
         let _ = self.ctr(&["images", "tag", &spec.reference, &digested]);
         let _ = std::fs::remove_file(&archive);
         digest
+    }
+
+    /// Names an imported image `reference` too (as a registry would serve the same image
+    /// under a second tag).
+    pub fn tag(&self, image: &str, reference: &str) {
+        self.ctr(&["images", "tag", "--force", image, reference])
+            .unwrap_or_else(|e| panic!("tag {image} as {reference}: {e}"));
     }
 
     /// The end of one of the lab's logs.
