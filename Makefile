@@ -4,7 +4,7 @@ export RUSTUP_AUTO_INSTALL := 0
 WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check imports clippy test-rust e2e api-fuzz test clean
+.PHONY: help setup setup-test run site site-debug build fakes fmt fmt-check imports code-tour clippy test-rust e2e api-fuzz test clean
 
 help: ## List the recipes
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -40,6 +40,9 @@ fmt-check: ## Check formatting
 imports: ## No import cycles between the modules of any crate (scripts/imports.py)
 	python3 scripts/imports.py
 
+code-tour: ## README's code tour names every source file (scripts/code_tour.py)
+	python3 scripts/code_tour.py
+
 clippy: setup ## Lint the server side (ssr) and the wasm side (hydrate), warnings as errors
 	cargo clippy --workspace --exclude kqueen-frontend --all-targets -- -D warnings
 	cargo +$(WASM_TC) clippy -p kqueen-frontend --target wasm32-unknown-unknown -- -D warnings
@@ -53,7 +56,7 @@ e2e: setup-test site build fakes ## Browser tests, JavaScript off and on
 api-fuzz: setup-test ## The API fuzzer (schemathesis, pinned, every check) over /api/v1/openapi.json
 	scripts/api-fuzz.sh
 
-test: setup-test fmt-check imports clippy test-rust e2e api-fuzz ## Install everything and run every check and test
+test: setup-test fmt-check imports code-tour clippy test-rust e2e api-fuzz ## Install everything and run every check and test
 	@echo "all checks and tests passed"
 
 clean: ## Remove build output
