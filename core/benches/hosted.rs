@@ -5,7 +5,8 @@
 //! - the PKI of one control plane,
 //! - request → API server ready through the `hosted` provisioner's create (process runtime),
 //!   one control plane after another (the binary's own start is the floor),
-//! - memory: the resident set of each control plane's two processes once N run at once
+//! - memory: the resident set of each control plane's processes (API server, controller
+//!   manager, scheduler) once N run at once
 //!   (default 10, `KQUEEN_BENCH_CONTROL_PLANES`), and how many would fit in this host's RAM.
 //!
 //!   cargo bench -p kqueen-core --bench hosted

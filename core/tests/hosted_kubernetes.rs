@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::{Namespace, Node, Pod, Secret, Service, ServiceAccount};
+use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
 use kqueen_core::cluster::{ClusterRequest, ClusterState};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
@@ -36,14 +36,11 @@ use kqueen_core::provisioner::hosted::kubernetes as runtime;
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
-use kqueen_testkit::node_lab::{ImageSpec, NodeLab, NodePort, NODE_NAME};
+use kqueen_testkit::node_lab::cluster::{join_until_ready, Binaries};
+use kqueen_testkit::node_lab::{NodeLab, NodePort, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 use support::kube_client::client_of;
-
-const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
-const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
-const SCHEDULER: &str = "KQUEEN_TEST_KUBE_SCHEDULER";
 
 /// Waits (the engine runs in the background) until `done` gives a value, within `limit`;
 /// prints how long it took, or fails with what `done` said last.
@@ -115,29 +112,6 @@ async fn pods_say(pods: &Api<Pod>) -> String {
         said.push(format!("{name} {:?} {containers:?}", status.phase));
     }
     said.join("\n")
-}
-
-fn node_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-/// The machine's load average, printed beside the figures.
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
-}
-
-/// An image of one control-plane binary, run as the Deployment's non-root user.
-fn control_plane_image(binary: &str, name: &str, tag: &str) -> ImageSpec {
-    ImageSpec::new(
-        &format!("kqueen.local/{name}:{tag}"),
-        &[&format!("/bin/{name}")],
-    )
-    .file(binary, &format!("/bin/{name}"))
 }
 
 fn labels_of(
@@ -319,15 +293,12 @@ async fn assert_objects(admin: &kube::Client, ns: &str, id: &str, etcd_endpoint:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster() {
-    let (Ok(apiserver), Ok(cm), Ok(scheduler)) = (
-        std::env::var(APISERVER),
-        std::env::var(CONTROLLER_MANAGER),
-        std::env::var(SCHEDULER),
-    ) else {
-        println!(
-            "skipped: {APISERVER}, {CONTROLLER_MANAGER} and {SCHEDULER} name the real binaries"
-        );
-        return;
+    let binaries = match Binaries::from_env() {
+        Ok(b) => b,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
     };
     let Some(lab) = NodeLab::start().await else {
         return;
@@ -352,7 +323,7 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
 
     // The admin cluster: a hosted cluster of runtime process, with the lab's node.
     let mut shared = etcd.provider_settings();
-    shared.push(("versions", format!("1.20 {apiserver} {cm}\n")));
+    shared.push(("versions", binaries.process_versions()));
     let shared: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &shared), ("hosted", "")).await;
     let (admin_cluster, _) = k
@@ -382,46 +353,20 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     let admin_kubeconfig = String::from_utf8(admin_kubeconfig.yaml.expose().to_vec()).unwrap();
     let admin = client_of(admin_kubeconfig.as_bytes(), Duration::from_secs(10)).await;
     let join = k.clusters().join_info(&olga, &admin_id).await.unwrap();
-    lab.kubeadm_join(&join.command, Duration::from_secs(240))
+    join_until_ready(&lab, &join.command, &admin, Duration::from_secs(240))
         .await
-        .unwrap_or_else(|e| panic!("{e}\nkubelet: {}", lab.log("kubelet.log")));
-    let nodes: Api<Node> = Api::all(admin.clone());
-    within(Duration::from_secs(120), "admin node Ready", || async {
-        match nodes.get_opt(NODE_NAME).await {
-            Ok(Some(n)) if node_ready(&n) => Ok(()),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
+        .unwrap();
 
     // The control plane's images, built of the real binaries; "1.21": the same under a
     // second tag.
-    let started = Instant::now();
-    for (binary, name) in [
-        (&apiserver, "kube-apiserver"),
-        (&cm, "kube-controller-manager"),
-        (&scheduler, "kube-scheduler"),
-    ] {
-        let image = control_plane_image(binary, name, "v1.20.2");
-        lab.import(&image);
-        lab.tag(
-            &image.reference,
-            &format!("kqueen.local/{name}:v1.20.2-next"),
-        );
-    }
-    println!(
-        "bench: three control-plane images imported in {:.1} s",
-        started.elapsed().as_secs_f64()
-    );
+    let versions = binaries.import_images(&lab, &[("1.20", "v1.20.2"), ("1.21", "v1.20.2-next")]);
 
     // The operator: a hosted provider of runtime kubernetes on the admin cluster, exposing
     // API servers as NodePort Services on 127.0.0.1, two replicas, two versions (images).
-    let versions = "1.20 kqueen.local/kube-apiserver:v1.20.2 kqueen.local/kube-controller-manager:v1.20.2\n\
-                    1.21 kqueen.local/kube-apiserver:v1.20.2-next kqueen.local/kube-controller-manager:v1.20.2-next\n";
     let mut settings = etcd.provider_settings();
     for (field, value) in [
         ("runtime", "kubernetes"),
-        ("versions", versions),
+        ("versions", versions.as_str()),
         ("address", "127.0.0.1"),
         ("admin_kubeconfig", admin_kubeconfig.as_str()),
         ("service_type", "NodePort"),
@@ -454,7 +399,6 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     let ns = runtime::namespace(cluster.id);
     let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
     let pods = Api::<Pod>::namespaced(admin.clone(), &ns);
-    let started = Instant::now();
     within(
         Duration::from_secs(90),
         "the Deployment applied",
@@ -478,11 +422,6 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
         reaches(&k, &id, Some(ClusterState::Ready), &pods)
     })
     .await;
-    println!(
-        "bench: kubernetes runtime, request to Ready with 2 control-plane pods on a real node {:.1} s (load {})",
-        started.elapsed().as_secs_f64(),
-        load()
-    );
     let events = k.clusters().cluster_detail(&ops, &id).await.unwrap().events;
     assert!(
         events
@@ -549,7 +488,6 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
 
     // Upgrade: the pods roll to the new image (one new before one old goes); Ready again
     // when the admin cluster says so, with the data kept.
-    let started = Instant::now();
     k.clusters()
         .upgrade_cluster(&ops, &id, "1.21")
         .await
@@ -572,11 +510,6 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
         reaches(&k, &id, Some(ClusterState::Ready), &pods)
     })
     .await;
-    println!(
-        "bench: kubernetes runtime, upgrade rolled over 2 control-plane pods {:.1} s (load {})",
-        started.elapsed().as_secs_f64(),
-        load()
-    );
     let rolled = pods.list(&Default::default()).await.unwrap().items;
     let images: Vec<Option<String>> = rolled
         .iter()

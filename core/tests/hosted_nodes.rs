@@ -33,14 +33,12 @@ use kqueen_core::workloads::addons::state::AddonState;
 use kqueen_core::workloads::addons::{AddonDefinition, HealthRule, WellKnown};
 use kqueen_core::workloads::status::Rollout;
 use kqueen_core::{Actor, DeployRequest, Kqueen};
+use kqueen_testkit::node_lab::cluster::{join_until_ready, node_ready, Binaries};
 use kqueen_testkit::node_lab::{NodeLab, BUSYBOX_IMAGE, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 use support::converge::converge;
 use support::kube_client::client_of;
-
-const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
-const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
 
 /// Polls `check` every half second until it gives a value, at most `limit`.
 async fn within<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
@@ -59,20 +57,6 @@ where
             Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
         }
     }
-}
-
-fn node_ready(node: &Node) -> bool {
-    node.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"))
-}
-
-/// The machine's load average, printed beside the figures.
-fn load() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, String> {
@@ -101,10 +85,12 @@ fn web(replicas: u32, image: &str) -> String {
 
 #[tokio::test]
 async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
-    let (Ok(apiserver), Ok(cm)) = (std::env::var(APISERVER), std::env::var(CONTROLLER_MANAGER))
-    else {
-        println!("skipped: {APISERVER} and {CONTROLLER_MANAGER} name the real binaries");
-        return;
+    let binaries = match Binaries::from_env() {
+        Ok(b) => b,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
     };
     let Some(lab) = NodeLab::start().await else {
         return;
@@ -120,7 +106,7 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
     let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
     let ops = Actor::cli(Some("ops".into()));
     let mut settings = etcd.provider_settings();
-    settings.push(("versions", format!("1.20 {apiserver} {cm}\n")));
+    settings.push(("versions", binaries.process_versions()));
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &settings), ("hosted", "")).await;
     let (cluster, _) = k
@@ -154,30 +140,19 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
 
     // The member's join line, run as they would run it on their machine.
     let join = k.clusters().join_info(&alice, &id).await.unwrap();
-    let joined = lab
-        .kubeadm_join(&join.command, Duration::from_secs(240))
+    let joined = join_until_ready(&lab, &join.command, &admin, Duration::from_secs(240))
         .await
-        .unwrap_or_else(|e| panic!("{e}\nkubelet: {}", lab.log("kubelet.log")));
+        .unwrap();
     assert!(
-        joined.output.contains("This node has joined the cluster"),
+        joined
+            .join
+            .output
+            .contains("This node has joined the cluster"),
         "{}",
-        joined.output
+        joined.join.output
     );
     let nodes: Api<Node> = Api::all(admin.clone());
-    let started = Instant::now();
-    let node = within(Duration::from_secs(120), "node Ready", || async {
-        match nodes.get_opt(NODE_NAME).await {
-            Ok(Some(n)) if node_ready(&n) => Ok(n),
-            other => Err(format!("{other:?}")),
-        }
-    })
-    .await;
-    println!(
-        "bench: kubeadm join {:.1} s, then node Ready {:.1} s (load {})",
-        joined.took.as_secs_f64(),
-        started.elapsed().as_secs_f64(),
-        load()
-    );
+    let node = nodes.get(NODE_NAME).await.unwrap();
     // Its client certificate came from a request the control plane approved.
     let csrs: Api<k8s_openapi::api::certificates::v1::CertificateSigningRequest> =
         Api::all(admin.clone());
@@ -214,7 +189,6 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
         },
     }))
     .unwrap();
-    let started = Instant::now();
     deployments
         .create(&PostParams::default(), &deployment)
         .await
@@ -227,11 +201,6 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
             .ok_or(format!("{available} available"))
     })
     .await;
-    println!(
-        "bench: apply to a 10-pod Deployment available {:.1} s (load {})",
-        started.elapsed().as_secs_f64(),
-        load()
-    );
 
     // kubectl logs and exec reach the kubelet through the hosted API server.
     let pods: Api<Pod> = Api::namespaced(admin.clone(), "default");

@@ -1,7 +1,9 @@
 //! Hosted control planes on one shared multi-tenant etcd (the Kamaji / Gardener design): the
-//! building blocks of the `hosted` provisioner kind, which is being built in steps. So far:
-//! each control plane's PKI ([`pki`]) and its key space, role and user in the shared etcd
-//! ([`etcd`]).
+//! building blocks of the `hosted` provisioner kind (`crate::provisioner::hosted` puts them
+//! together per runtime): each control plane's PKI ([`pki`]), its key space, role and user
+//! in the shared etcd ([`etcd`]), its files and command lines ([`control_plane`]), the
+//! processes of the `process` runtime ([`supervisor`]) and what nodes need to join
+//! ([`join`]).
 
 pub mod control_plane;
 pub mod etcd;

@@ -18,6 +18,7 @@
 //! time on a machine (a second waits, in this process or another): kubelets share the
 //! host's `/kubepods` cgroups and kubelet folders whatever they are told.
 
+pub mod cluster;
 mod host;
 pub mod image;
 mod kubelet;
