@@ -56,7 +56,10 @@ e2e: setup-test site build fakes ## Browser tests, JavaScript off and on
 api-fuzz: setup-test ## The API fuzzer (schemathesis, pinned, every check) over /api/v1/openapi.json
 	scripts/api-fuzz.sh
 
-test: setup-test fmt-check imports code-tour clippy test-rust e2e api-fuzz ## Install everything and run every check and test
+TEST_PHASES = setup-test fmt-check imports code-tour clippy test-rust e2e api-fuzz
+
+test: ## Install everything and run every check and test (prints each phase's time)
+	scripts/phases.sh $(TEST_PHASES)
 	@echo "all checks and tests passed"
 
 clean: ## Remove build output

@@ -17,9 +17,12 @@ export PATH="$HOME/.cargo/bin:$PATH"
 
 as_root() { if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi; }
 apt_updated=0
+# Another install running (unattended upgrades, a second setup) holds dpkg's lock: wait for it
+# (up to 10 minutes) rather than fail.
+apt_wait=(-o DPkg::Lock::Timeout=600)
 apt_install() { # packages...
-  if [[ $apt_updated == 0 ]]; then as_root apt-get update -qq; apt_updated=1; fi
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@" >&2
+  if [[ $apt_updated == 0 ]]; then as_root apt-get "${apt_wait[@]}" update -qq; apt_updated=1; fi
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get "${apt_wait[@]}" install -y -qq --no-install-recommends "$@" >&2
 }
 
 command -v cargo >/dev/null || { log "cargo not found: install Rust with rustup first"; exit 1; }

@@ -9,6 +9,7 @@ pub mod adopt;
 pub mod apps;
 pub mod audit;
 pub mod clusters;
+pub mod kinds;
 pub mod tenants;
 pub mod tokens;
 pub mod users;

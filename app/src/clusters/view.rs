@@ -2,6 +2,7 @@
 //! actions (scale, upgrade, delete) in their own card; a delete or a revoke is confirmed
 //! first (`?confirm=`).
 
+use kqueen_dto::kinds::ProviderKind;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
@@ -178,7 +179,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         </ActionForm>
                     }
                 })}
-                {(ready && c.kind == "hosted").then(|| view! {
+                {(ready && ProviderKind::parse(&c.kind) == Some(ProviderKind::Hosted)).then(|| view! {
                     <p><a href=format!("/clusters/{}/join", c.id) id="join-link">"Add worker nodes (kubeadm join)"</a></p>
                 })}
                 {can_delete.then(|| view! {

@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 
+use kqueen_dto::kinds::ProviderKind;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::components::Form;
@@ -175,16 +176,7 @@ fn ConfirmDelete(uses: Vec<(String, String)>, writes: CatalogWrites) -> impl Int
 }
 
 fn kind_label(kind: &str) -> String {
-    match kind {
-        "import" => "import — an existing cluster's kubeconfig".into(),
-        "command" => "command — an installer command (kubeadm, kind, k3d, terraform…)".into(),
-        "jenkins" => "jenkins — a parameterized Jenkins job".into(),
-        "hosted" => "hosted — control planes KQueen runs on a shared etcd".into(),
-        "cluster-api" => {
-            "cluster-api — Clusters of a Cluster API management cluster (any cloud)".into()
-        }
-        other => other.into(),
-    }
+    ProviderKind::parse(kind).map_or_else(|| kind.to_owned(), |k| format!("{k} — {}", k.summary()))
 }
 
 #[component]
@@ -211,7 +203,7 @@ fn ProviderRow(
         .collect();
     let name = p.name.clone();
     let edit = format!("/providers?edit={}", p.name);
-    let adopts = p.kind == "cluster-api";
+    let adopts = ProviderKind::parse(&p.kind) == Some(ProviderKind::ClusterApi);
     view! {
         <tr data-provider=p.name.clone()>
             <td>{p.name.clone()}{(!p.description.is_empty()).then(|| view! { <br /><small class="muted">{p.description.clone()}</small> })}</td>

@@ -3,7 +3,6 @@
 //! per-tenant quota.
 
 mod catalog;
-mod kind;
 mod operation;
 pub mod params;
 mod quota;
@@ -18,7 +17,7 @@ use uuid::Uuid;
 use crate::tenant::TenantSlug;
 use crate::ValidationError;
 pub use catalog::*;
-pub use kind::ProviderKind;
+pub use kqueen_dto::kinds::ProviderKind;
 pub use operation::*;
 pub use params::{ParamOverride, Params};
 pub use quota::*;

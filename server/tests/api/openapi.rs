@@ -299,6 +299,30 @@ async fn names_are_taken_exactly_as_given_as_the_pattern_says() {
 }
 
 #[tokio::test]
+async fn the_provider_kinds_are_one_enum_with_every_kind() {
+    let app = TestApp::sqlite().await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+    let every: Vec<&str> = kqueen_core::provisioner::ProviderKind::ALL
+        .iter()
+        .map(|k| k.as_str())
+        .collect();
+    assert_eq!(schemas["ProviderKind"]["enum"], json!(every));
+    assert_eq!(every.len(), 5);
+    for (schema, field) in [
+        ("KindOut", "kind"),
+        ("ProviderOut", "kind"),
+        ("TemplateOut", "kind"),
+        ("ClusterOut", "kind"),
+    ] {
+        assert_eq!(
+            schemas[schema]["properties"][field]["$ref"], "#/components/schemas/ProviderKind",
+            "{schema}.{field}"
+        );
+    }
+}
+
+#[tokio::test]
 async fn provider_bodies_are_described_per_kind_and_checked_as_described() {
     let app = TestApp::sqlite().await;
     let olga = app.user("olga", true, &[]).await;

@@ -21,7 +21,8 @@ use uuid::Uuid;
 /// A provisioner kind: what it can do and the schemas of its settings and requests.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct KindOut {
-    /// `import`, `command`, `jenkins` or `hosted`.
+    /// The provisioner kind.
+    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
     pub kind: String,
     pub capabilities: CapabilitiesOut,
     /// Settings of a provider of this kind (`[{name, label, type, ...}]`).
@@ -52,6 +53,7 @@ impl From<KindInfo> for KindOut {
 pub struct ProviderOut {
     pub id: Uuid,
     pub name: String,
+    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
     pub kind: String,
     pub description: String,
     pub settings: BTreeMap<String, String>,
@@ -89,7 +91,7 @@ pub struct ProviderIn {
     )]
     pub name: String,
     #[serde(default)]
-    #[schema(value_type = KindName, required = true)]
+    #[schema(value_type = kqueen_dto::kinds::ProviderKind, required = true)]
     pub kind: String,
     #[serde(default)]
     #[schema(max_length = 500)]
@@ -141,7 +143,7 @@ pub struct ProviderUpdateIn {
     /// The provider's kind, which cannot change (another one answers 409): required, so that
     /// the settings are read as that kind's.
     #[serde(default)]
-    #[schema(value_type = Option<KindName>)]
+    #[schema(value_type = Option<kqueen_dto::kinds::ProviderKind>)]
     pub kind: Option<String>,
     #[serde(default)]
     #[schema(max_length = 500)]
@@ -235,6 +237,7 @@ pub struct TemplateOut {
     pub name: String,
     pub description: String,
     pub provider: String,
+    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
     pub kind: String,
     pub capabilities: CapabilitiesOut,
     /// The provisioner's cluster parameters as narrowed by this template.
@@ -311,17 +314,6 @@ pub struct TemplateIn {
     pub disabled: bool,
 }
 
-/// A provisioner kind.
-#[derive(Serialize, ToSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)] // Only its schema is used: the core parses the string.
-pub enum KindName {
-    Import,
-    Command,
-    Jenkins,
-    Hosted,
-}
-
 impl From<TemplateIn> for TemplateInput {
     fn from(t: TemplateIn) -> Self {
         TemplateInput {
@@ -343,6 +335,7 @@ pub struct ClusterOut {
     pub tenant: String,
     pub name: String,
     pub template: String,
+    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
     pub kind: String,
     /// `provisioning`, `ready`, `updating`, `deleting`, `error` or `unknown`.
     pub state: String,
