@@ -86,7 +86,13 @@ async fn ready(k: &Kqueen, id: &str) -> Result<bool, String> {
     }
 }
 
-async fn request(k: &Kqueen, who: &Actor, tenant: &str, name: &str, template: &str) -> String {
+/// `who` requests cluster `name` of `template` (at `version`, when given).
+async fn request(
+    k: &Kqueen,
+    who: &Actor,
+    (tenant, name, template): (&str, &str, &str),
+    version: Option<&str>,
+) -> String {
     let (cluster, _) = k
         .clusters()
         .request_cluster(
@@ -95,7 +101,9 @@ async fn request(k: &Kqueen, who: &Actor, tenant: &str, name: &str, template: &s
                 tenant: Some(tenant.into()),
                 name: name.into(),
                 template: template.into(),
-                parameters: Default::default(),
+                parameters: version
+                    .map(|v| [("kubernetes_version".to_owned(), v.to_owned())].into())
+                    .unwrap_or_default(),
             },
         )
         .await
@@ -146,7 +154,7 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
     shared.push(("versions", binaries.process_versions()));
     let shared: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &shared), ("hosted", "")).await;
-    let admin_id = request(&k, &alice, "team-a", "admin", "hosted").await;
+    let admin_id = request(&k, &alice, ("team-a", "admin", "hosted"), None).await;
     let _processes = kqueen_testkit::process::KillOnDrop(
         work.path().join("clusters").join(&admin_id).join("run"),
     );
@@ -203,7 +211,7 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
     let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
     kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "pods", &settings), ("pods", "")).await;
     let started = Instant::now();
-    let id = request(&k, &alice, "team-a", "tenant", "pods").await;
+    let id = request(&k, &alice, ("team-a", "tenant", "pods"), Some("1.20")).await;
     let cluster_id: uuid::Uuid = id.parse().unwrap();
     let services = Api::<k8s_openapi::api::core::v1::Service>::namespaced(
         admin.clone(),

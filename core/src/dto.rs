@@ -61,7 +61,7 @@ impl From<crate::cluster::Operation> for clusters::Operation {
             progress: o.progress,
             attempts: o.attempts,
             error: o.error,
-            target: o.target,
+            target: o.target.map(|t| t.to_string()),
             requested_by: o.requested_by,
             created_at: o.created_at.to_rfc3339(),
             started_at: o.started_at.map(|t| t.to_rfc3339()),

@@ -13,8 +13,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use kqueen_core::audit::AuditQuery;
 use kqueen_core::cluster::{
-    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationKind, OperationState, Quota,
-    TemplateInput,
+    ClusterFilter, ClusterRequest, ClusterState, EventKind, OperationKind, OperationState,
+    OperationTarget, Quota, TemplateInput,
 };
 use kqueen_core::engine::{Engine, EngineConfig};
 use kqueen_core::identity::GroupMap;
@@ -622,7 +622,7 @@ async fn scaling_stays_within_the_template(db: TestDatabase) {
             .scale_cluster(&s.alice, &c.id.to_string(), 3)
             .await
             .unwrap();
-    assert_eq!(op.target.as_deref(), Some("3"));
+    assert_eq!(op.target, Some(OperationTarget::Nodes(3)));
     // Providers that cannot upgrade refuse before anything else.
     assert!(matches!(
         s.k.clusters()
@@ -699,6 +699,86 @@ async fn scale_targets_count_against_the_node_quota_until_done(db: TestDatabase)
         .scale_cluster(&s.alice, &a.id.to_string(), 2)
         .await
         .unwrap();
+}
+
+/// The node count the cluster's detail shows, and its state and error.
+async fn scaled(s: &Setup, id: uuid::Uuid) -> (u32, ClusterState, Option<String>) {
+    let d =
+        s.k.clusters()
+            .cluster_detail(&s.alice, &id.to_string())
+            .await
+            .unwrap();
+    (d.cluster.node_count, d.cluster.state, d.cluster.error)
+}
+
+async fn an_operation_whose_target_cannot_be_read_fails_saying_so(db: TestDatabase) {
+    let s = setup(db).await;
+    let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
+    let c = s.request("ok-a").await.unwrap();
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    s.k.clusters()
+        .scale_cluster(&s.alice, &c.id.to_string(), 3)
+        .await
+        .unwrap();
+    // Written by hand, or by a KQueen that stored something else: never "scale to 0".
+    store.testing_set_target(c.id, "three").await.unwrap();
+    let used = s.k.tenancy().quota(&s.alice, "team-a").await.unwrap().1;
+    assert_eq!(used.nodes, 1, "an unreadable scale takes no quota");
+    engine.run_until_idle().await.unwrap();
+    let (nodes, state, error) = scaled(&s, c.id).await;
+    assert_eq!((nodes, state), (1, ClusterState::Error));
+    let error = error.unwrap();
+    assert!(
+        error.contains("the scale operation's target cannot be read") && error.contains("three"),
+        "{error}"
+    );
+    let detail =
+        s.k.clusters()
+            .cluster_detail(&s.alice, &c.id.to_string())
+            .await
+            .unwrap();
+    let op = detail
+        .operations
+        .iter()
+        .find(|o| o.kind == OperationKind::Scale)
+        .unwrap();
+    assert_eq!(op.state, OperationState::Failed);
+}
+
+async fn targets_stored_before_they_were_typed_are_migrated(db: TestDatabase) {
+    let s = setup(db).await;
+    let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
+    let c = s.request("ok-a").await.unwrap();
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    s.k.clusters()
+        .scale_cluster(&s.alice, &c.id.to_string(), 3)
+        .await
+        .unwrap();
+    // The row as KQueen wrote it before targets were typed, then the migration.
+    store.testing_set_target(c.id, "3").await.unwrap();
+    store.testing_migrate_targets().await.unwrap();
+    assert_eq!(
+        s.k.tenancy()
+            .quota(&s.alice, "team-a")
+            .await
+            .unwrap()
+            .1
+            .nodes,
+        3,
+        "the migrated scale counts against the quota"
+    );
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(scaled(&s, c.id).await, (3, ClusterState::Ready, None));
+    // Rows already migrated are left alone.
+    s.k.clusters()
+        .scale_cluster(&s.alice, &c.id.to_string(), 2)
+        .await
+        .unwrap();
+    store.testing_migrate_targets().await.unwrap();
+    engine.run_until_idle().await.unwrap();
+    assert_eq!(scaled(&s, c.id).await, (2, ClusterState::Ready, None));
 }
 
 async fn two_workers_never_run_an_operation_twice(db: TestDatabase) {
@@ -1030,6 +1110,8 @@ on_both_databases!(
     a_delete_cancels_an_unfinished_create,
     scaling_stays_within_the_template,
     scale_targets_count_against_the_node_quota_until_done,
+    an_operation_whose_target_cannot_be_read_fails_saying_so,
+    targets_stored_before_they_were_typed_are_migrated,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,
     failures_timeouts_and_retries,

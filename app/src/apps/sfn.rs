@@ -64,7 +64,7 @@ pub async fn app_page(id: String, app: String) -> Result<AppPageDto, AppError> {
     let operation = d
         .operations
         .into_iter()
-        .find(|o| o.target.as_deref() == Some(app_id.as_str()) && o.kind.is_workload())
+        .find(|o| o.application().is_ok_and(|a| a.to_string() == app_id))
         .map(Into::into);
     let busy = matches!(status.application.state.as_str(), "deploying" | "deleting");
     Ok(AppPageDto {

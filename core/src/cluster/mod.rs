@@ -7,6 +7,7 @@ mod operation;
 pub mod params;
 mod quota;
 pub mod storage_quota;
+mod target;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -21,6 +22,7 @@ pub use kqueen_dto::kinds::ProviderKind;
 pub use operation::*;
 pub use params::{ParamOverride, Params};
 pub use quota::*;
+pub use target::OperationTarget;
 
 /// A cluster's name: a DNS-1123 label, unique among a tenant's live clusters, exactly as
 /// given (surrounding spaces are refused, see [`TenantSlug`]).

@@ -1,7 +1,9 @@
 //! Durable operations on clusters and the entries of a cluster's timeline.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use super::{EventKind, OperationKind, OperationState, OperationTarget};
 
 /// A durable operation on a cluster.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -14,8 +16,8 @@ pub struct Operation {
     pub progress: u8,
     pub attempts: u32,
     pub error: Option<String>,
-    /// Scale: the node count; upgrade: the version.
-    pub target: Option<String>,
+    /// What it works towards (scale: the node count, upgrade: the version, …).
+    pub target: Option<OperationTarget>,
     pub checkpoint: serde_json::Value,
     pub requested_by: String,
     pub created_at: DateTime<Utc>,
@@ -37,7 +39,7 @@ impl Operation {
     pub fn new(
         cluster_id: Uuid,
         kind: OperationKind,
-        target: Option<String>,
+        target: Option<OperationTarget>,
         requested_by: &str,
         now: DateTime<Utc>,
         timeout: chrono::Duration,
@@ -62,6 +64,55 @@ impl Operation {
             run_after: now,
             lease_owner: None,
             lease_expires_at: None,
+        }
+    }
+
+    /// The target, when it is what an operation of its kind takes; else why not (the
+    /// operation fails with it rather than run with a default).
+    fn target_for(&self) -> std::result::Result<&OperationTarget, String> {
+        match &self.target {
+            Some(t) if t.fits(self.kind) => Ok(t),
+            Some(OperationTarget::Unreadable { stored, why }) => Err(format!(
+                "the {} operation's target cannot be read ({why}): {stored}",
+                self.kind
+            )),
+            Some(other) => Err(format!(
+                "the {} operation's target is not one it takes: {other:?}",
+                self.kind
+            )),
+            None => Err(format!("the {} operation has no target", self.kind)),
+        }
+    }
+
+    /// A scale's node count.
+    pub fn nodes(&self) -> std::result::Result<u32, String> {
+        match self.target_for()? {
+            OperationTarget::Nodes(n) => Ok(*n),
+            _ => Err(format!("a {} operation has no node count", self.kind)),
+        }
+    }
+
+    /// An upgrade's Kubernetes version.
+    pub fn version(&self) -> std::result::Result<&str, String> {
+        match self.target_for()? {
+            OperationTarget::Version(v) => Ok(v),
+            _ => Err(format!("a {} operation has no version", self.kind)),
+        }
+    }
+
+    /// The application an application operation deploys or deletes.
+    pub fn application(&self) -> std::result::Result<Uuid, String> {
+        match self.target_for()? {
+            OperationTarget::Application(id) => Ok(*id),
+            _ => Err(format!("a {} operation has no application", self.kind)),
+        }
+    }
+
+    /// The addon an addon operation applies or removes.
+    pub fn addon(&self) -> std::result::Result<&str, String> {
+        match self.target_for()? {
+            OperationTarget::Addon(name) => Ok(name),
+            _ => Err(format!("a {} operation has no addon", self.kind)),
         }
     }
 

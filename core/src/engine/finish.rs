@@ -57,17 +57,17 @@ impl Engine {
                 events.push(state_event(cluster, op, "Deleted", now));
             }
             OperationKind::Scale => {
-                let nodes = op.target.as_deref().and_then(|t| t.parse().ok());
-                change.node_count = nodes;
-                change.parameters = Some(with_param(
-                    cluster,
-                    "node_count",
-                    nodes.map(|n: u32| n.to_string()),
-                ));
+                let nodes = match op.nodes() {
+                    Ok(n) => n,
+                    Err(why) => return self.fail(op, &why).await,
+                };
+                change.node_count = Some(nodes);
+                change.parameters =
+                    Some(with_param(cluster, "node_count", Some(nodes.to_string())));
                 events.push(state_event(
                     cluster,
                     op,
-                    format!("Ready: scaled to {} nodes", nodes.unwrap_or_default()),
+                    format!("Ready: scaled to {nodes} nodes"),
                     now,
                 ));
             }
@@ -77,17 +77,17 @@ impl Engine {
             | OperationKind::AddonApply
             | OperationKind::AddonRemove => {}
             OperationKind::Upgrade => {
-                change.parameters =
-                    Some(with_param(cluster, "kubernetes_version", op.target.clone()));
+                let version = match op.version() {
+                    Ok(v) => v.to_owned(),
+                    Err(why) => return self.fail(op, &why).await,
+                };
                 events.push(state_event(
                     cluster,
                     op,
-                    format!(
-                        "Ready: upgraded to {}",
-                        op.target.clone().unwrap_or_default()
-                    ),
+                    format!("Ready: upgraded to {version}"),
                     now,
                 ));
+                change.parameters = Some(with_param(cluster, "kubernetes_version", Some(version)));
             }
         }
         self.finish(op, OperationState::Succeeded, None, &change, &events, now)

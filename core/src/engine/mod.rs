@@ -299,18 +299,14 @@ impl Engine {
                         (OperationKind::Delete, _) => {
                             provisioner.delete(&mut ctx).await.map(map_step)
                         }
-                        (OperationKind::Scale, _) => {
-                            let nodes = op
-                                .target
-                                .as_deref()
-                                .and_then(|t| t.parse().ok())
-                                .unwrap_or(0);
-                            provisioner.scale(&mut ctx, nodes).await.map(map_step)
-                        }
-                        (OperationKind::Upgrade, _) => {
-                            let v = op.target.clone().unwrap_or_default();
-                            provisioner.upgrade(&mut ctx, &v).await.map(map_step)
-                        }
+                        (OperationKind::Scale, _) => match op.nodes() {
+                            Ok(nodes) => provisioner.scale(&mut ctx, nodes).await.map(map_step),
+                            Err(why) => Err(ProvisionError::Failed(why)),
+                        },
+                        (OperationKind::Upgrade, _) => match op.version() {
+                            Ok(v) => provisioner.upgrade(&mut ctx, v).await.map(map_step),
+                            Err(why) => Err(ProvisionError::Failed(why)),
+                        },
                         (kind, _) => Err(ProvisionError::Failed(format!(
                             "{kind} is not an operation of provisioners"
                         ))),

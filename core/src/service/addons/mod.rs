@@ -239,7 +239,7 @@ impl Addons {
         let op = Operation::new(
             cluster.id,
             OperationKind::AddonApply,
-            Some(name.to_owned()),
+            Some(crate::cluster::OperationTarget::Addon(name.to_owned())),
             &who,
             now,
             chrono::Duration::minutes(OPERATION_MINUTES),
@@ -334,7 +334,7 @@ impl Addons {
             let op = Operation::new(
                 cluster.id,
                 OperationKind::AddonRemove,
-                Some(name.to_owned()),
+                Some(crate::cluster::OperationTarget::Addon(name.to_owned())),
                 &who,
                 now,
                 chrono::Duration::minutes(OPERATION_MINUTES),

@@ -22,7 +22,7 @@ impl Addons {
         op: &Operation,
         reporter: &Reporter,
     ) -> Result<String, WorkloadError> {
-        let name = op.target.clone().unwrap_or_default();
+        let name = op.addon().map_err(WorkloadError::Refused)?.to_owned();
         let record = self
             .deps
             .store
@@ -95,13 +95,16 @@ impl Addons {
 
     /// Records a failed operation on its addon.
     pub(crate) async fn failed(&self, op: &Operation, reason: &str) {
-        let name = op.target.clone().unwrap_or_default();
+        // No addon to record it on: the operation's own timeline entry says why.
+        let Ok(name) = op.addon() else {
+            return;
+        };
         if let Err(e) = self
             .deps
             .store
             .finish_addon(
                 op.cluster_id,
-                &name,
+                name,
                 AddonOutcome::Failed(reason),
                 crate::clock::now(),
             )

@@ -14,7 +14,7 @@ use super::cluster_admin::ClusterAdmin;
 use super::clusters::Clusters;
 use super::guard::Guard;
 use crate::audit::{action, AuditEvent};
-use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind};
+use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind, OperationTarget};
 use crate::deps::Deps;
 use crate::policy::Permission;
 use crate::vault::{names, Secret};
@@ -301,7 +301,7 @@ impl Apps {
         {
             Ok(app) => {
                 let mut op = op;
-                op.target = Some(app.id.to_string());
+                op.target = Some(OperationTarget::Application(app.id));
                 Ok((app, op))
             }
             Err(e) => {
@@ -352,12 +352,12 @@ impl Apps {
         let mut op = Operation::new(
             cluster.id,
             OperationKind::AppDelete,
-            Some(app.id.to_string()),
+            Some(OperationTarget::Application(app.id)),
             &who,
             now,
             chrono::Duration::minutes(OPERATION_MINUTES),
         );
-        op.target = Some(app.id.to_string());
+        op.target = Some(OperationTarget::Application(app.id));
         let event = ClusterEvent::new(
             cluster.id,
             Some(op.id),

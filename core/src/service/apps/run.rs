@@ -11,7 +11,6 @@ use k8s_openapi::api::authorization::v1::{
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-use uuid::Uuid;
 
 use super::{Acting, Apps};
 use crate::cluster::{Cluster, Operation, OperationKind};
@@ -86,11 +85,7 @@ impl Apps {
     }
 
     async fn app_of(&self, op: &Operation) -> Result<Application, WorkloadError> {
-        let id = op
-            .target
-            .as_deref()
-            .and_then(|t| Uuid::parse_str(t).ok())
-            .ok_or_else(|| WorkloadError::Refused("the operation names no application".into()))?;
+        let id = op.application().map_err(WorkloadError::Refused)?;
         self.deps.store.application(id).await.map_err(op_error)
     }
 

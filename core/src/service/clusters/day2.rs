@@ -3,7 +3,9 @@
 
 use super::Clusters;
 use crate::audit::{action, AuditEvent};
-use crate::cluster::{Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind};
+use crate::cluster::{
+    Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationTarget,
+};
 use crate::policy::Permission;
 use crate::provisioner::{ParamSchema, Params};
 use crate::service::templates::refined_schema;
@@ -31,7 +33,7 @@ impl Clusters {
             actor,
             id,
             OperationKind::Scale,
-            Some(nodes.to_string()),
+            Some(OperationTarget::Nodes(nodes)),
             action::CLUSTER_SCALE,
         )
         .await
@@ -61,7 +63,7 @@ impl Clusters {
             actor,
             id,
             OperationKind::Upgrade,
-            Some(v.to_owned()),
+            Some(OperationTarget::Version(v.to_owned())),
             action::CLUSTER_UPGRADE,
         )
         .await
@@ -72,7 +74,7 @@ impl Clusters {
         actor: &Actor,
         id: &str,
         kind: OperationKind,
-        target: Option<String>,
+        target: Option<OperationTarget>,
         verb: &str,
     ) -> Result<Operation> {
         let cluster = self.visible_cluster(actor, id, verb).await?;
@@ -102,7 +104,7 @@ impl Clusters {
         actor: &Actor,
         cluster: &Cluster,
         kind: OperationKind,
-        target: Option<String>,
+        target: Option<OperationTarget>,
         verb: &str,
     ) -> Result<Operation> {
         let caps = self.capabilities_of(cluster).await?;
@@ -129,14 +131,21 @@ impl Clusters {
             _ => ClusterState::Updating,
         };
         let target = match (kind, target) {
-            (OperationKind::Scale, Some(n)) => Some(
-                self.check_against_template(cluster, "node_count", &n)
-                    .await?,
-            ),
-            (OperationKind::Upgrade, Some(v)) => Some(
-                self.check_against_template(cluster, "kubernetes_version", &v)
-                    .await?,
-            ),
+            (OperationKind::Scale, Some(OperationTarget::Nodes(n))) => {
+                let checked = self
+                    .check_against_template(cluster, "node_count", &n.to_string())
+                    .await?;
+                let nodes = checked.parse().map_err(|_| {
+                    ValidationError::new("node_count", "must be a whole number of nodes")
+                })?;
+                Some(OperationTarget::Nodes(nodes))
+            }
+            (OperationKind::Upgrade, Some(OperationTarget::Version(v))) => {
+                let checked = self
+                    .check_against_template(cluster, "kubernetes_version", &v)
+                    .await?;
+                Some(OperationTarget::Version(checked))
+            }
             (_, target) => target,
         };
         // The node quota of a scale is checked by the store, in the transaction that queues it.
@@ -169,7 +178,7 @@ impl Clusters {
         let mut audit =
             AuditEvent::success(actor, verb, cluster.name.as_str()).in_tenant(cluster.tenant_id);
         if let Some(t) = &target {
-            audit = audit.with_detail(t.clone());
+            audit = audit.with_detail(t.to_string());
         }
         self.deps
             .store

@@ -181,7 +181,7 @@ impl ApplicationStore for SqlStore {
                 }
             };
             let mut op = op.clone();
-            op.target = Some(stored.id.to_string());
+            op.target = Some(crate::cluster::OperationTarget::Application(stored.id));
             insert_op!(tx, op, &checkpoint);
             insert_events!(tx, [event]);
             audit_insert!(audit).execute(&mut *tx).await?;

@@ -341,14 +341,7 @@ impl ClusterStore for SqlStore {
         // A scale's target counts against the tenant's node quota from now on (not only once
         // it is done), checked under the tenant's lock like a new cluster.
         let scale_to = match op.kind {
-            OperationKind::Scale => Some(
-                op.target
-                    .as_deref()
-                    .and_then(|t| t.parse::<u32>().ok())
-                    .ok_or_else(|| {
-                        Error::Corrupt("a scale operation without a node count".into())
-                    })?,
-            ),
+            OperationKind::Scale => Some(op.nodes().map_err(Error::Corrupt)?),
             _ => None,
         };
         audited_tx!(self, audit, |tx| {

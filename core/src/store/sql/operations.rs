@@ -9,7 +9,7 @@ use uuid::Uuid;
 
 use super::catalog::{json, to_json};
 use super::{Pool, SqlStore};
-use crate::cluster::{ClusterEvent, Operation, OperationKind, OperationState};
+use crate::cluster::{ClusterEvent, Operation, OperationKind, OperationState, OperationTarget};
 use crate::store::{ClusterChange, OperationStore};
 use crate::{Error, Result};
 
@@ -55,7 +55,7 @@ impl TryFrom<OperationRow> for Operation {
             cluster_id: r.cluster_id,
             step: r.step,
             error: r.error,
-            target: r.target,
+            target: r.target.as_deref().map(OperationTarget::from_stored),
             requested_by: r.requested_by,
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -99,6 +99,19 @@ macro_rules! insert_events {
     };
 }
 
+/// An operation's target as its row keeps it; one that cannot be read is never written.
+pub(crate) fn stored_target(op: &Operation) -> Result<Option<String>> {
+    match &op.target {
+        None => Ok(None),
+        Some(t) => t.to_stored().map(Some).ok_or_else(|| {
+            Error::Corrupt(format!(
+                "operation {}: an unreadable target is not written",
+                op.id
+            ))
+        }),
+    }
+}
+
 pub(crate) const INSERT_OP: &str =
     "INSERT INTO operations (id, cluster_id, kind, state, step, progress, \
      attempts, error, target, checkpoint, requested_by, created_at, updated_at, deadline_at, \
@@ -116,7 +129,7 @@ macro_rules! insert_op {
             .bind(i32::from($op.progress))
             .bind(0_i32)
             .bind(&$op.error)
-            .bind(&$op.target)
+            .bind($crate::store::sql::operations::stored_target(&$op)?)
             .bind($checkpoint)
             .bind(&$op.requested_by)
             .bind($op.created_at)
@@ -317,6 +330,34 @@ impl SqlStore {
         const SQL: &str = "UPDATE operations SET deadline_at = $2 \
              WHERE cluster_id = $1 AND state IN ('pending', 'running')";
         on_pool!(self, p => sqlx::query(SQL).bind(cluster).bind(at).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+
+    /// Writes `raw` as the stored target of the cluster's unfinished operations (as an older
+    /// KQueen, or a person, would have left it).
+    pub async fn testing_set_target(&self, cluster: Uuid, raw: &str) -> Result<()> {
+        const SQL: &str = "UPDATE operations SET target = $2 \
+             WHERE cluster_id = $1 AND state IN ('pending', 'running')";
+        on_pool!(self, p => sqlx::query(SQL).bind(cluster).bind(raw).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+
+    /// Runs the migration that made targets tagged JSON again (over rows a test wrote).
+    pub async fn testing_migrate_targets(&self) -> Result<()> {
+        match &self.pool {
+            Pool::Sqlite(p) => {
+                let sql = include_str!(
+                    "../../../../migrations/sqlite/20261129000001_operation_targets.sql"
+                );
+                sqlx::raw_sql(sql).execute(p).await?;
+            }
+            Pool::Postgres(p) => {
+                let sql = include_str!(
+                    "../../../../migrations/postgres/20261129000001_operation_targets.sql"
+                );
+                sqlx::raw_sql(sql).execute(p).await?;
+            }
+        }
         Ok(())
     }
 

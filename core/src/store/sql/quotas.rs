@@ -13,21 +13,62 @@ use crate::{Error, Result};
 /// Clusters and nodes a tenant uses: live clusters, each counted with its node count or the
 /// target of its unfinished scale operation, whichever is larger (a scale in flight has
 /// already taken its share of the quota). `$2` names a cluster to leave out (`nil`: none).
-pub(super) const USAGE_SQL: &str =
-    "SELECT COUNT(*), COALESCE(SUM(CASE WHEN s.target > c.node_count \
-     THEN s.target ELSE c.node_count END), 0) \
-     FROM clusters c LEFT JOIN (SELECT cluster_id, MAX(CAST(target AS INTEGER)) AS target \
-       FROM operations WHERE kind = 'scale' AND state IN ('pending', 'running') \
-       GROUP BY cluster_id) s ON s.cluster_id = c.id \
-     WHERE c.tenant_id = $1 AND c.deleted_at IS NULL AND c.id <> $2";
+/// The clusters and their node counts:
+pub(super) const CLUSTERS_SQL: &str = "SELECT COUNT(*), COALESCE(SUM(node_count), 0) \
+     FROM clusters WHERE tenant_id = $1 AND deleted_at IS NULL AND id <> $2";
+/// … and the unfinished scales of those clusters (their targets are read in Rust: they are
+/// stored as tagged JSON, which the two databases read differently).
+pub(super) const SCALES_SQL: &str = "SELECT o.cluster_id, o.target, c.node_count \
+     FROM operations o JOIN clusters c ON c.id = o.cluster_id \
+     WHERE o.kind = 'scale' AND o.state IN ('pending', 'running') \
+       AND c.tenant_id = $1 AND c.deleted_at IS NULL AND c.id <> $2";
 
-pub(super) fn usage(clusters: i64, nodes: i64) -> Usage {
+/// An unfinished scale: its cluster, its stored target, the cluster's node count.
+pub(super) type ScaleRow = (Uuid, Option<String>, i32);
+
+/// The usage from [`CLUSTERS_SQL`]'s count and sum and [`SCALES_SQL`]'s rows. A scale whose
+/// target cannot be read adds nothing (it fails, saying why, when a worker takes it).
+pub(super) fn usage(clusters: i64, nodes: i64, scales: &[ScaleRow]) -> Usage {
+    let mut beyond: std::collections::BTreeMap<Uuid, i64> = std::collections::BTreeMap::new();
+    for (cluster, target, count) in scales {
+        if let Some(crate::cluster::OperationTarget::Nodes(n)) = target
+            .as_deref()
+            .map(crate::cluster::OperationTarget::from_stored)
+        {
+            let more = (i64::from(n) - i64::from(*count)).max(0);
+            let entry = beyond.entry(*cluster).or_default();
+            *entry = (*entry).max(more);
+        }
+    }
+    let nodes = nodes + beyond.values().sum::<i64>();
     Usage {
         clusters: u32::try_from(clusters).unwrap_or(u32::MAX),
         nodes: u32::try_from(nodes).unwrap_or(u32::MAX),
         shared_storage_bytes: 0,
     }
 }
+
+/// The tenant's usage (all its clusters but `$except`) on `$executor` (a pool or
+/// `&mut *tx`, given as an expression evaluated once per query).
+macro_rules! usage_on {
+    ($executor:expr, $tenant:expr, $except:expr) => {{
+        let (clusters, nodes): (i64, i64) =
+            sqlx::query_as($crate::store::sql::quotas::CLUSTERS_SQL)
+                .bind($tenant)
+                .bind($except)
+                .fetch_one($executor)
+                .await?;
+        let scales: Vec<$crate::store::sql::quotas::ScaleRow> =
+            sqlx::query_as($crate::store::sql::quotas::SCALES_SQL)
+                .bind($tenant)
+                .bind($except)
+                .fetch_all($executor)
+                .await?;
+        $crate::store::sql::quotas::usage(clusters, nodes, &scales)
+    }};
+}
+
+pub(super) use usage_on;
 
 /// Inside a transaction: locks the tenant (Postgres row lock; SQLite has one writer), then
 /// refuses with Conflict when one more cluster of `nodes` nodes, besides the tenant's other
@@ -43,19 +84,13 @@ macro_rules! admit_in_tx {
             .bind($tenant)
             .fetch_one(&mut *$tx)
             .await?;
-        let (used_c, used_n): (i64, i64) = sqlx::query_as($crate::store::sql::quotas::USAGE_SQL)
-            .bind($tenant)
-            .bind($except)
-            .fetch_one(&mut *$tx)
-            .await?;
+        let used = $crate::store::sql::quotas::usage_on!(&mut *$tx, $tenant, $except);
         let quota = $crate::cluster::Quota {
             max_clusters: max_c.and_then(|v| u32::try_from(v).ok()),
             max_nodes: max_n.and_then(|v| u32::try_from(v).ok()),
             ..$crate::cluster::Quota::default()
         };
-        quota
-            .admit($crate::store::sql::quotas::usage(used_c, used_n), $nodes)
-            .map_err($crate::Error::Conflict)?;
+        quota.admit(used, $nodes).map_err($crate::Error::Conflict)?;
     }};
 }
 
@@ -108,16 +143,16 @@ impl QuotaStore for SqlStore {
         const STORAGE_SQL: &str = "SELECT CAST(COALESCE(SUM(CAST(s.bytes AS DOUBLE PRECISION)), 0) \
              AS DOUBLE PRECISION) FROM shared_storage_usage s JOIN clusters c ON c.id = s.cluster_id \
              WHERE c.tenant_id = $1 AND c.deleted_at IS NULL";
-        let ((c, n), (bytes,)): ((i64, i64), (f64,)) = on_pool!(self, p => {
+        let (used, (bytes,)): (Usage, (f64,)) = on_pool!(self, p => {
             (
-                sqlx::query_as(USAGE_SQL).bind(tenant_id).bind(Uuid::nil()).fetch_one(p).await?,
+                usage_on!(p, tenant_id, Uuid::nil()),
                 sqlx::query_as(STORAGE_SQL).bind(tenant_id).fetch_one(p).await?,
             )
         });
         Ok(Usage {
             // `as` saturates (and maps NaN to 0): sums are never computed in integers.
             shared_storage_bytes: bytes.max(0.0) as u64,
-            ..usage(c, n)
+            ..used
         })
     }
 }
