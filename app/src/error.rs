@@ -32,8 +32,18 @@ pub enum AppError {
 impl FromServerFnError for AppError {
     type Encoder = JsonEncoding;
 
+    /// Arguments that cannot be read (a field missing or of the wrong type: a script, an old
+    /// tab) are the client's mistake: [`AppError::Invalid`] with a plain message, and on the
+    /// server a 400 (the function never ran, nothing was written).
     fn from_server_fn_error(value: ServerFnErrorErr) -> Self {
-        AppError::Transport(value.to_string())
+        match value {
+            ServerFnErrorErr::Args(why) | ServerFnErrorErr::MissingArg(why) => {
+                #[cfg(feature = "ssr")]
+                crate::ssr::refuse_malformed();
+                AppError::Invalid(format!("malformed request: {}", why.replace('`', "")))
+            }
+            other => AppError::Transport(other.to_string()),
+        }
     }
 }
 

@@ -19,6 +19,12 @@ impl Page {
         }
     }
 
+    /// The page a request asks for: [`Page::DEFAULT_LIMIT`] rows from the start unless it
+    /// says otherwise (every list route reads its `limit` and `offset` so).
+    pub fn requested(limit: Option<u32>, offset: Option<u32>) -> Self {
+        Self::new(limit.unwrap_or(Self::DEFAULT_LIMIT), offset.unwrap_or(0))
+    }
+
     pub fn first(limit: u32) -> Self {
         Self::new(limit, 0)
     }

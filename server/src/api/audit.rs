@@ -71,10 +71,7 @@ pub async fn list_audit(
         .await?;
     match params.format.as_deref().unwrap_or("json") {
         "json" => {
-            let page = Page::new(
-                params.limit.unwrap_or(Page::DEFAULT_LIMIT),
-                params.offset.unwrap_or(0),
-            );
+            let page = Page::requested(params.limit, params.offset);
             let events = state
                 .kqueen
                 .audit()

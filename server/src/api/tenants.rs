@@ -42,10 +42,7 @@ pub async fn list_tenants(
     Extension(actor): Extension<Actor>,
     ApiQuery(q): ApiQuery<TenantQuery>,
 ) -> ApiResult<Json<Vec<TenantOut>>> {
-    let page = Page::new(
-        q.limit.unwrap_or(Page::DEFAULT_LIMIT),
-        q.offset.unwrap_or(0),
-    );
+    let page = Page::requested(q.limit, q.offset);
     let list = state
         .kqueen
         .tenancy()

@@ -18,4 +18,5 @@ mod openapi;
 mod portal;
 mod provider;
 mod real_cluster;
+mod server_fns;
 mod users;

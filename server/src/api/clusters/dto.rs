@@ -7,7 +7,6 @@ pub use kqueen_dto::clusters::{
 use std::collections::BTreeMap;
 
 use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, Quota, TemplateInput};
-use kqueen_core::page::Page;
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::provisioner::{ParamKind, ParamSchema, Params};
 use kqueen_core::ValidationError;
@@ -545,10 +544,6 @@ pub struct QuotaOut {
     pub used_nodes: u32,
     /// Bytes its clusters keep in the shared etcd, as last measured.
     pub used_shared_storage_bytes: u64,
-}
-
-pub(super) fn page_of(limit: Option<u32>, offset: Option<u32>) -> Page {
-    Page::new(limit.unwrap_or(Page::DEFAULT_LIMIT), offset.unwrap_or(0))
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

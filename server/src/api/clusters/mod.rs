@@ -13,6 +13,7 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use kqueen_core::cluster::{ClusterFilter, ClusterRequest, ClusterState, Quota};
+use kqueen_core::page::Page;
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::{Actor, Error, ValidationError};
 
@@ -47,7 +48,7 @@ pub async fn list_clusters(
         state: state_filter,
         name: q.name,
     };
-    let page = page_of(q.limit, q.offset);
+    let page = Page::requested(q.limit, q.offset);
     let (items, total) = state
         .kqueen
         .clusters()

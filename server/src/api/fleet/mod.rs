@@ -93,10 +93,7 @@ impl FleetParams {
     }
 
     fn page(&self) -> Page {
-        Page::new(
-            self.limit.unwrap_or(Page::DEFAULT_LIMIT),
-            self.offset.unwrap_or(0),
-        )
+        Page::requested(self.limit, self.offset)
     }
 }
 
