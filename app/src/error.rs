@@ -39,10 +39,29 @@ impl FromServerFnError for AppError {
         match value {
             ServerFnErrorErr::Args(why) | ServerFnErrorErr::MissingArg(why) => {
                 #[cfg(feature = "ssr")]
-                crate::ssr::refuse_malformed();
+                refuse_malformed();
                 AppError::Invalid(format!("malformed request: {}", why.replace('`', "")))
             }
             other => AppError::Transport(other.to_string()),
+        }
+    }
+}
+
+#[cfg(feature = "ssr")]
+/// Answers this server function's call with 400 Bad Request: its arguments could not be
+/// read. A plain form post (no JavaScript, `Accept: text/html`) keeps the redirect back to
+/// its page that every failed write gets.
+fn refuse_malformed() {
+    let html = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+        parts
+            .headers
+            .get(http::header::ACCEPT)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.contains("text/html"))
+    });
+    if !html {
+        if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+            response.set_status(http::StatusCode::BAD_REQUEST);
         }
     }
 }

@@ -21,24 +21,6 @@ pub fn actor() -> Actor {
         .unwrap_or_else(Actor::anonymous)
 }
 
-/// Answers this server function's call with 400 Bad Request: its arguments could not be
-/// read. A plain form post (no JavaScript, `Accept: text/html`) keeps the redirect back to
-/// its page that every failed write gets.
-pub fn refuse_malformed() {
-    let html = use_context::<http::request::Parts>().is_some_and(|parts| {
-        parts
-            .headers
-            .get(http::header::ACCEPT)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| v.contains("text/html"))
-    });
-    if !html {
-        if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
-            response.set_status(http::StatusCode::BAD_REQUEST);
-        }
-    }
-}
-
 /// `2026-11-24 08:05 UTC`, as chrono's `%Y-%m-%d %H:%M UTC` writes it. Every list row
 /// shows one or two of these: written field by field, it costs a tenth of chrono's
 /// strftime, which parses its format string again for every call (4 % of the cluster
