@@ -1,8 +1,17 @@
 //! Providers (a provisioner backend with its settings) and templates (what tenants may
 //! request), as stored and as operators write them.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use std::collections::BTreeMap;
+use std::fmt;
+
+use chrono::{DateTime, Utc};
+use kqueen_dto::kinds::ProviderKind;
+use uuid::Uuid;
+
+use super::params::{ParamOverride, Params};
+use crate::cluster::AdminAccess;
+use crate::tenant::TenantSlug;
+use crate::ValidationError;
 
 /// A provider or template name: 1-63 characters of a-z, 0-9 and '-' (a DNS-1123 label),
 /// exactly as given (surrounding spaces are refused, see [`TenantSlug`]).

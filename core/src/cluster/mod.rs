@@ -9,7 +9,6 @@ mod quota;
 pub mod storage_quota;
 mod target;
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use chrono::{DateTime, Utc};

@@ -1,7 +1,18 @@
 //! How a run ends: the operation succeeded (the cluster's new state, its kubeconfig stored,
 //! its secrets forgotten after a delete) or failed (the cluster in Error with the reason).
 
-use super::*;
+use std::time::Duration;
+
+use chrono::Utc;
+use serde_json::json;
+
+use super::tracker::Tracker;
+use crate::cluster::{
+    Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
+};
+use crate::engine::{chrono_duration, context, lease_token, Engine, Stop, PHASE_KUBECONFIG};
+use crate::store::ClusterChange;
+use crate::vault::names;
 
 impl Engine {
     pub(super) async fn succeed(

@@ -29,15 +29,9 @@ use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio::task::JoinSet;
 
-use crate::actor::Actor;
-use crate::audit::{action, AuditEvent};
-use crate::cluster::{
-    Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
-};
+use crate::cluster::{ClusterEvent, EventKind, Operation, OperationKind};
 use crate::deps::Deps;
 use crate::provisioner::{ProvisionError, Reporter, Step};
-use crate::store::ClusterChange;
-use crate::vault::names;
 use crate::{Error, Result};
 
 pub use config::EngineConfig;

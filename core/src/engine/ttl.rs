@@ -1,6 +1,10 @@
 //! Clusters whose time-to-live ran out: their deletion is queued like any other.
 
-use super::*;
+use crate::actor::Actor;
+use crate::audit::{action, AuditEvent};
+use crate::cluster::{Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind};
+use crate::engine::Engine;
+use crate::{Error, Result};
 
 impl Engine {
     /// Queues the deletion of clusters whose time-to-live ran out.

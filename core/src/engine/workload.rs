@@ -3,7 +3,15 @@
 //! provisioner takes part and the cluster stays as it is whatever the outcome. The work
 //! itself is the services' ([`EngineHooks::run_workload`]).
 
-use super::*;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use super::tracker::Tracker;
+use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationState};
+use crate::engine::{chrono_duration, lease_token, Engine, Stop};
+use crate::provisioner::Reporter;
+use crate::store::ClusterChange;
 use crate::workloads::WorkloadError;
 
 impl Engine {

@@ -1,7 +1,10 @@
 //! Answers shaped like the real server's (objects, `Status` errors) and small helpers.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{json, Value};
+
+use crate::fake_kube::Target;
 
 pub(super) fn ok(code: u16, body: Value) -> Response {
     (

@@ -19,10 +19,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use axum::body::Bytes;
-use axum::extract::State;
-use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
-use axum::response::{IntoResponse, Response};
+use axum::http::Method;
 use axum::Router;
 use serde_json::{json, Value};
 

@@ -1,7 +1,18 @@
 //! Which object a request names, who asks, and the dispatch to the verbs.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use std::sync::{Arc, Mutex};
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{header, HeaderMap, Method, Uri};
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use super::replace;
+use crate::fake_kube::{
+    create, delete, get, injected, list, ok, patch, split_version, status, token_request,
+    FakeState, ADMIN_TOKEN, RESOURCES,
+};
 
 /// A parsed API path.
 #[derive(Debug, Clone)]

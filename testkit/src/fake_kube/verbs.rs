@@ -1,7 +1,12 @@
 //! The verbs on the in-memory objects: list, get, create, replace, patch, delete, TokenRequest.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use axum::http::{header, HeaderMap};
+use axum::response::Response;
+use serde_json::{json, Value};
+
+use crate::fake_kube::{
+    is_dns_subdomain, not_found, ok, percent_decode, status, FakeState, Target,
+};
 
 pub(super) fn list(s: &FakeState, t: &Target, query: &str) -> Response {
     let selector: Vec<(String, String)> = query

@@ -1,7 +1,7 @@
 //! A command line split into argv with shell-like quoting (no shell), and the shell
 //! operators refused without `shell`.
 
-use super::*;
+use crate::provisioner::command::SHELL_OPERATORS;
 
 /// The argv a command line runs as; the error completes "the <setting> …".
 pub(super) fn argv(line: &str, shell: bool) -> Result<Vec<String>, String> {

@@ -1,7 +1,11 @@
 //! The files a command sees: its working directory and the kubeconfig it writes (create) or
 //! finds (later actions), removed as soon as it is no longer needed.
 
-use super::*;
+use std::path::{Path, PathBuf};
+
+use crate::provisioner::command::{KUBECONFIG_FILE, MAX_KUBECONFIG};
+use crate::provisioner::{ProvisionError, Provisioned};
+use crate::vault::Secret;
 
 /// Removes a plaintext kubeconfig when dropped.
 pub(super) struct KubeconfigFile(PathBuf);

@@ -53,22 +53,14 @@ mod settings;
 #[cfg(test)]
 mod tests;
 
-use std::path::{Path, PathBuf};
-use std::pin::pin;
-use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use futures::{Stream, StreamExt};
-use rustix::process::{kill_process_group, Pid, Signal};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
-use tokio::time::Instant;
 
 use super::{
     Capabilities, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,
-    ProvisionError, Provisioned, Provisioner, Reporter, Step,
+    ProvisionError, Provisioned, Provisioner, Step,
 };
-use crate::vault::Secret;
 use crate::ValidationError;
 
 /// The file (in the work dir) where create leaves the admin kubeconfig.

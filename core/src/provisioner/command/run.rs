@@ -1,7 +1,20 @@
 //! Running one command: its process group, its output streamed into the timeline (with the
 //! `::step` and `::progress` instructions), the timeout, the failure reason.
 
-use super::*;
+use std::path::Path;
+use std::pin::pin;
+use std::process::{ExitStatus, Stdio};
+
+use futures::{Stream, StreamExt};
+use rustix::process::{kill_process_group, Pid, Signal};
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, BufReader};
+use tokio::time::Instant;
+
+use crate::provisioner::command::{
+    argv, parse_environment, prepare_work_dir, write_kubeconfig, Action, CommandProvisioner,
+    Settings, DRAIN, ENVIRONMENT, KUBECONFIG_FILE, MAX_LINE,
+};
+use crate::provisioner::{OpContext, ProvisionError, Reporter, Step};
 
 impl CommandProvisioner {
     /// Runs `action`'s command unless this operation already ran it to success.

@@ -1,7 +1,10 @@
 //! A command provider's settings: the commands, the shell switch, the timeout, the secret
 //! environment (`NAME=value` lines).
 
-use super::*;
+use std::time::Duration;
+
+use crate::provisioner::command::{Action, DEFAULT_TIMEOUT_SECS, MAX_TIMEOUT_SECS};
+use crate::provisioner::{OpContext, Params};
 
 /// The provider's secret setting with environment variables for every command.
 pub(super) const ENVIRONMENT: &str = "environment";

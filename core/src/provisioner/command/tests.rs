@@ -2,6 +2,7 @@
 
 use super::run::OutputState;
 use super::*;
+use crate::provisioner::Reporter;
 
 #[test]
 fn secret_environments_parse_without_quoting_values() {

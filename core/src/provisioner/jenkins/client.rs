@@ -1,7 +1,20 @@
 //! An authenticated HTTP client of one Jenkins: triggering, queue items, builds, the
 //! progressive console, artifacts, CSRF crumbs.
 
-use super::*;
+use std::sync::Arc;
+
+use reqwest::cookie::Jar;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
+use reqwest::{redirect, Client, Response, StatusCode, Url};
+use serde::de::DeserializeOwned;
+
+use super::endpoint;
+use crate::provisioner::jenkins::{
+    certificates, BuildJson, Console, CrumbJson, JenkinsOptions, JobJson, JobPath, QueueItemJson,
+    QueueState, Run, Settings, MAX_ARTIFACT_BYTES, TOKEN,
+};
+use crate::provisioner::ProvisionError;
+use crate::vault::Secret;
 
 /// An authenticated client of one Jenkins for one provisioner call.
 pub(super) struct Jenkins {

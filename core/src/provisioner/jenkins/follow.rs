@@ -1,7 +1,13 @@
 //! Following a triggered build: the checkpoint (what was triggered, how far the console
 //! was read), the follow loop, halting a build, console lines, the kubeconfig artifact.
 
-use super::*;
+use std::time::Duration;
+
+use base64::Engine;
+use serde::{Deserialize, Serialize};
+
+use crate::provisioner::jenkins::{Jenkins, JobPath, QueueState, DRAIN_POLLS, MAX_LINE_BYTES};
+use crate::provisioner::{OpContext, ProvisionError, Reporter, Step};
 
 /// One build KQueen triggered and follows.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

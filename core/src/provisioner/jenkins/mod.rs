@@ -27,16 +27,9 @@ mod tests;
 mod wire;
 
 use std::collections::BTreeMap;
-use std::fmt;
-use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use async_trait::async_trait;
-use base64::Engine as _;
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, LOCATION};
-use reqwest::{cookie::Jar, redirect, Certificate, Client, Response, StatusCode, Url};
-use serde::de::DeserializeOwned;
-use serde::{Deserialize, Serialize};
 
 use super::{
     Capabilities, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,

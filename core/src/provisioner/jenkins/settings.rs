@@ -1,6 +1,12 @@
 //! A provider's settings, checked: Jenkins' URL, the job's path, the artifact, CA certificates.
 
-use super::*;
+use std::fmt;
+use std::time::Duration;
+
+use reqwest::{Certificate, Url};
+
+use crate::provisioner::jenkins::{DEFAULT_ARTIFACT, DEFAULT_POLL_SECONDS, MAX_POLL_SECONDS};
+use crate::provisioner::Params;
 
 /// A provider's settings, checked.
 pub(super) struct Settings {

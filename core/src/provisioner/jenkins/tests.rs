@@ -1,5 +1,9 @@
 //! Unit tests of the Jenkins provisioner's pure parts.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use reqwest::header::{HeaderMap, HeaderValue, LOCATION};
+
 use super::*;
 
 fn config(pairs: &[(&str, &str)]) -> Params {

@@ -1,6 +1,8 @@
 //! What Jenkins' remote access API answers, as read by KQueen.
 
-use super::*;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use serde::Deserialize;
 
 pub(super) enum QueueState {
     Waiting(Option<String>),
