@@ -746,6 +746,36 @@ async fn an_operation_whose_target_cannot_be_read_fails_saying_so(db: TestDataba
     assert_eq!(op.state, OperationState::Failed);
 }
 
+async fn an_operation_whose_checkpoint_cannot_be_read_fails_saying_so(db: TestDatabase) {
+    let s = setup(db).await;
+    let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
+    let c = s.request("ok-a").await.unwrap();
+    // A phase this KQueen does not know: never "start the create over".
+    store
+        .testing_set_checkpoint(
+            c.id,
+            r#"{"engine": {"phase": "deploy"}, "provisioner": null}"#,
+        )
+        .await
+        .unwrap();
+    s.engine("w", Duration::from_secs(30))
+        .run_until_idle()
+        .await
+        .unwrap();
+    let (_, state, error) = scaled(&s, c.id).await;
+    assert_eq!(state, ClusterState::Error);
+    let error = error.unwrap();
+    assert!(
+        error.contains("the operation's checkpoint cannot be read") && error.contains("deploy"),
+        "{error}"
+    );
+    assert_eq!(
+        s.scripted.creates.lock().unwrap().get("ok-a"),
+        None,
+        "the provisioner was never called"
+    );
+}
+
 async fn targets_stored_before_they_were_typed_are_migrated(db: TestDatabase) {
     let s = setup(db).await;
     let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
@@ -1111,6 +1141,7 @@ on_both_databases!(
     scaling_stays_within_the_template,
     scale_targets_count_against_the_node_quota_until_done,
     an_operation_whose_target_cannot_be_read_fails_saying_so,
+    an_operation_whose_checkpoint_cannot_be_read_fails_saying_so,
     targets_stored_before_they_were_typed_are_migrated,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,

@@ -4,11 +4,12 @@
 use std::collections::BTreeMap;
 use std::path::Path;
 
+use super::checkpoint::Checkpoint;
 use crate::cluster::{Cluster, Operation, OperationKind, OperationState, Provider};
 use crate::deps::Deps;
 use crate::provisioner::OpContext;
 use crate::vault::{names, Secret, Vault};
-use crate::Result;
+use crate::{Error, Result};
 
 /// The context of a provisioner call for `op` on `cluster`, its working directory under
 /// `work_root`.
@@ -16,6 +17,7 @@ pub(crate) async fn op_context(
     deps: &Deps,
     cluster: &Cluster,
     op: &Operation,
+    checkpoint: &Checkpoint,
     work_root: &Path,
 ) -> Result<OpContext> {
     let mut ctx = cluster_context(deps, cluster, work_root).await?;
@@ -27,19 +29,13 @@ pub(crate) async fn op_context(
         let ops = deps.store.operations_of(cluster.id, 50).await?;
         if let Some(create) = ops.iter().find(|o| o.kind == OperationKind::Create) {
             if create.state != OperationState::Succeeded {
-                ctx.create_checkpoint = create
-                    .checkpoint
-                    .get("provisioner")
-                    .cloned()
-                    .unwrap_or_default();
+                ctx.create_checkpoint = Checkpoint::read(&create.checkpoint)
+                    .map_err(|why| Error::Corrupt(format!("the unfinished create: {why}")))?
+                    .provisioner;
             }
         }
     }
-    ctx.checkpoint = op
-        .checkpoint
-        .get("provisioner")
-        .cloned()
-        .unwrap_or(serde_json::Value::Null);
+    ctx.checkpoint = checkpoint.provisioner.clone();
     Ok(ctx)
 }
 

@@ -4,13 +4,13 @@
 use std::time::Duration;
 
 use chrono::Utc;
-use serde_json::json;
 
+use super::checkpoint::{Checkpoint, Phase};
 use super::tracker::Tracker;
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationState,
 };
-use crate::engine::{chrono_duration, context, lease_token, Engine, Stop, PHASE_KUBECONFIG};
+use crate::engine::{chrono_duration, context, lease_token, Engine, Stop};
 use crate::store::ClusterChange;
 use crate::vault::names;
 
@@ -44,7 +44,9 @@ impl Engine {
                 if let Err(e) = self.deps.vault.put(&at, &p.kubeconfig).await {
                     tracing::warn!(error = %e, "storing a kubeconfig failed; will retry");
                     let run_after = now + chrono_duration(Duration::from_secs(5));
-                    let checkpoint = json!({"engine": {"phase": PHASE_KUBECONFIG}, "provisioner": tracker.checkpoint.get("provisioner").cloned().unwrap_or_default()});
+                    let checkpoint =
+                        Checkpoint::new(Phase::Kubeconfig, tracker.checkpoint.provisioner.clone())
+                            .to_value();
                     let _ = self
                         .deps
                         .store

@@ -13,10 +13,13 @@
 //! the reason. Transient provisioner errors are retried with back-off. The engine also deletes
 //! clusters whose time-to-live ran out.
 
+mod checkpoint;
 mod config;
 pub(crate) mod context;
 mod finish;
 mod hooks;
+mod progress;
+mod run;
 mod tracker;
 mod ttl;
 mod workload;
@@ -24,20 +27,17 @@ mod workload;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::Utc;
-use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::task::JoinSet;
 
-use crate::cluster::{ClusterEvent, EventKind, Operation, OperationKind};
+use crate::cluster::{ClusterEvent, Operation};
 use crate::deps::Deps;
-use crate::provisioner::{ProvisionError, Reporter, Step};
+use crate::provisioner::Step;
 use crate::{Error, Result};
 
 pub use config::EngineConfig;
 pub(crate) use context::provider_secrets;
 pub use hooks::EngineHooks;
-use tracker::Tracker;
 
 /// Executes the operations of one installation (its [`Deps`]).
 #[derive(Clone)]
@@ -54,10 +54,6 @@ enum Stop {
     /// Rescheduled (transient error).
     Rescheduled,
 }
-
-/// The engine's own part of an operation's checkpoint.
-const PHASE_CREATE: &str = "create";
-const PHASE_KUBECONFIG: &str = "kubeconfig";
 
 impl Engine {
     /// An engine over `deps`; `hooks` are the use cases it calls back (see
@@ -227,9 +223,7 @@ impl Engine {
     }
 
     async fn try_execute(&self, op: Operation) -> Result<(), Stop> {
-        let store = &self.deps.store;
-        let owner = lease_token(&op);
-        let cluster = match store.cluster(op.cluster_id).await {
+        let cluster = match self.deps.store.cluster(op.cluster_id).await {
             Ok(c) => c,
             Err(e) => {
                 return self
@@ -239,306 +233,10 @@ impl Engine {
         };
         tracing::info!(operation = %op.id, cluster = %cluster.name, kind = %op.kind, attempt = op.attempts, "executing operation");
         if op.kind.is_workload() {
-            return self.execute_workload(op, cluster).await;
+            self.execute_workload(op, cluster).await
+        } else {
+            self.execute_provisioner(op, cluster).await
         }
-        let mut ctx =
-            match context::op_context(&self.deps, &cluster, &op, &self.config.work_dir).await {
-                Ok(ctx) => ctx,
-                Err(e) => return self.fail(&op, &e.to_string()).await,
-            };
-        let Some(provisioner) = self.deps.registry.get(cluster.provider_kind) else {
-            let msg = format!(
-                "no provisioner of kind {} in this portal",
-                cluster.provider_kind
-            );
-            return self.fail(&op, &msg).await;
-        };
-        let mut phase = op
-            .checkpoint
-            .pointer("/engine/phase")
-            .and_then(|v| v.as_str())
-            .unwrap_or(PHASE_CREATE)
-            .to_owned();
-        if op.attempts > 1 {
-            self.record(
-                &op,
-                EventKind::Step,
-                format!("Resumed by worker {owner} (attempt {})", op.attempts),
-            )
-            .await?;
-        }
-        let (tx, mut rx) = mpsc::unbounded_channel();
-        ctx.reporter = Reporter::new(tx);
-        let deadline = op.deadline_at;
-        let mut tracker = Tracker::new(&op);
-        if tracker.step == crate::cluster::WAITING_STEP {
-            // A worker runs it now: never "waiting" from here on, even before the
-            // provisioner names its first step.
-            tracker.step = crate::cluster::STARTING_STEP.into();
-            tracker.dirty = true;
-            self.flush(&op, &mut tracker, None).await?;
-        }
-        loop {
-            // One provisioner call, with the lease renewed and progress flushed meanwhile.
-            let outcome = {
-                let call = async {
-                    match (op.kind, phase.as_str()) {
-                        (OperationKind::Create, PHASE_KUBECONFIG) => provisioner
-                            .kubeconfig(&mut ctx)
-                            .await
-                            .map(|p| Step::Done(Some(p))),
-                        (OperationKind::Create, _) => {
-                            provisioner.create(&mut ctx).await.map(map_step)
-                        }
-                        (OperationKind::Delete, _) => {
-                            provisioner.delete(&mut ctx).await.map(map_step)
-                        }
-                        (OperationKind::Scale, _) => match op.nodes() {
-                            Ok(nodes) => provisioner.scale(&mut ctx, nodes).await.map(map_step),
-                            Err(why) => Err(ProvisionError::Failed(why)),
-                        },
-                        (OperationKind::Upgrade, _) => match op.version() {
-                            Ok(v) => provisioner.upgrade(&mut ctx, v).await.map(map_step),
-                            Err(why) => Err(ProvisionError::Failed(why)),
-                        },
-                        (kind, _) => Err(ProvisionError::Failed(format!(
-                            "{kind} is not an operation of provisioners"
-                        ))),
-                    }
-                };
-                self.drive(&op, &mut tracker, &mut rx, call).await?
-            };
-            while let Ok(r) = rx.try_recv() {
-                tracker.apply(r);
-            }
-            let checkpoint = json!({"engine": {"phase": phase}, "provisioner": ctx.checkpoint});
-            match outcome {
-                Err(_elapsed) => {
-                    let minutes = (op.deadline_at - op.created_at).num_minutes();
-                    let msg = format!(
-                        "timed out after {minutes} min during step \"{}\"",
-                        tracker.step
-                    );
-                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
-                    return self.fail(&op, &msg).await;
-                }
-                Ok(Err(ProvisionError::Transient(msg))) => {
-                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
-                    if op.attempts >= self.config.max_attempts {
-                        let msg = format!("gave up after {} attempts: {msg}", op.attempts);
-                        return self.fail(&op, &msg).await;
-                    }
-                    let backoff = Duration::from_secs(2u64.saturating_pow(op.attempts.min(6)));
-                    let event = ClusterEvent::new(
-                        op.cluster_id,
-                        Some(op.id),
-                        EventKind::Error,
-                        format!("{msg} (retrying in {} s)", backoff.as_secs()),
-                        crate::clock::now(),
-                    );
-                    let run_after = crate::clock::now() + chrono_duration(backoff);
-                    return match store
-                        .reschedule(op.id, owner, run_after, &checkpoint, &[event])
-                        .await
-                    {
-                        Ok(true) => Err(Stop::Rescheduled),
-                        _ => Err(Stop::LostLease),
-                    };
-                }
-                Ok(Err(e)) => {
-                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
-                    return self.fail(&op, &e.to_string()).await;
-                }
-                Ok(Ok(Step::Wait(pause))) => {
-                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
-                    let pause = pause.min(self.config.max_wait);
-                    if Utc::now() + chrono_duration(pause) > deadline {
-                        continue; // the next call times out and reports where it stopped
-                    }
-                    self.sleep_holding_lease(&op, pause).await?;
-                }
-                Ok(Ok(Step::Done(None))) if op.kind == OperationKind::Create => {
-                    phase = PHASE_KUBECONFIG.into();
-                    tracker.step("Fetching the kubeconfig");
-                    let checkpoint =
-                        json!({"engine": {"phase": phase}, "provisioner": ctx.checkpoint});
-                    self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
-                }
-                Ok(Ok(Step::Done(provisioned))) => {
-                    if op.kind == OperationKind::Delete
-                        && !provisioner
-                            .capabilities_for(&ctx.provider_config)
-                            .deletes_infrastructure
-                    {
-                        // The cluster goes on existing without KQueen: take back the access
-                        // KQueen gave out in it while it still can.
-                        let within = self.config.lease / 3;
-                        if let Some(line) = self.hooks.revoke_all_access(&cluster, within).await {
-                            tracker.events.push(ClusterEvent::new(
-                                cluster.id,
-                                Some(op.id),
-                                EventKind::Log,
-                                line,
-                                crate::clock::now(),
-                            ));
-                        }
-                    }
-                    if let Some(p) = &provisioned {
-                        let allow_exec = provisioner.allows_exec(&ctx.provider_config);
-                        if let Err(why) = check_kubeconfig(p, allow_exec) {
-                            self.flush(&op, &mut tracker, Some(&checkpoint)).await?;
-                            return self.fail(&op, &why).await;
-                        }
-                    }
-                    self.succeed(&op, &cluster, provisioned, &mut tracker)
-                        .await?;
-                    match op.kind {
-                        OperationKind::Create => provisioner.kubeconfig_stored(&ctx).await,
-                        // Kept when the delete only forgot the cluster: the installer's state
-                        // there may be the only handle on machines still running.
-                        OperationKind::Delete
-                            if provisioner
-                                .capabilities_for(&ctx.provider_config)
-                                .deletes_infrastructure =>
-                        {
-                            remove_work_dir(&ctx.work_dir).await
-                        }
-                        _ => {}
-                    }
-                    return Ok(());
-                }
-            }
-        }
-    }
-
-    /// Runs one call of an operation until the operation's deadline, renewing its lease and
-    /// saving the progress it reports meanwhile (soon after it comes, not only with the
-    /// lease: a page reloaded during a long call shows the step the call is on). Err when
-    /// the lease is lost; Ok(Err) when the deadline passed first.
-    async fn drive<T>(
-        &self,
-        op: &Operation,
-        tracker: &mut Tracker,
-        rx: &mut mpsc::UnboundedReceiver<crate::provisioner::Report>,
-        call: impl std::future::Future<Output = T>,
-    ) -> Result<Result<T, tokio::time::error::Elapsed>, Stop> {
-        let left = (op.deadline_at - Utc::now()).to_std().unwrap_or_default();
-        let call = tokio::time::timeout(left, call);
-        tokio::pin!(call);
-        let mut tick = tokio::time::interval(self.config.lease / 3);
-        tick.tick().await;
-        let mut flush_tick = tokio::time::interval(self.config.progress_flush);
-        flush_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        flush_tick.tick().await;
-        loop {
-            tokio::select! {
-                res = &mut call => return Ok(res),
-                Some(r) = rx.recv() => tracker.apply(r),
-                _ = flush_tick.tick(), if tracker.dirty => {
-                    self.flush(op, tracker, None).await?;
-                }
-                _ = tick.tick() => {
-                    let until = crate::clock::now() + chrono_duration(self.config.lease);
-                    if !self
-                        .deps
-                        .store
-                        .renew_lease(op.id, lease_token(op), until)
-                        .await
-                        .unwrap_or(false)
-                    {
-                        return Err(Stop::LostLease);
-                    }
-                    self.flush(op, tracker, None).await?;
-                }
-            }
-        }
-    }
-
-    async fn sleep_holding_lease(&self, op: &Operation, pause: Duration) -> Result<(), Stop> {
-        let end = tokio::time::Instant::now() + pause;
-        loop {
-            let now = tokio::time::Instant::now();
-            if now >= end {
-                return Ok(());
-            }
-            tokio::time::sleep((end - now).min(self.config.lease / 3)).await;
-            let until = crate::clock::now() + chrono_duration(self.config.lease);
-            if !self
-                .deps
-                .store
-                .renew_lease(op.id, lease_token(op), until)
-                .await
-                .unwrap_or(false)
-            {
-                return Err(Stop::LostLease);
-            }
-        }
-    }
-
-    async fn flush(
-        &self,
-        op: &Operation,
-        tracker: &mut Tracker,
-        checkpoint: Option<&serde_json::Value>,
-    ) -> Result<(), Stop> {
-        if !tracker.dirty && checkpoint.is_none() {
-            return Ok(());
-        }
-        let events = std::mem::take(&mut tracker.events);
-        let saved = match checkpoint {
-            Some(c) => c.clone(),
-            None => tracker.checkpoint.clone(),
-        };
-        let ok = self
-            .save_progress(op, &tracker.step, tracker.progress, &saved, &events)
-            .await;
-        match ok {
-            Ok(true) => {
-                tracker.dirty = false;
-                tracker.checkpoint = saved;
-                Ok(())
-            }
-            Ok(false) => Err(Stop::LostLease),
-            Err(e) => {
-                // The database is unavailable: keep the events for the next flush.
-                tracing::warn!(error = %e, "saving operation progress failed");
-                tracker.events = events;
-                Ok(())
-            }
-        }
-    }
-
-    async fn record(&self, op: &Operation, kind: EventKind, message: String) -> Result<(), Stop> {
-        let event = ClusterEvent::new(
-            op.cluster_id,
-            Some(op.id),
-            kind,
-            message,
-            crate::clock::now(),
-        );
-        let ok = self
-            .save_progress(op, &op.step, op.progress, &op.checkpoint, &[event])
-            .await;
-        match ok {
-            Ok(false) => Err(Stop::LostLease),
-            _ => Ok(()),
-        }
-    }
-
-    /// Saves a running operation's progress and new timeline entries, fenced by its lease;
-    /// false when the lease is lost.
-    async fn save_progress(
-        &self,
-        op: &Operation,
-        step: &str,
-        progress: u8,
-        checkpoint: &serde_json::Value,
-        events: &[ClusterEvent],
-    ) -> Result<bool> {
-        let store = &self.deps.store;
-        store
-            .save_progress(op.id, lease_token(op), step, progress, checkpoint, events)
-            .await
     }
 }
 

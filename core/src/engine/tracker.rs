@@ -2,6 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
+use super::checkpoint::Checkpoint;
 use crate::cluster::{ClusterEvent, EventKind, Operation};
 use crate::provisioner::Report;
 
@@ -10,19 +11,20 @@ pub(super) struct Tracker {
     pub(super) step: String,
     pub(super) progress: u8,
     pub(super) events: Vec<ClusterEvent>,
-    pub(super) checkpoint: serde_json::Value,
+    /// What the last save wrote (or what the operation started from).
+    pub(super) checkpoint: Checkpoint,
     pub(super) dirty: bool,
     pub(super) cluster_id: uuid::Uuid,
     pub(super) operation_id: uuid::Uuid,
 }
 
 impl Tracker {
-    pub(super) fn new(op: &Operation) -> Self {
+    pub(super) fn new(op: &Operation, checkpoint: Checkpoint) -> Self {
         Self {
             step: op.step.clone(),
             progress: op.progress,
             events: Vec::new(),
-            checkpoint: op.checkpoint.clone(),
+            checkpoint,
             dirty: false,
             cluster_id: op.cluster_id,
             operation_id: op.id,

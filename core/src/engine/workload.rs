@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::mpsc;
 
+use super::checkpoint::Checkpoint;
 use super::tracker::Tracker;
 use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationState};
 use crate::engine::{chrono_duration, lease_token, Engine, Stop};
@@ -24,7 +25,8 @@ impl Engine {
         let owner = lease_token(&op);
         let (tx, mut rx) = mpsc::unbounded_channel();
         let reporter = Reporter::new(tx);
-        let mut tracker = Tracker::new(&op);
+        // Workload operations keep no checkpoint of their own.
+        let mut tracker = Tracker::new(&op, Checkpoint::default());
         if op.attempts > 1 {
             tracker.step(&format!("Resumed (attempt {})", op.attempts));
         } else if tracker.step == crate::cluster::WAITING_STEP {

@@ -342,6 +342,14 @@ impl SqlStore {
         Ok(())
     }
 
+    /// Writes `raw` as the checkpoint of the cluster's unfinished operations.
+    pub async fn testing_set_checkpoint(&self, cluster: Uuid, raw: &str) -> Result<()> {
+        const SQL: &str = "UPDATE operations SET checkpoint = $2 \
+             WHERE cluster_id = $1 AND state IN ('pending', 'running')";
+        on_pool!(self, p => sqlx::query(SQL).bind(cluster).bind(raw).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+
     /// Runs the migration that made targets tagged JSON again (over rows a test wrote).
     pub async fn testing_migrate_targets(&self) -> Result<()> {
         match &self.pool {
