@@ -17,17 +17,13 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
-use kqueen_core::cluster::{ClusterRequest, ClusterState};
-use kqueen_core::engine::EngineConfig;
-use kqueen_core::identity::GroupMap;
+use kqueen_core::cluster::ClusterState;
 use kqueen_core::provisioner::hosted::kubernetes as runtime;
-use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
-use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
+use kqueen_testkit::hosted::HostedKqueen;
 use kqueen_testkit::node_lab::cluster::{join_until_ready, load, Binaries};
 use kqueen_testkit::node_lab::{NodeLab, NodePort, BUSYBOX_IMAGE};
 use kqueen_testkit::tls_etcd::TlsEtcd;
@@ -86,31 +82,6 @@ async fn ready(k: &Kqueen, id: &str) -> Result<bool, String> {
     }
 }
 
-/// `who` requests cluster `name` of `template` (at `version`, when given).
-async fn request(
-    k: &Kqueen,
-    who: &Actor,
-    (tenant, name, template): (&str, &str, &str),
-    version: Option<&str>,
-) -> String {
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            who,
-            ClusterRequest {
-                tenant: Some(tenant.into()),
-                name: name.into(),
-                template: template.into(),
-                parameters: version
-                    .map(|v| [("kubernetes_version".to_owned(), v.to_owned())].into())
-                    .unwrap_or_default(),
-            },
-        )
-        .await
-        .unwrap();
-    cluster.id.to_string()
-}
-
 fn web() -> Deployment {
     serde_json::from_value(serde_json::json!({
         "metadata": {"name": "web", "namespace": "default"},
@@ -135,37 +106,28 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
     let started = Instant::now();
     let lab = NodeLab::start().await?;
     took.push(started.elapsed());
-    let etcd = TlsEtcd::start_on(lab.gateway()).await;
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let mut registry = Registry::new();
-    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry)
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let ops = Actor::cli(Some("ops".into()));
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
+    let h = HostedKqueen::start(
+        TlsEtcd::start_on(lab.gateway()).await,
+        "team-a=team-a:member",
+    )
+    .await;
+    let (k, ops) = (&h.k, &h.ops);
+    let alice = h.person("alice", "team-a").await;
     let (stop_engine, shutdown) = tokio::sync::watch::channel(false);
-    let engine = tokio::spawn(k.engine(config).run(shutdown));
+    let engine = tokio::spawn(k.engine(h.engine_config()).run(shutdown));
 
-    let mut shared = etcd.provider_settings();
-    shared.push(("versions", binaries.process_versions()));
-    let shared: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &shared), ("hosted", "")).await;
-    let admin_id = request(&k, &alice, ("team-a", "admin", "hosted"), None).await;
-    let _processes = kqueen_testkit::process::KillOnDrop(
-        work.path().join("clusters").join(&admin_id).join("run"),
-    );
+    let process_versions = binaries.process_versions();
+    h.offer("shared", &[("versions", &process_versions)], ("hosted", ""))
+        .await;
+    let admin_id = h.request(&alice, ("team-a", "admin", "hosted"), None).await;
+    let _processes = h.processes_of(&admin_id);
     took.push(
         until(Duration::from_secs(120), "admin Ready", || {
-            ready(&k, &admin_id)
+            ready(k, &admin_id)
         })
         .await,
     );
-    let admin_kubeconfig = k.access().admin_kubeconfig(&ops, &admin_id).await.unwrap();
-    let admin_kubeconfig = String::from_utf8(admin_kubeconfig.yaml.expose().to_vec()).unwrap();
+    let admin_kubeconfig = h.admin_kubeconfig(&admin_id).await;
     let parsed = kqueen_core::kubernetes::parse_kubeconfig(&admin_kubeconfig, None, false).unwrap();
     let admin = kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
         .await
@@ -197,21 +159,19 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
     let started = Instant::now();
     let versions = binaries.import_images(&lab, &[("1.20", "v1.20.2"), ("1.21", "v1.20.2-next")]);
     took.push(started.elapsed());
-    let mut settings = etcd.provider_settings();
-    for (field, value) in [
+    let settings = [
         ("runtime", "kubernetes"),
         ("versions", versions.as_str()),
         ("address", "127.0.0.1"),
         ("admin_kubeconfig", admin_kubeconfig.as_str()),
         ("service_type", "NodePort"),
         ("replicas", "2"),
-    ] {
-        settings.push((field, value.to_owned()));
-    }
-    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "pods", &settings), ("pods", "")).await;
+    ];
+    h.offer("pods", &settings, ("pods", "")).await;
     let started = Instant::now();
-    let id = request(&k, &alice, ("team-a", "tenant", "pods"), Some("1.20")).await;
+    let id = h
+        .request(&alice, ("team-a", "tenant", "pods"), Some("1.20"))
+        .await;
     let cluster_id: uuid::Uuid = id.parse().unwrap();
     let services = Api::<k8s_openapi::api::core::v1::Service>::namespaced(
         admin.clone(),
@@ -239,23 +199,23 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
     )
     .await
     .unwrap();
-    until(Duration::from_secs(240), "tenant Ready", || ready(&k, &id)).await;
+    until(Duration::from_secs(240), "tenant Ready", || ready(k, &id)).await;
     took.push(started.elapsed());
     let started = Instant::now();
     k.clusters()
-        .upgrade_cluster(&ops, &id, "1.21")
+        .upgrade_cluster(ops, &id, "1.21")
         .await
         .unwrap();
     until(Duration::from_secs(60), "Updating", || async {
         let detail = k
             .clusters()
-            .cluster_detail(&ops, &id)
+            .cluster_detail(ops, &id)
             .await
             .map_err(|e| e.to_string())?;
         Ok(detail.cluster.state != ClusterState::Ready)
     })
     .await;
-    until(Duration::from_secs(240), "upgraded", || ready(&k, &id)).await;
+    until(Duration::from_secs(240), "upgraded", || ready(k, &id)).await;
     took.push(started.elapsed());
     stop_engine.send(true).unwrap();
     engine.await.unwrap();

@@ -22,20 +22,16 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret, Service, ServiceAccount};
-use kqueen_core::cluster::{ClusterRequest, ClusterState};
-use kqueen_core::engine::EngineConfig;
+use kqueen_core::cluster::ClusterState;
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
-use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::hosted::kubernetes as runtime;
-use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
-use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
+use kqueen_testkit::hosted::HostedKqueen;
 use kqueen_testkit::node_lab::cluster::{join_until_ready, Binaries};
 use kqueen_testkit::node_lab::{NodeLab, NodePort, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
@@ -305,52 +301,29 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     };
     // Where the node's pods reach it: the lab's bridge.
     let etcd = TlsEtcd::start_on(lab.gateway()).await;
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let mut registry = Registry::new();
-    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry)
-        .with_group_map(GroupMap::parse("team-a=team-a:member,platform=platform:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let olga = kqueen_testkit::people::login(&k, "olga", "platform").await;
-    let ops = Actor::cli(Some("ops".into()));
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
+    let h = HostedKqueen::start(etcd, "team-a=team-a:member,platform=platform:member").await;
+    let (k, ops, etcd) = (&h.k, &h.ops, &h.etcd);
+    let alice = h.person("alice", "team-a").await;
+    let olga = h.person("olga", "platform").await;
     // In the background: an operation runs until its end, waiting included.
     let (stop_engine, shutdown) = tokio::sync::watch::channel(false);
-    let engine = tokio::spawn(k.engine(config).run(shutdown));
+    let engine = tokio::spawn(k.engine(h.engine_config()).run(shutdown));
 
     // The admin cluster: a hosted cluster of runtime process, with the lab's node.
-    let mut shared = etcd.provider_settings();
-    shared.push(("versions", binaries.process_versions()));
-    let shared: Vec<(&str, &str)> = shared.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &shared), ("hosted", "")).await;
-    let (admin_cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &olga,
-            ClusterRequest {
-                tenant: Some("platform".into()),
-                name: "admin".into(),
-                template: "hosted".into(),
-                parameters: Default::default(),
-            },
-        )
-        .await
-        .unwrap();
-    let admin_id = admin_cluster.id.to_string();
-    let _processes = kqueen_testkit::process::KillOnDrop(
-        work.path().join("clusters").join(&admin_id).join("run"),
-    );
+    let process_versions = binaries.process_versions();
+    h.offer("shared", &[("versions", &process_versions)], ("hosted", ""))
+        .await;
+    let admin_id = h
+        .request(&olga, ("platform", "admin", "hosted"), None)
+        .await;
+    let _processes = h.processes_of(&admin_id);
     within(Duration::from_secs(120), "admin cluster Ready", || async {
-        (state_of(&k, &admin_id).await == Some(ClusterState::Ready))
+        (state_of(k, &admin_id).await == Some(ClusterState::Ready))
             .then_some(())
             .ok_or_else(|| "not yet".to_owned())
     })
     .await;
-    let admin_kubeconfig = k.access().admin_kubeconfig(&ops, &admin_id).await.unwrap();
-    let admin_kubeconfig = String::from_utf8(admin_kubeconfig.yaml.expose().to_vec()).unwrap();
+    let admin_kubeconfig = h.admin_kubeconfig(&admin_id).await;
     let admin = client_of(admin_kubeconfig.as_bytes(), Duration::from_secs(10)).await;
     let join = k.clusters().join_info(&olga, &admin_id).await.unwrap();
     join_until_ready(&lab, &join.command, &admin, Duration::from_secs(240))
@@ -363,40 +336,20 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
 
     // The operator: a hosted provider of runtime kubernetes on the admin cluster, exposing
     // API servers as NodePort Services on 127.0.0.1, two replicas, two versions (images).
-    let mut settings = etcd.provider_settings();
-    for (field, value) in [
+    let settings = [
         ("runtime", "kubernetes"),
         ("versions", versions.as_str()),
         ("address", "127.0.0.1"),
         ("admin_kubeconfig", admin_kubeconfig.as_str()),
         ("service_type", "NodePort"),
         ("replicas", "2"),
-    ] {
-        settings.push((field, value.to_owned()));
-    }
-    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(
-        &k,
-        &ops,
-        ("hosted", "kamaji-like", &settings),
-        ("hosted-ha", ""),
-    )
-    .await;
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "prod".into(),
-                template: "hosted-ha".into(),
-                parameters: [("kubernetes_version".to_owned(), "1.20".to_owned())].into(),
-            },
-        )
-        .await
-        .unwrap();
-    let id = cluster.id.to_string();
-    let ns = runtime::namespace(cluster.id);
+    ];
+    h.offer("kamaji-like", &settings, ("hosted-ha", "")).await;
+    let id = h
+        .request(&alice, ("team-a", "prod", "hosted-ha"), Some("1.20"))
+        .await;
+    let cluster_id: uuid::Uuid = id.parse().unwrap();
+    let ns = runtime::namespace(cluster_id);
     let deployments = Api::<Deployment>::namespaced(admin.clone(), &ns);
     let pods = Api::<Pod>::namespaced(admin.clone(), &ns);
     within(
@@ -411,7 +364,7 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     )
     .await;
     // Until its API servers answer, the cluster is not Ready.
-    assert_eq!(state_of(&k, &id).await, Some(ClusterState::Provisioning));
+    assert_eq!(state_of(k, &id).await, Some(ClusterState::Provisioning));
     let node_port = assert_objects(&admin, &ns, &id, &etcd.endpoint).await;
     let _node_port = NodePort::forward(admin.clone(), &ns, runtime::SERVICE, node_port)
         .await
@@ -419,10 +372,10 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
 
     // The node runs the pods; the admin cluster says they are available: Ready.
     within(Duration::from_secs(240), "Ready", || {
-        reaches(&k, &id, Some(ClusterState::Ready), &pods)
+        reaches(k, &id, Some(ClusterState::Ready), &pods)
     })
     .await;
-    let events = k.clusters().cluster_detail(&ops, &id).await.unwrap().events;
+    let events = k.clusters().cluster_detail(ops, &id).await.unwrap().events;
     assert!(
         events
             .iter()
@@ -443,7 +396,7 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     }
 
     // The admin kubeconfig works through the node port, on the pods' API servers.
-    let tenant_admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
+    let tenant_admin = k.access().admin_kubeconfig(ops, &id).await.unwrap();
     let tenant_admin = client_of(tenant_admin.yaml.expose(), Duration::from_secs(10)).await;
     let kept: Namespace =
         serde_json::from_value(serde_json::json!({"metadata": {"name": "kept"}})).unwrap();
@@ -451,7 +404,7 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
         .create(&PostParams::default(), &kept)
         .await
         .unwrap();
-    let detail = k.clusters().cluster_detail(&ops, &id).await.unwrap();
+    let detail = k.clusters().cluster_detail(ops, &id).await.unwrap();
     assert_eq!(
         detail.cluster.endpoint.as_deref(),
         Some(format!("https://127.0.0.1:{node_port}").as_str())
@@ -489,7 +442,7 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     // Upgrade: the pods roll to the new image (one new before one old goes); Ready again
     // when the admin cluster says so, with the data kept.
     k.clusters()
-        .upgrade_cluster(&ops, &id, "1.21")
+        .upgrade_cluster(ops, &id, "1.21")
         .await
         .unwrap();
     within(Duration::from_secs(60), "the new image applied", || async {
@@ -505,9 +458,9 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
             .ok_or(format!("{image:?}"))
     })
     .await;
-    assert_eq!(state_of(&k, &id).await, Some(ClusterState::Updating));
+    assert_eq!(state_of(k, &id).await, Some(ClusterState::Updating));
     within(Duration::from_secs(240), "Ready after the upgrade", || {
-        reaches(&k, &id, Some(ClusterState::Ready), &pods)
+        reaches(k, &id, Some(ClusterState::Ready), &pods)
     })
     .await;
     let rolled = pods.list(&Default::default()).await.unwrap().items;
@@ -527,9 +480,9 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
 
     // Delete: the Namespace goes with everything in it (the node stops the pods, the
     // namespace controller empties it), then the key space.
-    k.clusters().delete_cluster(&ops, &id).await.unwrap();
+    k.clusters().delete_cluster(ops, &id).await.unwrap();
     within(Duration::from_secs(240), "deleted", || {
-        reaches(&k, &id, None, &pods)
+        reaches(k, &id, None, &pods)
     })
     .await;
     assert!(Api::<Namespace>::all(admin.clone())
@@ -565,7 +518,7 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
     let shared = SharedEtcd::connect(&etcd.root_access(), Duration::from_secs(5))
         .await
         .unwrap();
-    let space = KeySpace::for_cluster(cluster.id);
+    let space = KeySpace::for_cluster(cluster_id);
     assert_eq!(shared.usage(&space).await.unwrap().keys, 0);
     assert_eq!(shared.writable(&space).await.unwrap(), None);
     stop_engine.send(true).unwrap();

@@ -16,23 +16,19 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kqueen_core::cluster::{ClusterRequest, ClusterState};
-use kqueen_core::engine::EngineConfig;
-use kqueen_core::identity::GroupMap;
+use kqueen_core::cluster::ClusterState;
 use kqueen_core::inventory::fleet::FleetFilter;
 use kqueen_core::page::Page;
-use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
-use kqueen_core::provisioner::Registry;
 
 use kqueen_core::workloads::addons::state::AddonState;
 use kqueen_core::workloads::addons::{AddonDefinition, HealthRule, WellKnown};
 use kqueen_core::workloads::status::Rollout;
-use kqueen_core::{Actor, DeployRequest, Kqueen};
+use kqueen_core::DeployRequest;
+use kqueen_testkit::hosted::HostedKqueen;
 use kqueen_testkit::node_lab::cluster::{join_until_ready, node_ready, Binaries};
 use kqueen_testkit::node_lab::{NodeLab, BUSYBOX_IMAGE, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
@@ -95,48 +91,20 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
     let Some(lab) = NodeLab::start().await else {
         return;
     };
-    let etcd = TlsEtcd::start().await;
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let mut registry = Registry::new();
-    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry)
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let ops = Actor::cli(Some("ops".into()));
-    let mut settings = etcd.provider_settings();
-    settings.push(("versions", binaries.process_versions()));
-    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(&k, &ops, ("hosted", "shared", &settings), ("hosted", "")).await;
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "nodes".into(),
-                template: "hosted".into(),
-                parameters: Default::default(),
-            },
-        )
-        .await
-        .unwrap();
-    let id = cluster.id.to_string();
-    let _processes =
-        kqueen_testkit::process::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
-    let engine = k.engine(config);
-    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-    let admin_yaml = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
-    let admin = client_of(admin_yaml.yaml.expose(), Duration::from_secs(10)).await;
-    let kubeconfig = work.path().join("admin.kubeconfig");
-    kqueen_testkit::process::write_private(
-        kubeconfig.to_str().unwrap(),
-        std::str::from_utf8(admin_yaml.yaml.expose()).unwrap(),
-    )
-    .unwrap();
+    let h = HostedKqueen::start(TlsEtcd::start().await, "team-a=team-a:member").await;
+    let (k, ops) = (&h.k, &h.ops);
+    let alice = h.person("alice", "team-a").await;
+    let process_versions = binaries.process_versions();
+    h.offer("shared", &[("versions", &process_versions)], ("hosted", ""))
+        .await;
+    let id = h.request(&alice, ("team-a", "nodes", "hosted"), None).await;
+    let _processes = h.processes_of(&id);
+    let engine = k.engine(h.engine_config());
+    converge(k, &engine, &id, Some(ClusterState::Ready)).await;
+    let admin_yaml = h.admin_kubeconfig(&id).await;
+    let admin = client_of(admin_yaml.as_bytes(), Duration::from_secs(10)).await;
+    let kubeconfig = h.work.path().join("admin.kubeconfig");
+    kqueen_testkit::process::write_private(kubeconfig.to_str().unwrap(), &admin_yaml).unwrap();
 
     // The member's join line, run as they would run it on their machine.
     let join = k.clusters().join_info(&alice, &id).await.unwrap();
@@ -323,9 +291,9 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
         ),
         builtin: false,
     };
-    k.addons().define(&ops, pulse).await.unwrap();
+    k.addons().define(ops, pulse).await.unwrap();
     k.addons()
-        .install(&ops, &id, "pulse", None, &Default::default())
+        .install(ops, &id, "pulse", None, &Default::default())
         .await
         .unwrap();
     engine.run_until_idle().await.unwrap();
@@ -346,7 +314,7 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
     .await;
 
     // The inventory: the node with its capacity, the pod's image with its digest.
-    let synced = k.fleet().sync_cluster_inventory(&ops, &id).await.unwrap();
+    let synced = k.fleet().sync_cluster_inventory(ops, &id).await.unwrap();
     assert!(synced.error.is_none(), "{synced:?}");
     let inventory = k.fleet().cluster_inventory(&alice, &id).await.unwrap();
     let node = inventory

@@ -1,6 +1,6 @@
 //! A tenant's shared-storage quota against the real thing: a hosted cluster on a shared etcd
 //! (TLS, client certificates, auth on) with the real kube-apiserver and
-//! kube-controller-manager (`KQUEEN_TEST_KUBE_APISERVER`, `KQUEEN_TEST_KUBE_CONTROLLER_MANAGER`).
+//! kube-controller-manager (`KQUEEN_TEST_KUBE_*`, see `node_lab::cluster::Binaries`).
 //! An operator sets a quota smaller than what the cluster keeps in etcd; the next inventory
 //! round makes the cluster's etcd role read-only, its API server refuses writes (and still
 //! answers reads), and the timeline, the audit trail and the fleet dashboard say so. A raised
@@ -9,26 +9,20 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Namespace;
 use kqueen_core::audit::{AuditEvent, AuditFilter};
-use kqueen_core::cluster::{ClusterRequest, ClusterState, EventKind, Quota};
-use kqueen_core::engine::EngineConfig;
+use kqueen_core::cluster::{ClusterState, EventKind, Quota};
 use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
-use kqueen_core::identity::GroupMap;
 use kqueen_core::inventory::fleet::FleetFilter;
 use kqueen_core::page::Page;
-use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
-use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
+use kqueen_testkit::hosted::HostedKqueen;
+use kqueen_testkit::node_lab::cluster::Binaries;
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, PostParams};
 use support::kube_client::client_of;
-
-const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
-const CONTROLLER_MANAGER: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
 
 async fn create_namespace(client: &kube::Client, name: &str) -> kube::Result<Namespace> {
     let ns: Namespace =
@@ -88,60 +82,29 @@ async fn storage_events(k: &Kqueen, id: &str) -> Vec<(EventKind, String)> {
 
 #[tokio::test]
 async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it_is_under_again() {
-    let (Ok(apiserver), Ok(cm)) = (std::env::var(APISERVER), std::env::var(CONTROLLER_MANAGER))
-    else {
-        println!("skipped: {APISERVER} and {CONTROLLER_MANAGER} name the real binaries");
-        return;
+    let binaries = match Binaries::from_env() {
+        Ok(b) => b,
+        Err(why) => {
+            println!("skipped: {why}");
+            return;
+        }
     };
-    let etcd = TlsEtcd::start().await;
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let mut registry = Registry::new();
-    registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry)
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let ops = Actor::cli(Some("ops".into()));
-    let versions = format!("1.20 {apiserver} {cm}\n");
-    let mut settings = etcd.provider_settings();
-    settings.push(("versions", versions));
-    let settings: Vec<(&str, &str)> = settings.iter().map(|(k, v)| (*k, v.as_str())).collect();
-    kqueen_testkit::catalog::offer(
-        &k,
-        &ops,
-        ("hosted", "shared", &settings),
-        ("hosted-small", ""),
-    )
-    .await;
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "dev".into(),
-                template: "hosted-small".into(),
-                parameters: [("kubernetes_version".to_owned(), "1.20".to_owned())].into(),
-            },
-        )
-        .await
-        .unwrap();
-    let id = cluster.id.to_string();
-    let _guard =
-        kqueen_testkit::process::KillOnDrop(work.path().join("clusters").join(&id).join("run"));
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
-    let engine = k.engine(config);
+    let h = HostedKqueen::start(TlsEtcd::start().await, "team-a=team-a:member").await;
+    let (k, ops, etcd) = (&h.k, &h.ops, &h.etcd);
+    let alice = h.person("alice", "team-a").await;
+    let versions = binaries.process_versions();
+    h.offer("shared", &[("versions", &versions)], ("hosted-small", ""))
+        .await;
+    let id = h
+        .request(&alice, ("team-a", "dev", "hosted-small"), Some("1.20"))
+        .await;
+    let cluster = k.clusters().cluster_detail(ops, &id).await.unwrap().cluster;
+    let _guard = h.processes_of(&id);
+    let engine = k.engine(h.engine_config());
     let started = Instant::now();
     loop {
         engine.run_until_idle().await.unwrap();
-        let c = k
-            .clusters()
-            .cluster_detail(&ops, &id)
-            .await
-            .unwrap()
-            .cluster;
+        let c = k.clusters().cluster_detail(ops, &id).await.unwrap().cluster;
         assert_ne!(c.state, ClusterState::Error, "{:?}", c.error);
         if c.state == ClusterState::Ready {
             break;
@@ -149,7 +112,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
         assert!(started.elapsed() < Duration::from_secs(120), "still {c:?}");
         tokio::time::sleep(Duration::from_millis(300)).await;
     }
-    let admin = k.access().admin_kubeconfig(&ops, &id).await.unwrap();
+    let admin = k.access().admin_kubeconfig(ops, &id).await.unwrap();
     let admin = client_of(admin.yaml.expose(), Duration::from_secs(5)).await;
     create_namespace(&admin, "before").await.unwrap();
     let space = KeySpace::for_cluster(cluster.id);
@@ -158,15 +121,15 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
         .unwrap();
 
     // Without a quota the round measures and changes nothing.
-    sync(&k).await;
+    sync(k).await;
     let (_, used) = k.tenancy().quota(&alice, "team-a").await.unwrap();
     assert!(used.shared_storage_bytes > 1024, "{used:?}");
     assert_eq!(etcd_admin.writable(&space).await.unwrap(), Some(true));
-    assert!(storage_events(&k, &id).await.is_empty());
+    assert!(storage_events(k, &id).await.is_empty());
 
     // A quota far below what the cluster keeps: the next round takes write away.
-    set_storage_quota(&k, Some(1024)).await;
-    sync(&k).await;
+    set_storage_quota(k, Some(1024)).await;
+    sync(k).await;
     assert_eq!(etcd_admin.writable(&space).await.unwrap(), Some(false));
     let refused = create_namespace(&admin, "while-over").await;
     assert!(refused.is_err(), "{refused:?}");
@@ -179,7 +142,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
         .filter_map(|n| n.metadata.name)
         .collect();
     assert!(names.contains(&"before".into()), "{names:?}");
-    let events = storage_events(&k, &id).await;
+    let events = storage_events(k, &id).await;
     assert_eq!(events.len(), 1, "{events:?}");
     assert_eq!(events[0].0, EventKind::Error);
     assert!(
@@ -189,7 +152,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
                 .ends_with(" of shared etcd, quota 1 KiB (1024 bytes): writes refused"),
         "{events:?}"
     );
-    let audited = storage_audit(&k, "cluster.storage.read_only").await;
+    let audited = storage_audit(k, "cluster.storage.read_only").await;
     assert_eq!(audited.len(), 1, "{audited:?}");
     assert_eq!(audited[0].actor, "system");
     assert_eq!(audited[0].target, "dev");
@@ -197,7 +160,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
     assert_eq!(audited[0].detail.as_deref(), Some(events[0].1.as_str()));
     let stored = k
         .clusters()
-        .cluster_detail(&ops, &id)
+        .cluster_detail(ops, &id)
         .await
         .unwrap()
         .shared_storage
@@ -208,7 +171,7 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
     // and among the clusters needing attention. A tenant member sees none of it.
     let fleet = k
         .fleet()
-        .fleet_overview(&ops, &FleetFilter::default())
+        .fleet_overview(ops, &FleetFilter::default())
         .await
         .unwrap();
     let row = fleet.clusters.iter().find(|c| c.name == "dev").unwrap();
@@ -225,15 +188,15 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
         .any(|a| a.cluster.name == "dev" && a.reasons.iter().any(|r| r.contains("read-only"))));
 
     // Another round over the quota switches nothing again.
-    sync(&k).await;
-    assert_eq!(storage_events(&k, &id).await.len(), 1);
+    sync(k).await;
+    assert_eq!(storage_events(k, &id).await.len(), 1);
 
     // Raised above what it keeps: write access is back at the next round.
-    set_storage_quota(&k, Some(1 << 30)).await;
-    sync(&k).await;
+    set_storage_quota(k, Some(1 << 30)).await;
+    sync(k).await;
     assert_eq!(etcd_admin.writable(&space).await.unwrap(), Some(true));
     create_namespace(&admin, "after-raise").await.unwrap();
-    let events = storage_events(&k, &id).await;
+    let events = storage_events(k, &id).await;
     assert_eq!(events.len(), 2, "{events:?}");
     assert_eq!(events[1].0, EventKind::State);
     assert!(
@@ -242,22 +205,22 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
             .ends_with(" of shared etcd, quota 1 GiB (1073741824 bytes): writes allowed again"),
         "{events:?}"
     );
-    let audited = storage_audit(&k, "cluster.storage.writable").await;
+    let audited = storage_audit(k, "cluster.storage.writable").await;
     assert_eq!(audited.len(), 1, "{audited:?}");
     assert_eq!(audited[0].actor, "system");
 
     // Over again, then the quota removed: write access is back too.
-    set_storage_quota(&k, Some(1024)).await;
-    sync(&k).await;
+    set_storage_quota(k, Some(1024)).await;
+    sync(k).await;
     assert!(create_namespace(&admin, "over-again").await.is_err());
-    set_storage_quota(&k, None).await;
-    sync(&k).await;
+    set_storage_quota(k, None).await;
+    sync(k).await;
     create_namespace(&admin, "after-removal").await.unwrap();
-    let events = storage_events(&k, &id).await;
+    let events = storage_events(k, &id).await;
     assert_eq!(events.len(), 4, "{events:?}");
     assert!(
         events[3].1.ends_with("no quota: writes allowed again"),
         "{events:?}"
     );
-    assert_eq!(storage_audit(&k, "cluster.storage.").await.len(), 4);
+    assert_eq!(storage_audit(k, "cluster.storage.").await.len(), 4);
 }

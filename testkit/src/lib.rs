@@ -16,6 +16,7 @@ pub mod catalog;
 pub mod fake_cluster;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
+pub mod hosted;
 pub mod legacy;
 /// A real node: containerd, the CNI bridge, local images and a kubelet joined by kubeadm.
 pub mod node_lab;
