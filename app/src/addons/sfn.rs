@@ -36,7 +36,7 @@ pub async fn fleet_addons_page(addon: Option<String>) -> Result<FleetAddonsDto, 
         .fleet(&actor)
         .await?
         .into_iter()
-        .map(|(row, newer)| kqueen_core::fleet_addon(row, newer))
+        .map(|(row, newer)| row.into_dto(newer))
         .collect();
     rows.sort_by(|a, b| (&a.addon, &a.tenant, &a.cluster).cmp(&(&b.addon, &b.tenant, &b.cluster)));
     let mut counts: Vec<VersionCount> = Vec::new();

@@ -165,7 +165,7 @@ pub async fn fleet_addons(
     let rows = state.kqueen.addons().fleet(&actor).await?;
     Ok(Json(
         rows.into_iter()
-            .map(|(row, newer)| kqueen_core::fleet_addon(row, newer))
+            .map(|(row, newer)| row.into_dto(newer))
             .collect(),
     ))
 }

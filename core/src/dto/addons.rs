@@ -130,17 +130,20 @@ impl From<ClusterAddonView> for dto::ClusterAddon {
     }
 }
 
-/// A fleet row with the newest catalog version when it is newer.
-pub fn fleet_addon(row: FleetAddon, newer: Option<String>) -> dto::FleetAddon {
-    dto::FleetAddon {
-        cluster_id: row.addon.cluster_id.to_string(),
-        cluster: row.cluster_name,
-        tenant: row.tenant_slug,
-        addon: row.addon.name,
-        version: row.addon.version,
-        state: row.addon.state.to_string(),
-        error: row.addon.error,
-        upgrade_available: newer,
+impl FleetAddon {
+    /// The fleet row as it travels, with the newest catalog version when it is newer.
+    pub fn into_dto(self, newer: Option<String>) -> dto::FleetAddon {
+        let row = self;
+        dto::FleetAddon {
+            cluster_id: row.addon.cluster_id.to_string(),
+            cluster: row.cluster_name,
+            tenant: row.tenant_slug,
+            addon: row.addon.name,
+            version: row.addon.version,
+            state: row.addon.state.to_string(),
+            error: row.addon.error,
+            upgrade_available: newer,
+        }
     }
 }
 

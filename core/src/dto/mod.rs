@@ -1,5 +1,11 @@
 //! How the domain's types travel: the `kqueen_dto` types the REST API and the portal both
-//! send, filled from the domain's own.
+//! send, filled from the domain's own (`From` impls only: callers convert with `into`).
+//! Audit, tenants, tokens, users and clusters here; addons, adoption and applications in
+//! their own files.
+
+mod addons;
+mod adopt;
+mod apps;
 
 use kqueen_dto::{audit, clusters, tenants, tokens, users};
 
