@@ -20,8 +20,20 @@ pub enum RoleName {
     Admin,
 }
 
-/// A DNS-1123 label, as the core's `TenantSlug` and `ClusterName` parse it.
-pub const DNS_LABEL: &str = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
+/// A DNS-1123 label without its anchors: the one name rule the document states.
+macro_rules! dns_label {
+    () => {
+        "[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"
+    };
+}
+pub(crate) use dns_label;
+
+/// A DNS-1123 label, as the core's `TenantSlug` and `ClusterName` parse it. Fields of the
+/// wire types say `format = "dns-label"` and get this pattern when the document is served
+/// (`openapi::finish`): utoipa takes only a literal pattern.
+pub const DNS_LABEL: &str = concat!("^", dns_label!(), "$");
+/// The custom format that stands for [`DNS_LABEL`] in the wire types' schemas.
+pub const DNS_LABEL_FORMAT: &str = "dns-label";
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct WhoAmI {
@@ -54,11 +66,7 @@ impl From<&Identity> for WhoAmI {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TenantIn {
     /// DNS-1123 label, e.g. `team-a`.
-    #[schema(
-        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        max_length = 63,
-        example = "team-a"
-    )]
+    #[schema(format = "dns-label", max_length = 63, example = "team-a")]
     pub slug: String,
     /// Up to 100 characters, no control characters; empty: the slug.
     #[schema(pattern = "^[^\\x00-\\x1f\\x7f-\\x9f]*$", max_length = 100)]

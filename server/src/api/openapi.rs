@@ -13,9 +13,10 @@ use serde_json::{json, Map, Value};
 
 const METHODS: [&str; 5] = ["get", "put", "post", "delete", "patch"];
 
-/// The document as served: utoipa's, plus the shared answers.
+/// The document as served: utoipa's, plus the shared answers and the name rule's pattern.
 pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
     let mut doc = serde_json::to_value(doc).unwrap_or_default();
+    state_the_name_rule(&mut doc);
     if let Some(paths) = doc.get_mut("paths").and_then(Value::as_object_mut) {
         for item in paths.values_mut() {
             for method in METHODS {
@@ -26,6 +27,22 @@ pub fn finish(doc: &utoipa::openapi::OpenApi) -> Value {
         }
     }
     doc
+}
+
+/// Every string schema of format `dns-label` gets [`super::dto::DNS_LABEL`] as its pattern
+/// instead (tools that generate requests from the document know patterns, not this format).
+fn state_the_name_rule(v: &mut Value) {
+    match v {
+        Value::Object(map) => {
+            if map.get("format").and_then(Value::as_str) == Some(super::dto::DNS_LABEL_FORMAT) {
+                map.remove("format");
+                map.insert("pattern".into(), json!(super::dto::DNS_LABEL));
+            }
+            map.values_mut().for_each(state_the_name_rule);
+        }
+        Value::Array(items) => items.iter_mut().for_each(state_the_name_rule),
+        _ => {}
+    }
 }
 
 /// `doc` with the provider bodies of the kinds this installation has, per kind

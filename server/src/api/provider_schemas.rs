@@ -11,7 +11,7 @@
 use kqueen_core::provisioner::{ParamKind, ParamSchema, ParamSpec, ProviderKind, Registry};
 use serde_json::{json, Map, Value};
 
-use super::dto::DNS_LABEL;
+use super::dto::{dns_label, DNS_LABEL};
 
 /// Settings checked beyond their schema, by kind and name: the `format` the document gives
 /// them and what it means.
@@ -138,7 +138,7 @@ const NAMES: &[(ProviderKind, &str, &str, &str)] = &[
 ];
 
 /// A DNS-1123 label, or nothing (the setting's default applies).
-const LABEL_OR_EMPTY: &str = "^([a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?)?$";
+const LABEL_OR_EMPTY: &str = concat!("^(", dns_label!(), ")?$");
 const VARIABLE_NAME: &str = "^[A-Za-z0-9_.-]*$";
 const K8S_NAME: &str = "a Kubernetes name: lowercase letters, digits and '-', at most 63";
 

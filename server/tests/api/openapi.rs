@@ -298,6 +298,64 @@ async fn names_are_taken_exactly_as_given_as_the_pattern_says() {
     app.stop().await;
 }
 
+/// Every pattern in `v` (with where it is).
+fn patterns(v: &Value, at: String, out: &mut Vec<(String, String)>) {
+    match v {
+        Value::Object(map) => {
+            if let Some(p) = map.get("pattern").and_then(Value::as_str) {
+                out.push((at.clone(), p.to_owned()));
+            }
+            for (k, v) in map {
+                patterns(v, format!("{at}/{k}"), out);
+            }
+        }
+        Value::Array(items) => {
+            for (i, v) in items.iter().enumerate() {
+                patterns(v, format!("{at}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[tokio::test]
+async fn every_name_follows_the_one_name_rule() {
+    const LABEL: &str = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
+    let app = TestApp::sqlite().await;
+    let doc = document(&app).await;
+    let schemas = &doc["components"]["schemas"];
+    for (schema, field) in [
+        ("TenantIn", "slug"),
+        ("TemplateIn", "name"),
+        ("ClusterIn", "name"),
+        ("ProviderInImport", "name"),
+        ("ProviderUpdateInHosted", "name"),
+    ] {
+        assert_eq!(
+            schemas[schema]["properties"][field]["pattern"], LABEL,
+            "{schema}.{field}"
+        );
+    }
+    // Wherever a DNS-1123 label is asked for, it is this rule (or this rule or nothing).
+    let mut found = Vec::new();
+    patterns(&doc, String::new(), &mut found);
+    let labels: Vec<&(String, String)> = found
+        .iter()
+        .filter(|(_, p)| p.contains("[a-z0-9]([-a-z0-9]"))
+        .collect();
+    assert!(labels.len() >= 5, "{labels:?}");
+    assert!(
+        !doc.to_string().contains("dns-label"),
+        "the format is replaced by its pattern"
+    );
+    for (at, p) in labels {
+        assert!(
+            p == LABEL || *p == format!("^({})?$", &LABEL[1..LABEL.len() - 1]),
+            "{at}: {p}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn the_provider_kinds_are_one_enum_with_every_kind() {
     let app = TestApp::sqlite().await;

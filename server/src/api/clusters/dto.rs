@@ -83,11 +83,7 @@ impl From<Provider> for ProviderOut {
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct ProviderIn {
     /// DNS-1123 label.
-    #[schema(
-        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        max_length = 63,
-        example = "lab"
-    )]
+    #[schema(format = "dns-label", max_length = 63, example = "lab")]
     pub name: String,
     #[serde(default)]
     #[schema(value_type = kqueen_dto::kinds::ProviderKind, required = true)]
@@ -133,11 +129,7 @@ impl std::fmt::Debug for RedactedJson<'_> {
 #[derive(Serialize, Deserialize, ToSchema)]
 pub struct ProviderUpdateIn {
     /// DNS-1123 label (a new name renames it).
-    #[schema(
-        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        max_length = 63,
-        example = "lab"
-    )]
+    #[schema(format = "dns-label", max_length = 63, example = "lab")]
     pub name: String,
     /// The provider's kind, which cannot change (another one answers 409): required, so that
     /// the settings are read as that kind's.
@@ -282,11 +274,7 @@ impl From<TemplateView> for TemplateOut {
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateIn {
     /// DNS-1123 label.
-    #[schema(
-        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        max_length = 63,
-        example = "small"
-    )]
+    #[schema(format = "dns-label", max_length = 63, example = "small")]
     pub name: String,
     /// Provider name.
     pub provider: String,
@@ -413,11 +401,7 @@ pub struct ClusterIn {
     #[serde(default)]
     pub tenant: Option<String>,
     /// DNS-1123 label, unique among the tenant's clusters.
-    #[schema(
-        pattern = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$",
-        max_length = 63,
-        example = "dev"
-    )]
+    #[schema(format = "dns-label", max_length = 63, example = "dev")]
     pub name: String,
     /// Template name.
     pub template: String,
