@@ -11,6 +11,7 @@ mod extract;
 mod fleet;
 mod openapi;
 mod provider_schemas;
+mod quotas;
 mod schemas;
 mod tenants;
 mod tokens;
@@ -90,7 +91,7 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::revoke_access))
         .routes(routes!(clusters::join_info))
         .routes(routes!(clusters::revoke_join_token))
-        .routes(routes!(clusters::get_quota, clusters::put_quota))
+        .routes(routes!(quotas::get_quota, quotas::put_quota))
         .routes(routes!(apps::list_apps, apps::deploy_app))
         .routes(routes!(apps::preview_app))
         .routes(routes!(apps::app_status, apps::delete_app))

@@ -6,7 +6,7 @@ pub use kqueen_dto::clusters::{
 };
 use std::collections::BTreeMap;
 
-use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, Quota, TemplateInput};
+use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, TemplateInput};
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::provisioner::{ParamKind, ParamSchema, Params};
 use kqueen_core::ValidationError;
@@ -479,55 +479,6 @@ pub struct UpgradeIn {
     /// Such as `1.34` or `v1.34.2`.
     #[schema(pattern = "^[A-Za-z0-9.+-]{1,20}$", example = "v1.34.2")]
     pub kubernetes_version: String,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct QuotaIo {
-    /// Empty: unlimited.
-    #[schema(minimum = 1, maximum = 100000)]
-    pub max_clusters: Option<u32>,
-    /// Empty: unlimited.
-    #[schema(minimum = 1, maximum = 1000000)]
-    pub max_nodes: Option<u32>,
-    /// Hours a cluster lives before it is deleted (up to ten years); empty: for ever.
-    #[schema(minimum = 1, maximum = 87600)]
-    pub cluster_ttl_hours: Option<u32>,
-    /// Bytes (1 to 2^50) the tenant's hosted clusters may keep in the shared etcd; over it,
-    /// the next inventory round makes them read-only there until the tenant is under again.
-    #[schema(example = 1073741824, minimum = 1, maximum = 1125899906842624_i64)]
-    pub max_shared_storage_bytes: Option<u64>,
-}
-
-impl From<Quota> for QuotaIo {
-    fn from(q: Quota) -> Self {
-        Self {
-            max_clusters: q.max_clusters,
-            max_nodes: q.max_nodes,
-            cluster_ttl_hours: q.cluster_ttl_hours,
-            max_shared_storage_bytes: q.max_shared_storage_bytes,
-        }
-    }
-}
-
-impl From<&QuotaIo> for Quota {
-    fn from(q: &QuotaIo) -> Self {
-        Self {
-            max_clusters: q.max_clusters,
-            max_nodes: q.max_nodes,
-            cluster_ttl_hours: q.cluster_ttl_hours,
-            max_shared_storage_bytes: q.max_shared_storage_bytes,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct QuotaOut {
-    #[serde(flatten)]
-    pub quota: QuotaIo,
-    pub used_clusters: u32,
-    pub used_nodes: u32,
-    /// Bytes its clusters keep in the shared etcd, as last measured.
-    pub used_shared_storage_bytes: u64,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

@@ -1,6 +1,6 @@
-//! Clusters: request, list, view, timeline, scale, upgrade, delete, kubeconfigs, access,
-//! quotas. Providers, templates, adoption (`adopt.rs`) and worker nodes (`join.rs`) are in
-//! their own files; the wire types in `dto.rs`.
+//! Clusters: request, list, view, timeline, scale, upgrade, delete, kubeconfigs, access.
+//! Providers, templates, adoption (`adopt.rs`) and worker nodes (`join.rs`) are in their own
+//! files; the wire types in `dto.rs`. Quotas are the tenants' (`api/quotas.rs`).
 
 mod adopt;
 mod dto;
@@ -12,7 +12,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use kqueen_core::cluster::{ClusterFilter, ClusterRequest, ClusterState, Quota};
+use kqueen_core::cluster::{ClusterFilter, ClusterRequest, ClusterState};
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::{Actor, Error, ValidationError};
@@ -228,40 +228,4 @@ pub async fn revoke_access(
         .revoke_access(&actor, &id, q.user.as_deref())
         .await?;
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// A tenant's quota and usage.
-#[utoipa::path(get, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path)),
-    responses((status = 200, body = QuotaOut), (status = 404, body = ErrorOut)))]
-pub async fn get_quota(
-    State(state): State<AppState>,
-    Extension(actor): Extension<Actor>,
-    Path(slug): Path<String>,
-) -> ApiResult<Json<QuotaOut>> {
-    let (q, u) = state.kqueen.tenancy().quota(&actor, &slug).await?;
-    Ok(Json(QuotaOut {
-        quota: q.into(),
-        used_clusters: u.clusters,
-        used_nodes: u.nodes,
-        used_shared_storage_bytes: u.shared_storage_bytes,
-    }))
-}
-
-/// Sets a tenant's quota (operators); `null` means unlimited / no time-to-live.
-#[utoipa::path(put, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path)),
-    request_body = QuotaIo,
-    responses((status = 200, body = QuotaIo), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
-pub async fn put_quota(
-    State(state): State<AppState>,
-    Extension(actor): Extension<Actor>,
-    Path(slug): Path<String>,
-    ApiJson(q): ApiJson<QuotaIo>,
-) -> ApiResult<Json<QuotaIo>> {
-    let quota = Quota::from(&q);
-    state
-        .kqueen
-        .tenancy()
-        .set_quota(&actor, &slug, quota)
-        .await?;
-    Ok(Json(q))
 }
