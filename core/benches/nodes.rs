@@ -159,15 +159,8 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
     let started = Instant::now();
     let versions = binaries.import_images(&lab, &[("1.20", "v1.20.2"), ("1.21", "v1.20.2-next")]);
     took.push(started.elapsed());
-    let settings = [
-        ("runtime", "kubernetes"),
-        ("versions", versions.as_str()),
-        ("address", "127.0.0.1"),
-        ("admin_kubeconfig", admin_kubeconfig.as_str()),
-        ("service_type", "NodePort"),
-        ("replicas", "2"),
-    ];
-    h.offer("pods", &settings, ("pods", "")).await;
+    h.offer_kubernetes_runtime("pods", &versions, &admin_kubeconfig, "pods")
+        .await;
     let started = Instant::now();
     let id = h
         .request(&alice, ("team-a", "tenant", "pods"), Some("1.20"))
@@ -224,12 +217,8 @@ async fn round(binaries: &Binaries) -> Option<Vec<Duration>> {
 
 #[tokio::main]
 async fn main() {
-    let binaries = match Binaries::from_env() {
-        Ok(b) => b,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
+    let Some(binaries) = Binaries::or_skip() else {
+        return;
     };
     let rounds: usize = std::env::var("KQUEEN_BENCH_ROUNDS")
         .ok()

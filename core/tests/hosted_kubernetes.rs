@@ -289,12 +289,8 @@ async fn assert_objects(admin: &kube::Client, ns: &str, id: &str, etcd_endpoint:
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster() {
-    let binaries = match Binaries::from_env() {
-        Ok(b) => b,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
+    let Some(binaries) = Binaries::or_skip() else {
+        return;
     };
     let Some(lab) = NodeLab::start().await else {
         return;
@@ -336,15 +332,8 @@ async fn a_hosted_control_plane_runs_as_pods_on_a_real_node_of_the_admin_cluster
 
     // The operator: a hosted provider of runtime kubernetes on the admin cluster, exposing
     // API servers as NodePort Services on 127.0.0.1, two replicas, two versions (images).
-    let settings = [
-        ("runtime", "kubernetes"),
-        ("versions", versions.as_str()),
-        ("address", "127.0.0.1"),
-        ("admin_kubeconfig", admin_kubeconfig.as_str()),
-        ("service_type", "NodePort"),
-        ("replicas", "2"),
-    ];
-    h.offer("kamaji-like", &settings, ("hosted-ha", "")).await;
+    h.offer_kubernetes_runtime("kamaji-like", &versions, &admin_kubeconfig, "hosted-ha")
+        .await;
     let id = h
         .request(&alice, ("team-a", "prod", "hosted-ha"), Some("1.20"))
         .await;

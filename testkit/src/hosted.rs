@@ -70,6 +70,27 @@ impl HostedKqueen {
         .await;
     }
 
+    /// Offers provider `provider` of runtime `kubernetes` on the admin cluster
+    /// `admin_kubeconfig` (the node lab's: NodePort Services on 127.0.0.1, two replicas,
+    /// `versions` as `Binaries::import_images` gives them), with template `template`.
+    pub async fn offer_kubernetes_runtime(
+        &self,
+        provider: &str,
+        versions: &str,
+        admin_kubeconfig: &str,
+        template: &str,
+    ) {
+        let settings = [
+            ("runtime", "kubernetes"),
+            ("versions", versions),
+            ("address", "127.0.0.1"),
+            ("admin_kubeconfig", admin_kubeconfig),
+            ("service_type", "NodePort"),
+            ("replicas", "2"),
+        ];
+        self.offer(provider, &settings, (template, "")).await;
+    }
+
     /// `who` requests cluster `name` in `tenant` from `template`, at Kubernetes `version`
     /// when given; its id.
     pub async fn request(

@@ -38,6 +38,13 @@ impl Binaries {
         })
     }
 
+    /// The binaries, or `None` after printing why the caller skips.
+    pub fn or_skip() -> Option<Self> {
+        Self::from_env()
+            .map_err(|why| println!("skipped: {why}"))
+            .ok()
+    }
+
     /// A hosted provider's `versions` line of runtime `process` for these binaries.
     pub fn process_versions(&self) -> String {
         format!("1.20 {} {}\n", self.apiserver, self.controller_manager)
