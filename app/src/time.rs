@@ -10,6 +10,11 @@ pub fn to_minute(rfc3339: &str) -> String {
     shown(rfc3339, 16)
 }
 
+/// `2026-11-25 10:47 UTC`.
+pub fn to_minute_utc(rfc3339: &str) -> String {
+    format!("{} UTC", to_minute(rfc3339))
+}
+
 /// `2026-11-25`.
 pub fn to_day(rfc3339: &str) -> String {
     shown(rfc3339, 10)
@@ -32,13 +37,14 @@ fn shown(rfc3339: &str, len: usize) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{to_clock, to_day, to_minute, to_second};
+    use super::{to_clock, to_day, to_minute, to_minute_utc, to_second};
 
     #[test]
     fn times_show_in_utc_to_the_second_or_minute() {
         let t = "2026-11-25T10:47:24.855222+00:00";
         assert_eq!(to_second(t), "2026-11-25 10:47:24");
         assert_eq!(to_minute(t), "2026-11-25 10:47");
+        assert_eq!(to_minute_utc(t), "2026-11-25 10:47 UTC");
         assert_eq!(
             to_second("2026-11-25T10:47:24+00:00"),
             "2026-11-25 10:47:24"

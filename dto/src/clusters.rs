@@ -1,6 +1,118 @@
-//! A cluster's operations, timeline and what its provider can do.
+//! Clusters: their state, operations, timeline and what their provider can do.
+
+use std::collections::BTreeMap;
+use std::fmt;
 
 use serde::{Deserialize, Serialize};
+
+use crate::kinds::ProviderKind;
+
+/// Where a cluster is in its life.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum ClusterState {
+    Provisioning,
+    Ready,
+    Updating,
+    Deleting,
+    Error,
+    Unknown,
+}
+
+impl ClusterState {
+    pub const ALL: &'static [ClusterState] = &[
+        ClusterState::Provisioning,
+        ClusterState::Ready,
+        ClusterState::Updating,
+        ClusterState::Deleting,
+        ClusterState::Error,
+        ClusterState::Unknown,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ClusterState::Provisioning => "provisioning",
+            ClusterState::Ready => "ready",
+            ClusterState::Updating => "updating",
+            ClusterState::Deleting => "deleting",
+            ClusterState::Error => "error",
+            ClusterState::Unknown => "unknown",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        Self::ALL.iter().copied().find(|c| c.as_str() == s)
+    }
+
+    /// A human label ("Provisioning").
+    pub fn label(self) -> &'static str {
+        match self {
+            ClusterState::Provisioning => "Provisioning",
+            ClusterState::Ready => "Ready",
+            ClusterState::Updating => "Updating",
+            ClusterState::Deleting => "Deleting",
+            ClusterState::Error => "Error",
+            ClusterState::Unknown => "Unknown",
+        }
+    }
+}
+
+impl fmt::Display for ClusterState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A cluster, with the progress of its current (or last) operation where known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ClusterOut))]
+pub struct Cluster {
+    /// UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub id: String,
+    /// The tenant's slug.
+    pub tenant: String,
+    pub name: String,
+    /// The template's name.
+    pub template: String,
+    pub kind: ProviderKind,
+    pub state: ClusterState,
+    /// Its non-secret parameters.
+    pub parameters: BTreeMap<String, String>,
+    pub node_count: u32,
+    pub endpoint: Option<String>,
+    pub error: Option<String>,
+    /// When the tenant's time-to-live deletes the cluster (RFC 3339, UTC, like every time
+    /// below).
+    pub expires_at: Option<String>,
+    pub created_by: String,
+    pub created_at: String,
+    /// Progress of the current (or last) operation (not in lists).
+    pub progress: Option<u8>,
+    pub current_step: Option<String>,
+}
+
+/// A cluster with what its provider can do, its operations and its timeline.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ClusterDetailOut))]
+pub struct ClusterDetail {
+    #[serde(flatten)]
+    pub cluster: Cluster,
+    pub capabilities: Capabilities,
+    /// Newest first.
+    pub operations: Vec<Operation>,
+    /// The timeline, oldest first (the newest 300 entries).
+    pub events: Vec<Event>,
+    /// What tenant admins' personal kubeconfigs may do in the cluster: `namespaced`
+    /// (`admin` in the tenant's namespaces) or `cluster-admin`, as its template says.
+    /// Members always get `edit` in the tenant's namespaces.
+    #[cfg_attr(feature = "openapi", schema(example = "namespaced"))]
+    pub admin_access: String,
+    /// Operators, hosted clusters: the etcd key space's keys and bytes, last measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shared_storage: Option<SharedStorage>,
+}
 
 /// What the cluster's provider can do with its current settings.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]

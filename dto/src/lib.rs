@@ -10,6 +10,8 @@ pub mod apps;
 pub mod audit;
 pub mod clusters;
 pub mod kinds;
+pub mod params;
+pub mod providers;
 pub mod tenants;
 pub mod tokens;
 pub mod users;

@@ -1,11 +1,13 @@
 //! `/clusters`: the clusters the caller may see, filtered by tenant, state and name.
 
+use kqueen_dto::clusters::ClusterState;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ClustersPageDto;
 use crate::components::{encode_query_value, ErrorNote, TableHead};
+use crate::time::to_minute_utc;
 
 pub(super) fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
     let q = use_query_map();
@@ -89,9 +91,9 @@ fn ClusterList(
                 <label for="f-state">"State"</label>
                 <select id="f-state" name="state">
                     <option value="">"Any"</option>
-                    {page.states.iter().map(|(v, l)| {
-                        let selected = state.as_deref() == Some(v.as_str());
-                        view! { <option value=v.clone() selected=selected>{l.clone()}</option> }
+                    {ClusterState::ALL.iter().map(|s| {
+                        let selected = state.as_deref() == Some(s.as_str());
+                        view! { <option value=s.as_str() selected=selected>{s.label()}</option> }
                     }).collect_view()}
                 </select>
                 <label for="f-name">"Name"</label>
@@ -110,11 +112,11 @@ fn ClusterList(
                                 <tr data-cluster=c.name.clone()>
                                     <td><a href=format!("/clusters/{}", c.id)>{c.name.clone()}</a></td>
                                     <td>{c.tenant}</td>
-                                    <td><StateBadge state=c.state label=c.state_label /></td>
-                                    <td>{c.template}" "<span class="muted">"("{c.kind}")"</span></td>
+                                    <td><StateBadge state=c.state /></td>
+                                    <td>{c.template}" "<span class="muted">"("{c.kind.as_str()}")"</span></td>
                                     <td>{c.node_count}</td>
-                                    <td>{c.created}</td>
-                                    <td>{c.expires.unwrap_or_else(|| "never".into())}</td>
+                                    <td>{to_minute_utc(&c.created_at)}</td>
+                                    <td>{c.expires_at.as_deref().map_or_else(|| "never".into(), to_minute_utc)}</td>
                                 </tr>
                             }).collect_view()}
                         </tbody>
@@ -130,6 +132,6 @@ fn ClusterList(
 }
 
 #[component]
-pub(super) fn StateBadge(state: String, label: String) -> impl IntoView {
-    view! { <span class=format!("badge state-{state}") data-state=state.clone()>{label}</span> }
+pub(super) fn StateBadge(state: ClusterState) -> impl IntoView {
+    view! { <span class=format!("badge state-{state}") data-state=state.as_str()>{state.label()}</span> }
 }

@@ -6,7 +6,9 @@ use leptos_meta::Title;
 use leptos_router::components::Form;
 
 use crate::clusters::actions::RequestCluster;
-use crate::clusters::dto::{NewClusterPageDto, ParamDto};
+use kqueen_dto::params::{ParamKind, ParamSpec};
+
+use crate::clusters::dto::NewClusterPageDto;
 use crate::components::{described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError};
 use crate::kept::{error_at, value_or, KeptForm};
 
@@ -87,8 +89,8 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
             {no_templates.then(|| view! { <p class="empty">"No template is offered to this tenant. Ask an operator."</p> })}
         </section>
         {page.template.clone().map(|t| {
-            let fixed = page.fixed.clone();
-            let params = page.params.clone();
+            let fixed = t.fixed.clone();
+            let params = t.parameters.clone();
             let name_error = error_at(&kept, "name");
             view! {
                 <section class="card" aria-labelledby="params-heading">
@@ -132,7 +134,7 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
 /// `false` ([`crate::schema_form::form_params`]).
 #[component]
 pub fn ParamField(
-    param: ParamDto,
+    param: ParamSpec,
     prefix: &'static str,
     value: Option<String>,
     /// The error a refused form names this input with.
@@ -145,9 +147,9 @@ pub fn ParamField(
     let help_id = format!("{id}-help");
     let described = crate::components::described_by(&id, Some(&help_id), &error);
     let invalid = invalid(&error);
-    let value = value.or(param.default.clone()).unwrap_or_default();
+    let value = value.or(param.default_text()).unwrap_or_default();
     let mut help = param.help.clone().unwrap_or_default();
-    if let (Some(lo), Some(hi)) = (param.min, param.max) {
+    if let (Some(lo), Some(hi)) = param.kind.range() {
         help = format!("{help} ({lo}–{hi})").trim().to_owned();
     }
     if param.secret {
@@ -155,34 +157,34 @@ pub fn ParamField(
             .trim()
             .to_owned();
     }
-    let input = match param.kind.as_str() {
-        "integer" => view! {
+    let input = match &param.kind {
+        ParamKind::Integer { min, max, .. } => view! {
             <input type="number" id=id.clone() name=name.clone() value=value required=param.required
-                min=param.min.map(|m| m.to_string()) max=param.max.map(|m| m.to_string())
+                min=min.map(|m| m.to_string()) max=max.map(|m| m.to_string())
                 aria-describedby=described.clone() aria-invalid=invalid />
         }.into_any(),
-        "boolean" => {
+        ParamKind::Boolean { .. } => {
             let checked = value == "true";
             view! {
                 <input type="hidden" name=shown value="1" />
                 <input type="checkbox" id=id.clone() name=name.clone() value="true" checked=checked aria-describedby=described.clone() aria-invalid=invalid />
             }.into_any()
         }
-        "enum" => view! {
+        ParamKind::Enum { options, .. } => view! {
             <select id=id.clone() name=name.clone() aria-describedby=described.clone() aria-invalid=invalid>
-                {param.options.iter().map(|o| {
+                {options.iter().map(|o| {
                     let selected = *o == value;
                     view! { <option value=o.clone() selected=selected>{o.clone()}</option> }
                 }).collect_view()}
             </select>
         }.into_any(),
-        "text" => view! {
+        ParamKind::Text { .. } => view! {
             <textarea id=id.clone() name=name.clone() rows="8" required=param.required
                 aria-describedby=described.clone() aria-invalid=invalid spellcheck="false">{value}</textarea>
         }.into_any(),
-        _ => view! {
+        ParamKind::String { max_len, .. } => view! {
             <input type=if param.secret { "password" } else { "text" } id=id.clone() name=name.clone()
-                value=value required=param.required maxlength=param.max_len.map(|m| m.to_string())
+                value=value required=param.required maxlength=max_len.to_string()
                 autocomplete="off" aria-describedby=described.clone() aria-invalid=invalid />
         }.into_any(),
     };

@@ -2,6 +2,7 @@
 //! actions (scale, upgrade, delete) in their own card; a delete or a revoke is confirmed
 //! first (`?confirm=`).
 
+use kqueen_dto::clusters::ClusterState;
 use kqueen_dto::kinds::ProviderKind;
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -12,7 +13,7 @@ use crate::clusters::dto::ClusterPageDto;
 use crate::components::{confirming, ConfirmStep, ErrorNote, FormError, TableHead};
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::inventory::Inventory;
-use crate::time::{to_clock, to_minute};
+use crate::time::{to_clock, to_minute, to_minute_utc};
 
 use super::list::StateBadge;
 
@@ -60,20 +61,21 @@ pub fn ClusterView() -> impl IntoView {
 
 #[component]
 fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
-    let id = page.cluster.id.clone();
+    let id = page.detail.cluster.id.clone();
     let [id_scale, id_upgrade, id_delete] = [(); 3].map(|()| id.clone());
-    let c = page.cluster.clone();
+    let c = page.detail.cluster.clone();
     let base = format!("/clusters/{}", c.id);
-    let op = page.operations.first().cloned();
+    let op = page.detail.operations.first().cloned();
     let steps: Vec<_> = page
+        .detail
         .events
         .iter()
         .filter(|e| e.kind == "step")
         .cloned()
         .collect();
-    let ready = c.state == "ready" || c.state == "updating";
-    let can_delete = page.can_manage && c.state != "deleting";
-    let delete_note = delete_consequence(page.capabilities.deletes_infrastructure);
+    let ready = matches!(c.state, ClusterState::Ready | ClusterState::Updating);
+    let can_delete = page.can_manage && c.state != ClusterState::Deleting;
+    let delete_note = delete_consequence(page.detail.capabilities.deletes_infrastructure);
     let kubeconfig_label = if page.admin_kubeconfig {
         "Download admin kubeconfig"
     } else {
@@ -87,7 +89,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
     view! {
         <Title text=format!("Cluster {}", c.name) />
         <div class="page-head">
-            <h1>{c.name.clone()} " " <StateBadge state=c.state.clone() label=c.state_label.clone() /></h1>
+            <h1>{c.name.clone()} " " <StateBadge state=c.state /></h1>
             <span class="muted">{format!("tenant {}", c.tenant)}</span>
         </div>
         <FormError />
@@ -96,10 +98,10 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             name=c.name.clone()
             can_delete
             can_revoke=ready && !page.admin_kubeconfig
-            deletes_infrastructure=page.capabilities.deletes_infrastructure
+            deletes_infrastructure=page.detail.capabilities.deletes_infrastructure
             writes
         />
-        {page.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
+        {c.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
         {op.clone().filter(|_| page.busy).map(|o| view! {
             <section class="card" aria-labelledby="progress-heading" id="progress">
                 <div class="card-head"><h2 id="progress-heading">{format!("{} in progress", crate::apps::operation_label(&o.kind))}</h2></div>
@@ -114,10 +116,10 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                 <dl class="facts">
                     <dt>"API endpoint"</dt><dd id="endpoint">{c.endpoint.clone().unwrap_or_else(|| "not known yet".into())}</dd>
                     <dt>"Template"</dt><dd>{format!("{} ({})", c.template, c.kind)}</dd>
-                    <dt>"Tenant admins' access"</dt><dd id="cluster-admin-access" data-access=page.admin_access.0.clone()>{page.admin_access.1.clone()}</dd>
+                    <dt>"Tenant admins' access"</dt><dd id="cluster-admin-access" data-access=page.detail.admin_access.clone()>{page.admin_access_label.clone()}</dd>
                     <dt>"Nodes"</dt><dd>{c.node_count}</dd>
-                    <dt>"Created"</dt><dd>{format!("{} by {}", c.created, page.created_by)}</dd>
-                    {page.shared_storage.clone().map(|s| view! {
+                    <dt>"Created"</dt><dd>{format!("{} by {}", to_minute_utc(&c.created_at), c.created_by)}</dd>
+                    {page.detail.shared_storage.clone().map(|s| view! {
                         <dt>"etcd"</dt>
                         <dd id="shared-storage">{format!(
                             "{} keys, {:.1} MiB{}, measured {} UTC",
@@ -127,8 +129,8 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                             to_minute(&s.measured_at)
                         )}</dd>
                     })}
-                    <dt>"Time-to-live"</dt><dd id="expires">{c.expires.clone().map_or_else(|| "none".to_owned(), |e| format!("deleted automatically at {e}"))}</dd>
-                    {page.parameters.iter().map(|(k, v)| view! { <dt>{k.clone()}</dt><dd>{v.clone()}</dd> }).collect_view()}
+                    <dt>"Time-to-live"</dt><dd id="expires">{c.expires_at.as_deref().map_or_else(|| "none".to_owned(), |e| format!("deleted automatically at {}", to_minute_utc(e)))}</dd>
+                    {c.parameters.iter().map(|(k, v)| view! { <dt>{k.clone()}</dt><dd>{v.clone()}</dd> }).collect_view()}
                 </dl>
             </section>
             <section class="card" aria-labelledby="access-heading">
@@ -148,7 +150,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             {(page.can_manage && (can_delete || ready)).then(|| view! {
             <section class="card" aria-labelledby="actions-heading" id="cluster-actions">
                 <div class="card-head"><h2 id="actions-heading">"Actions"</h2></div>
-                {page.node_range.filter(|_| page.capabilities.scale && ready).map(|(min, max)| view! {
+                {page.node_range.filter(|_| page.detail.capabilities.scale && ready).map(|(min, max)| view! {
                     <ActionForm action=writes.scale attr:class="filter" attr:id="scale-form">
                         <input type="hidden" name="id" value=id_scale />
                         <label for="scale-nodes">{format!("Nodes ({min}–{max})")}</label>
@@ -156,8 +158,8 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         <button type="submit">"Scale"</button>
                     </ActionForm>
                 })}
-                {(page.capabilities.upgrade && ready).then(|| {
-                    let current = page.parameters.iter().find(|(k, _)| k == "kubernetes_version").map(|(_, v)| v.clone()).unwrap_or_default();
+                {(page.detail.capabilities.upgrade && ready).then(|| {
+                    let current = c.parameters.get("kubernetes_version").cloned().unwrap_or_default();
                     let field = if page.version_options.is_empty() {
                         view! { <input id="upgrade-version" name="kubernetes_version" maxlength="20" required /> }.into_any()
                     } else {
@@ -179,7 +181,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                         </ActionForm>
                     }
                 })}
-                {(ready && ProviderKind::parse(&c.kind) == Some(ProviderKind::Hosted)).then(|| view! {
+                {(ready && c.kind == ProviderKind::Hosted).then(|| view! {
                     <p><a href=format!("/clusters/{}/join", c.id) id="join-link">"Add worker nodes (kubeadm join)"</a></p>
                 })}
                 {can_delete.then(|| view! {
@@ -189,10 +191,10 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             </section>
             })}
         </div>
-        <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == "ready" />
-        <crate::addons::ClusterAddons cluster_id=c.id.clone() can_manage=page.can_manage ready=c.state == "ready" />
+        <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == ClusterState::Ready />
+        <crate::addons::ClusterAddons cluster_id=c.id.clone() can_manage=page.can_manage ready=c.state == ClusterState::Ready />
         {page.inventory.clone().map(|inv| view! {
-            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == "ready" sync=writes.sync />
+            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == ClusterState::Ready sync=writes.sync />
         })}
         <section class="card" aria-labelledby="steps-heading">
             <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
@@ -203,7 +205,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         <section class="card" aria-labelledby="timeline-heading">
             <div class="card-head"><h2 id="timeline-heading">"Timeline"</h2></div>
             <ol class="timeline" id="timeline">
-                {page.events.into_iter().map(|e| view! {
+                {page.detail.events.into_iter().map(|e| view! {
                     <li class=format!("event-{}", e.kind) data-kind=e.kind.clone()><time>{to_clock(&e.at)}</time> " " <span>{e.message}</span></li>
                 }).collect_view()}
             </ol>
@@ -213,7 +215,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             <table class="table" id="operations">
                 <TableHead cols=vec!["Operation", "State", "Progress", "Attempts", "Requested", "Finished"] />
                 <tbody>
-                    {page.operations.into_iter().map(|o| view! {
+                    {page.detail.operations.into_iter().map(|o| view! {
                         <tr>
                             <td>{crate::apps::operation_label(&o.kind)}</td>
                             <td>{o.state}{o.error.map(|e| view! { <br /><small class="error-text">{e}</small> })}</td>

@@ -1,7 +1,13 @@
 //! `/fleet`: clusters by state, provider and version, capacity, clusters needing attention.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{use_fleet_query, FleetTabs};
+use crate::components::{ErrorNote, ListCard, Stat, TableHead};
+use crate::fleet::dto::{FleetClusterDto, FleetPageDto, TenantStorageDto};
+use crate::fleet::inventory::Chart;
+use crate::fleet::sfn;
 
 #[component]
 pub fn Fleet() -> impl IntoView {

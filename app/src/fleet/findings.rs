@@ -1,7 +1,13 @@
 //! `/fleet/findings`: the inventory checks' findings across the fleet.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{use_fleet_query, Exports, FilterFields, FleetTabs, Pager};
+use crate::components::{ErrorNote, Stat, TableHead};
+use crate::fleet::dto::{FindingsPageDto, FleetQuery};
+use crate::fleet::inventory::Chart;
+use crate::fleet::sfn;
 
 #[component]
 pub fn FleetFindings() -> impl IntoView {

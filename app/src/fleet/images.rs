@@ -1,7 +1,12 @@
 //! `/fleet/images` and `/fleet/images/history`: every image with where it runs, and since when.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{use_fleet_query, FleetTabs, QueryCard, QueryNames};
+use crate::components::{ErrorNote, TableHead};
+use crate::fleet::dto::{FleetListDto, FleetQuery, ImageDto, ImageHistoryDto};
+use crate::fleet::sfn;
 
 #[component]
 pub fn FleetImages() -> impl IntoView {

@@ -15,15 +15,9 @@ pub use images::{FleetImageHistory, FleetImages};
 pub use versions::FleetVersions;
 
 use leptos::prelude::*;
-use leptos_meta::Title;
 use leptos_router::hooks::{use_location, use_query_map};
 
-use crate::components::{ErrorNote, ListCard, Stat, TableHead};
-use crate::fleet::dto::{
-    FindingsPageDto, FleetClusterDto, FleetListDto, FleetPageDto, FleetQuery, ImageDto,
-    ImageHistoryDto, TenantStorageDto, VersionDto,
-};
-use crate::fleet::inventory::Chart;
+use crate::fleet::dto::{FleetListDto, FleetQuery};
 use crate::shell::Me;
 
 fn use_fleet_query() -> (
@@ -208,7 +202,8 @@ fn FilterFields(filter: FleetQuery, tenants: Vec<String>, q_label: &'static str)
     }
 }
 
-/// A page body that waits for `resource` and renders it, or the error.
+/// A page body that waits for `resource` and renders it, or the error (the page using it
+/// imports `ErrorNote`).
 macro_rules! loaded {
     ($resource:expr, $loading:literal, |$v:ident| $body:expr) => {
         view! {

@@ -1,7 +1,12 @@
 //! `/fleet/versions`: the Kubernetes versions of all clusters.
 
-#[allow(clippy::wildcard_imports)]
-use super::*;
+use leptos::prelude::*;
+use leptos_meta::Title;
+
+use super::{use_fleet_query, FleetTabs, QueryCard, QueryNames};
+use crate::components::{ErrorNote, TableHead};
+use crate::fleet::dto::{FleetListDto, FleetQuery, VersionDto};
+use crate::fleet::sfn;
 
 #[component]
 pub fn FleetVersions() -> impl IntoView {

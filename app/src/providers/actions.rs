@@ -96,7 +96,7 @@ pub async fn save_template(
     disabled: Option<String>,
 ) -> Result<(), AppError> {
     use kqueen_core::cluster::TemplateInput;
-    use kqueen_core::provisioner::ParamOverride;
+    use kqueen_core::provisioner::schema::parse_overrides;
     use kqueen_core::{Error, ValidationError};
 
     use crate::providers::refine;
@@ -139,13 +139,12 @@ pub async fn save_template(
     let json_wins = !json.is_empty() && json != overrides_was.trim();
     let chosen = from_form.and_then(|form| {
         if !json_wins {
-            return serde_json::to_string(&refine::overrides(&form))
+            return serde_json::to_string(&form)
                 .map(|text| (text, false))
                 .map_err(|_| Error::Corrupt("refinements".into()));
         }
-        let shown = ParamOverride::parse_all(&overrides_was).ok();
-        let typed = ParamOverride::parse_all(json).ok();
-        let form = refine::overrides(&form);
+        let shown = parse_overrides(&overrides_was).ok();
+        let typed = parse_overrides(json).ok();
         if let (Some(shown), Some(typed)) = (shown, typed) {
             if form != shown && form != typed {
                 return Err(ValidationError::new(
@@ -216,7 +215,7 @@ pub async fn save_template(
             let field = if from_json {
                 None
             } else {
-                let o = refine::overrides(&refine::refinements_from_fields(&o).unwrap_or_default());
+                let o = refine::refinements_from_fields(&o).unwrap_or_default();
                 let schema = async {
                     let provider = k
                         .catalog()

@@ -15,8 +15,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::clusters::dto::ParamDto;
-use crate::providers::dto::RefinementDto;
+use kqueen_dto::params::{ParamKind, ParamOverride, ParamSpec};
 
 /// The posted inputs of one parameter's refinements (`o[<parameter>][…]`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,17 +49,17 @@ pub fn offer_input(param: &str, i: usize) -> String {
     format!("o[{param}][offer][{i}]")
 }
 
-/// Which refinements the inputs of one parameter have, by its type (`ParamDto::kind`).
-pub fn fields_of(param: &ParamDto) -> &'static [&'static str] {
-    match param.kind.as_str() {
-        "integer" => &["default", "min", "max", "fixed"],
-        "enum" => &["all", "default", "fixed"],
-        "string" => &["default", "choices", "fixed"],
-        "boolean" => &["default", "fixed"],
+/// Which refinements the inputs of one parameter have, by its type.
+pub fn fields_of(param: &ParamSpec) -> &'static [&'static str] {
+    match param.kind {
+        ParamKind::Integer { .. } => &["default", "min", "max", "fixed"],
+        ParamKind::Enum { .. } => &["all", "default", "fixed"],
+        ParamKind::String { .. } => &["default", "choices", "fixed"],
+        ParamKind::Boolean { .. } => &["default", "fixed"],
         // Multi-line text: a fixed value only, and none for a secret (templates are not
         // encrypted).
-        _ if param.secret => &[],
-        _ => &["fixed"],
+        ParamKind::Text { .. } if param.secret => &[],
+        ParamKind::Text { .. } => &["fixed"],
     }
 }
 
@@ -68,8 +67,8 @@ pub fn fields_of(param: &ParamDto) -> &'static [&'static str] {
 /// `schema`: what editing a template shows. A ticked box is present (its option as value),
 /// an unticked one absent.
 pub fn fields_from_refinements(
-    refinements: &BTreeMap<String, RefinementDto>,
-    schema: &[ParamDto],
+    refinements: &BTreeMap<String, ParamOverride>,
+    schema: &[ParamSpec],
 ) -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
     for p in schema {
@@ -81,13 +80,13 @@ pub fn fields_from_refinements(
                 "max" => r.max.map(|n| n.to_string()),
                 "fixed" => r.fixed.clone(),
                 "choices" => r.options.as_ref().map(|o| o.join(", ")),
-                "all" => Some(p.options.join("\n")),
+                "all" => Some(p.kind.options().join("\n")),
                 _ => None,
             };
             out.insert(input(&p.name, field), value.unwrap_or_default());
         }
-        if p.kind == "enum" {
-            for (i, option) in p.options.iter().enumerate() {
+        if let ParamKind::Enum { options, .. } = &p.kind {
+            for (i, option) in options.iter().enumerate() {
                 if r.options
                     .as_ref()
                     .is_none_or(|offered| offered.contains(option))
@@ -135,7 +134,7 @@ pub struct FieldProblem {
 /// Only the form of each value is checked here; what it may be is the core's to say.
 pub fn refinements_from_fields(
     o: &BTreeMap<String, RefinementFields>,
-) -> Result<BTreeMap<String, RefinementDto>, FieldProblem> {
+) -> Result<BTreeMap<String, ParamOverride>, FieldProblem> {
     fn text(v: &Option<String>) -> Option<String> {
         v.as_deref()
             .map(str::trim)
@@ -178,14 +177,14 @@ pub fn refinements_from_fields(
                     .collect()
             }),
         };
-        let r = RefinementDto {
+        let r = ParamOverride {
             default: text(&f.default),
             min: number("min", &f.min)?,
             max: number("max", &f.max)?,
             options,
             fixed: text(&f.fixed),
         };
-        if r != RefinementDto::default() {
+        if r != ParamOverride::default() {
             out.insert(param.clone(), r);
         }
     }
@@ -193,42 +192,13 @@ pub fn refinements_from_fields(
 }
 
 #[cfg(feature = "ssr")]
-pub use server::{culprit, dto, overrides};
+pub use server::culprit;
 
 #[cfg(feature = "ssr")]
 mod server {
     use std::collections::BTreeMap;
 
     use kqueen_core::provisioner::{ParamOverride, ParamSchema};
-
-    use crate::providers::dto::RefinementDto;
-
-    /// A stored refinement as the page shows it.
-    pub fn dto(o: &ParamOverride) -> RefinementDto {
-        RefinementDto {
-            default: o.default.clone(),
-            min: o.min,
-            max: o.max,
-            options: o.options.clone(),
-            fixed: o.fixed.clone(),
-        }
-    }
-
-    /// Refinements as the core reads them.
-    pub fn overrides(r: &BTreeMap<String, RefinementDto>) -> BTreeMap<String, ParamOverride> {
-        r.iter()
-            .map(|(name, r)| {
-                let o = ParamOverride {
-                    default: r.default.clone(),
-                    min: r.min,
-                    max: r.max,
-                    options: r.options.clone(),
-                    fixed: r.fixed.clone(),
-                };
-                (name.clone(), o)
-            })
-            .collect()
-    }
 
     /// Which refinement of `param` the schema refuses: they are added one by one (range,
     /// options, default, fixed value), and the first that makes `o` fail is the one at fault
@@ -259,29 +229,36 @@ mod server {
 mod tests {
     use super::*;
 
-    fn param(name: &str, kind: &str, options: &[&str]) -> ParamDto {
-        ParamDto {
-            name: name.into(),
-            label: name.into(),
-            help: None,
-            required: false,
-            secret: false,
-            kind: kind.into(),
-            default: None,
-            min: None,
-            max: None,
-            options: options.iter().map(|o| (*o).to_owned()).collect(),
-            max_len: None,
-        }
-    }
-
-    fn schema() -> Vec<ParamDto> {
+    fn schema() -> Vec<ParamSpec> {
+        let options = ["s", "m", "l"].map(str::to_owned).to_vec();
         vec![
-            param("node_count", "integer", &[]),
-            param("kubernetes_version", "string", &[]),
-            param("size", "enum", &["s", "m", "l"]),
-            param("ha", "boolean", &[]),
-            param("script", "text", &[]),
+            ParamSpec::new(
+                "node_count",
+                "node_count",
+                ParamKind::Integer {
+                    default: None,
+                    min: None,
+                    max: None,
+                },
+            ),
+            ParamSpec::new(
+                "kubernetes_version",
+                "kubernetes_version",
+                ParamKind::String {
+                    default: None,
+                    max_len: 200,
+                },
+            ),
+            ParamSpec::new(
+                "size",
+                "size",
+                ParamKind::Enum {
+                    options,
+                    default: None,
+                },
+            ),
+            ParamSpec::new("ha", "ha", ParamKind::Boolean { default: false }),
+            ParamSpec::new("script", "script", ParamKind::Text { max_len: 1000 }),
         ]
     }
 
@@ -332,7 +309,7 @@ mod tests {
         let refinements = BTreeMap::from([
             (
                 "node_count".to_owned(),
-                RefinementDto {
+                ParamOverride {
                     max: Some(5),
                     default: Some("2".into()),
                     ..Default::default()
@@ -340,7 +317,7 @@ mod tests {
             ),
             (
                 "kubernetes_version".to_owned(),
-                RefinementDto {
+                ParamOverride {
                     options: Some(vec!["1.33".into(), "1.34".into()]),
                     default: Some("1.34".into()),
                     ..Default::default()
@@ -348,14 +325,14 @@ mod tests {
             ),
             (
                 "size".to_owned(),
-                RefinementDto {
+                ParamOverride {
                     options: Some(vec!["s".into(), "l".into()]),
                     ..Default::default()
                 },
             ),
             (
                 "ha".to_owned(),
-                RefinementDto {
+                ParamOverride {
                     fixed: Some("true".into()),
                     ..Default::default()
                 },

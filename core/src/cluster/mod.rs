@@ -17,6 +17,7 @@ use uuid::Uuid;
 use crate::tenant::TenantSlug;
 use crate::ValidationError;
 pub use catalog::*;
+pub use kqueen_dto::clusters::ClusterState;
 pub use kqueen_dto::kinds::ProviderKind;
 pub use operation::*;
 pub use params::{ParamOverride, Params};
@@ -77,32 +78,6 @@ macro_rules! string_enum {
 
 /// An enum stored and serialised as fixed texts, with `ALL`, `as_str`, `parse` and `Display`.
 pub(crate) use string_enum;
-
-string_enum!(
-    /// Where a cluster is in its life.
-    ClusterState {
-        Provisioning = "provisioning",
-        Ready = "ready",
-        Updating = "updating",
-        Deleting = "deleting",
-        Error = "error",
-        Unknown = "unknown",
-    }
-);
-
-impl ClusterState {
-    /// A human label ("Provisioning").
-    pub fn label(self) -> &'static str {
-        match self {
-            ClusterState::Provisioning => "Provisioning",
-            ClusterState::Ready => "Ready",
-            ClusterState::Updating => "Updating",
-            ClusterState::Deleting => "Deleting",
-            ClusterState::Error => "Error",
-            ClusterState::Unknown => "Unknown",
-        }
-    }
-}
 
 string_enum!(
     /// What an operation does.

@@ -10,219 +10,96 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+pub use kqueen_dto::params::{ParamKind, ParamOverride, ParamSpec};
+
 use crate::ValidationError;
 
-/// The type of one parameter, with its constraints.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
-pub enum ParamKind {
-    /// One line of text, at most `max_len` characters.
-    String {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        default: Option<String>,
-        #[serde(default = "default_max_len")]
-        max_len: u32,
-    },
-    /// Several lines of text (a kubeconfig, a script argument list).
-    Text {
-        #[serde(default = "default_text_len")]
-        max_len: u32,
-    },
-    Integer {
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        default: Option<i64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        min: Option<i64>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        max: Option<i64>,
-    },
-    Boolean {
-        #[serde(default)]
-        default: bool,
-    },
-    /// One of `options` (e.g. the Kubernetes versions a template offers).
-    Enum {
-        options: Vec<String>,
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        default: Option<String>,
-    },
-}
+/// A template's refinements from their JSON text (an object with one entry per parameter),
+/// empty text meaning none. Errors say what is wrong in words for the operator who typed
+/// it: where the JSON breaks (line and column), or which parameter's entry is wrong and how.
+pub fn parse_overrides(text: &str) -> Result<BTreeMap<String, ParamOverride>, ValidationError> {
+    use serde_json::Value;
 
-fn default_max_len() -> u32 {
-    200
-}
-
-fn default_text_len() -> u32 {
-    256 * 1024
-}
-
-/// One parameter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ParamSpec {
-    /// Machine name: `[a-z][a-z0-9_]*`; reaches installer commands as `KQ_PARAM_<NAME>`.
-    pub name: String,
-    pub label: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub help: Option<String>,
-    #[serde(default)]
-    pub required: bool,
-    /// Credentials: stored in the vault, never shown again, never logged.
-    #[serde(default)]
-    pub secret: bool,
-    #[serde(flatten)]
-    pub kind: ParamKind,
-}
-
-impl ParamSpec {
-    pub fn new(name: &str, label: &str, kind: ParamKind) -> Self {
-        Self {
-            name: name.into(),
-            label: label.into(),
-            help: None,
-            required: false,
-            secret: false,
-            kind,
-        }
+    let text = text.trim();
+    if text.is_empty() {
+        return Ok(BTreeMap::new());
     }
-
-    pub fn required(mut self) -> Self {
-        self.required = true;
-        self
-    }
-
-    pub fn secret(mut self) -> Self {
-        self.secret = true;
-        self
-    }
-
-    pub fn help(mut self, help: &str) -> Self {
-        self.help = Some(help.into());
-        self
-    }
-
-    /// The default as form text, if any.
-    pub fn default_text(&self) -> Option<String> {
-        match &self.kind {
-            ParamKind::String { default, .. } => default.clone(),
-            ParamKind::Integer { default, .. } => default.map(|d| d.to_string()),
-            ParamKind::Boolean { default } => Some(default.to_string()),
-            ParamKind::Enum { default, options } => {
-                default.clone().or_else(|| options.first().cloned())
-            }
-            ParamKind::Text { .. } => None,
-        }
-    }
-}
-
-/// A template's refinement of one cluster parameter.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct ParamOverride {
-    /// A new default (text form of the value).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub default: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub max: Option<i64>,
-    /// Allowed choices: a subset of the provisioner's, or (for strings) a new enumeration.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub options: Option<Vec<String>>,
-    /// A value tenants cannot change (hidden from the request form).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fixed: Option<String>,
-}
-
-impl ParamOverride {
-    /// A template's refinements from their JSON text (an object with one entry per parameter),
-    /// empty text meaning none. Errors say what is wrong in words for the operator who typed
-    /// it: where the JSON breaks (line and column), or which parameter's entry is wrong and how.
-    pub fn parse_all(text: &str) -> Result<BTreeMap<String, ParamOverride>, ValidationError> {
-        use serde_json::Value;
-
-        let text = text.trim();
-        if text.is_empty() {
-            return Ok(BTreeMap::new());
-        }
-        let value: Value = serde_json::from_str(text).map_err(|e| {
-            ValidationError::new(
-                "overrides",
-                format!(
-                    "is not valid JSON (line {}, column {})",
-                    e.line(),
-                    e.column()
-                ),
-            )
-        })?;
-        let Value::Object(entries) = value else {
-            return Err(ValidationError::new(
-                "overrides",
-                r#"must be an object with one entry per parameter, like {"node_count": {"max": 5}}"#,
+    let value: Value = serde_json::from_str(text).map_err(|e| {
+        ValidationError::new(
+            "overrides",
+            format!(
+                "is not valid JSON (line {}, column {})",
+                e.line(),
+                e.column()
+            ),
+        )
+    })?;
+    let Value::Object(entries) = value else {
+        return Err(ValidationError::new(
+            "overrides",
+            r#"must be an object with one entry per parameter, like {"node_count": {"max": 5}}"#,
+        ));
+    };
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(b.to_string()),
+        _ => None,
+    };
+    let mut out = BTreeMap::new();
+    for (name, entry) in entries {
+        let wrong = |message: String| ValidationError::at("overrides", name.clone(), message);
+        let Value::Object(fields) = entry else {
+            return Err(wrong(
+                r#"must be an object of refinements, like {"max": 5}"#.to_owned(),
             ));
         };
-        let scalar = |v: &Value| match v {
-            Value::String(s) => Some(s.clone()),
-            Value::Number(n) => Some(n.to_string()),
-            Value::Bool(b) => Some(b.to_string()),
-            _ => None,
-        };
-        let mut out = BTreeMap::new();
-        for (name, entry) in entries {
-            let wrong = |message: String| ValidationError::at("overrides", name.clone(), message);
-            let Value::Object(fields) = entry else {
-                return Err(wrong(
-                    r#"must be an object of refinements, like {"max": 5}"#.to_owned(),
-                ));
-            };
-            let mut o = ParamOverride::default();
-            for (key, v) in fields {
-                match key.as_str() {
-                    "default" | "fixed" => {
-                        let text = scalar(&v).ok_or_else(|| {
-                            wrong(format!("its {key} must be a text, a number or true/false"))
-                        })?;
-                        if key == "default" {
-                            o.default = Some(text);
-                        } else {
-                            o.fixed = Some(text);
-                        }
-                    }
-                    "min" | "max" => {
-                        let n = match &v {
-                            Value::Number(n) => n.as_i64(),
-                            Value::String(s) => s.trim().parse().ok(),
-                            _ => None,
-                        }
-                        .ok_or_else(|| wrong(format!("its {key} must be a whole number")))?;
-                        if key == "min" {
-                            o.min = Some(n);
-                        } else {
-                            o.max = Some(n);
-                        }
-                    }
-                    "options" => {
-                        let list = match &v {
-                            Value::Array(items) => {
-                                items.iter().map(scalar).collect::<Option<Vec<_>>>()
-                            }
-                            _ => None,
-                        }
-                        .ok_or_else(|| {
-                            wrong(r#"its options must be a list, like ["1.33", "1.34"]"#.to_owned())
-                        })?;
-                        o.options = Some(list);
-                    }
-                    other => {
-                        return Err(wrong(format!(
-                        "'{other}' is not a refinement (use default, min, max, options or fixed)"
-                    )))
+        let mut o = ParamOverride::default();
+        for (key, v) in fields {
+            match key.as_str() {
+                "default" | "fixed" => {
+                    let text = scalar(&v).ok_or_else(|| {
+                        wrong(format!("its {key} must be a text, a number or true/false"))
+                    })?;
+                    if key == "default" {
+                        o.default = Some(text);
+                    } else {
+                        o.fixed = Some(text);
                     }
                 }
+                "min" | "max" => {
+                    let n = match &v {
+                        Value::Number(n) => n.as_i64(),
+                        Value::String(s) => s.trim().parse().ok(),
+                        _ => None,
+                    }
+                    .ok_or_else(|| wrong(format!("its {key} must be a whole number")))?;
+                    if key == "min" {
+                        o.min = Some(n);
+                    } else {
+                        o.max = Some(n);
+                    }
+                }
+                "options" => {
+                    let list = match &v {
+                        Value::Array(items) => items.iter().map(scalar).collect::<Option<Vec<_>>>(),
+                        _ => None,
+                    }
+                    .ok_or_else(|| {
+                        wrong(r#"its options must be a list, like ["1.33", "1.34"]"#.to_owned())
+                    })?;
+                    o.options = Some(list);
+                }
+                other => {
+                    return Err(wrong(format!(
+                        "'{other}' is not a refinement (use default, min, max, options or fixed)"
+                    )))
+                }
             }
-            out.insert(name, o);
         }
-        Ok(out)
+        out.insert(name, o);
     }
+    Ok(out)
 }
 
 /// Validated parameter values as text, by name (what reaches provisioners).
@@ -813,15 +690,15 @@ mod tests {
         parsed.check().expect("valid");
     }
     fn error(text: &str) -> (Option<String>, String) {
-        let e = ParamOverride::parse_all(text).expect_err("refused");
+        let e = parse_overrides(text).expect_err("refused");
         assert_eq!(e.field, "overrides");
         (e.key, e.message)
     }
 
     #[test]
     fn refinements_parse_from_json() {
-        assert!(ParamOverride::parse_all("  ").expect("empty").is_empty());
-        let o = ParamOverride::parse_all(
+        assert!(parse_overrides("  ").expect("empty").is_empty());
+        let o = parse_overrides(
             r#"{"node_count": {"max": 5, "default": 2}, "v": {"options": ["1.33", 1.34], "fixed": "1.33"}}"#,
         )
         .expect("valid");

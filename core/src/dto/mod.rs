@@ -1,13 +1,15 @@
 //! How the domain's types travel: the `kqueen_dto` types the REST API and the portal both
 //! send, filled from the domain's own (`From` impls only: callers convert with `into`).
-//! Audit, tenants, tokens, users and clusters here; addons, adoption and applications in
-//! their own files.
+//! Audit, tenants, tokens and users here; clusters, the catalog (kinds, providers,
+//! templates), addons, adoption and applications in their own files.
 
 mod addons;
 mod adopt;
 mod apps;
+mod catalog;
+mod clusters;
 
-use kqueen_dto::{audit, clusters, tenants, tokens, users};
+use kqueen_dto::{audit, tenants, tokens, users};
 
 /// The audit entry as the API and the portal send it.
 impl From<crate::audit::AuditEvent> for audit::AuditEvent {
@@ -47,47 +49,6 @@ impl From<crate::identity::Member> for tenants::Member {
     }
 }
 
-impl From<crate::provisioner::Capabilities> for clusters::Capabilities {
-    fn from(c: crate::provisioner::Capabilities) -> Self {
-        Self {
-            scale: c.scale,
-            upgrade: c.upgrade,
-            deletes_infrastructure: c.deletes_infrastructure,
-        }
-    }
-}
-
-impl From<crate::cluster::Operation> for clusters::Operation {
-    fn from(o: crate::cluster::Operation) -> Self {
-        Self {
-            id: o.id.to_string(),
-            kind: o.kind.to_string(),
-            state: o.state.to_string(),
-            step: o.step,
-            progress: o.progress,
-            attempts: o.attempts,
-            error: o.error,
-            target: o.target.map(|t| t.to_string()),
-            requested_by: o.requested_by,
-            created_at: o.created_at.to_rfc3339(),
-            started_at: o.started_at.map(|t| t.to_rfc3339()),
-            finished_at: o.finished_at.map(|t| t.to_rfc3339()),
-            deadline_at: o.deadline_at.to_rfc3339(),
-        }
-    }
-}
-
-impl From<crate::cluster::ClusterEvent> for clusters::Event {
-    fn from(e: crate::cluster::ClusterEvent) -> Self {
-        Self {
-            id: e.id.to_string(),
-            at: e.occurred_at.to_rfc3339(),
-            kind: e.kind.to_string(),
-            message: e.message,
-        }
-    }
-}
-
 /// The token as the API and the portal send it; `active` as of now.
 impl From<crate::token::ApiToken> for tokens::Token {
     fn from(t: crate::token::ApiToken) -> Self {
@@ -100,42 +61,6 @@ impl From<crate::token::ApiToken> for tokens::Token {
             expires_at: t.expires_at.to_rfc3339(),
             last_used_at: t.last_used_at.map(|d| d.to_rfc3339()),
             revoked_at: t.revoked_at.map(|d| d.to_rfc3339()),
-        }
-    }
-}
-
-impl From<crate::hosted::join::JoinInfo> for clusters::Join {
-    fn from(j: crate::hosted::join::JoinInfo) -> Self {
-        Self {
-            endpoint: j.endpoint,
-            token: j.token,
-            token_id: j.token_id,
-            expires_at: j.expires_at.to_rfc3339(),
-            ca_cert_hash: j.ca_cert_hash,
-            command: j.command,
-        }
-    }
-}
-
-impl From<crate::provisioner::SharedStorageReading> for clusters::SharedStorage {
-    fn from(r: crate::provisioner::SharedStorageReading) -> Self {
-        Self {
-            keys: r.usage.keys,
-            bytes: r.usage.bytes,
-            writable: r.usage.writable,
-            measured_at: r.measured_at.to_rfc3339(),
-        }
-    }
-}
-
-impl From<&crate::cluster::storage_quota::TenantStorage> for clusters::TenantStorage {
-    fn from(t: &crate::cluster::storage_quota::TenantStorage) -> Self {
-        Self {
-            tenant: t.tenant.clone(),
-            clusters: u32::try_from(t.clusters.len()).unwrap_or(u32::MAX),
-            used_bytes: t.used(),
-            quota_bytes: t.quota,
-            writable: t.writable(),
         }
     }
 }

@@ -9,9 +9,8 @@ use crate::audit::{action, AuditEvent};
 use crate::cluster::{parse_description, parse_object_name, AdminAccess, Template, TemplateInput};
 use crate::page::Page;
 use crate::policy::{self, Permission};
-use crate::provisioner::{
-    Capabilities, ParamOverride, ParamSchema, Params, ProviderKind, Provisioner,
-};
+use crate::provisioner::schema::parse_overrides;
+use crate::provisioner::{Capabilities, ParamSchema, Params, ProviderKind, Provisioner};
 use crate::tenant::TenantSlug;
 use crate::{Actor, Error, Result, ValidationError};
 
@@ -90,7 +89,7 @@ impl Catalog {
             }
             Err(e) => return Err(e),
         };
-        let overrides = ParamOverride::parse_all(&input.overrides)?;
+        let overrides = parse_overrides(&input.overrides)?;
         let provisioner = self.provisioner(provider.kind)?;
         provisioner
             .cluster_schema()

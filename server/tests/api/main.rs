@@ -18,5 +18,6 @@ mod openapi;
 mod portal;
 mod provider;
 mod real_cluster;
+mod same_types;
 mod server_fns;
 mod users;

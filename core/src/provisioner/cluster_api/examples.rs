@@ -7,7 +7,8 @@ use serde_json::{Map, Value};
 
 use super::settings::{self as s};
 use super::topology;
-use crate::provisioner::{ParamKind, ParamOverride, Params};
+use crate::provisioner::schema::parse_overrides;
+use crate::provisioner::{ParamKind, Params};
 
 const EXAMPLES: [(&str, &str); 9] = [
     ("docker", include_str!("examples/docker.json")),
@@ -92,7 +93,7 @@ fn every_example_is_what_kqueen_takes() {
 
         // REST takes the overrides as a JSON object; the core parses its text.
         let overrides = object(&doc["template"], "overrides", example);
-        let parsed = ParamOverride::parse_all(&Value::Object(overrides.clone()).to_string())
+        let parsed = parse_overrides(&Value::Object(overrides.clone()).to_string())
             .unwrap_or_else(|e| panic!("{example}: overrides: {:?} {}", e.key, e.message));
         let (schema, fixed) = s::cluster_schema()
             .refine(&parsed)

@@ -8,7 +8,7 @@ use axum::{Extension, Json};
 use kqueen_core::Actor;
 use kqueen_dto::adopt::{AdoptRequest, AdoptableCluster};
 
-use super::dto::{ClusterAccepted, ClusterOut};
+use super::dto::ClusterAccepted;
 use crate::api::{ApiJson, ApiResult, ErrorOut};
 use crate::state::AppState;
 
@@ -55,7 +55,7 @@ pub async fn adopt_cluster(
     Ok((
         StatusCode::ACCEPTED,
         Json(ClusterAccepted {
-            cluster: ClusterOut::new(cluster, Some(&op)),
+            cluster: cluster.into_dto_with(&op),
             operation: op.into(),
         }),
     ))

@@ -1,82 +1,26 @@
 //! The wire types of providers, templates, clusters, operations and quotas.
 
-pub use kqueen_dto::clusters::{
-    Capabilities as CapabilitiesOut, Event as EventOut, Operation as OperationOut,
-    SharedStorage as SharedStorageOut,
-};
-use std::collections::BTreeMap;
+//! What the API sends is `kqueen_dto`'s (the portal sends the same types); what it reads,
+//! and its query strings, are here.
 
-use kqueen_core::cluster::{Cluster, Operation, Provider, ProviderInput, TemplateInput};
+pub use kqueen_dto::clusters::{
+    Cluster as ClusterOut, ClusterDetail as ClusterDetailOut, Event as EventOut,
+    Operation as OperationOut,
+};
+pub use kqueen_dto::providers::{
+    Kind as KindOut, Provider as ProviderOut, Template as TemplateOut,
+};
+
+use kqueen_core::cluster::{ProviderInput, TemplateInput};
 use kqueen_core::provisioner::schema::params_from_json;
 use kqueen_core::provisioner::{ParamKind, ParamSchema, Params};
+use kqueen_core::Error;
 use kqueen_core::ValidationError;
-use kqueen_core::{ClusterDetail, Error, KindInfo, TemplateView};
 use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 
 pub use crate::api::schemas::{AdminAccessIn, ClusterStateFilter, ParamValue};
 use uuid::Uuid;
-
-/// A provisioner kind: what it can do and the schemas of its settings and requests.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct KindOut {
-    /// The provisioner kind.
-    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
-    pub kind: String,
-    pub capabilities: CapabilitiesOut,
-    /// Settings of a provider of this kind (`[{name, label, type, ...}]`).
-    #[schema(value_type = Vec<Object>)]
-    pub provider_schema: serde_json::Value,
-    /// Parameters of a cluster request.
-    #[schema(value_type = Vec<Object>)]
-    pub cluster_schema: serde_json::Value,
-}
-
-pub(super) fn json_of<T: Serialize>(v: &T) -> serde_json::Value {
-    serde_json::to_value(v).unwrap_or_default()
-}
-
-impl From<KindInfo> for KindOut {
-    fn from(k: KindInfo) -> Self {
-        Self {
-            kind: k.kind.to_string(),
-            capabilities: k.capabilities.into(),
-            provider_schema: json_of(&k.provider_schema),
-            cluster_schema: json_of(&k.cluster_schema),
-        }
-    }
-}
-
-/// A provider. Secret settings are never returned: `secret_fields` names those that are set.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ProviderOut {
-    pub id: Uuid,
-    pub name: String,
-    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
-    pub kind: String,
-    pub description: String,
-    pub settings: BTreeMap<String, String>,
-    pub secret_fields: Vec<String>,
-    pub disabled: bool,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-impl From<Provider> for ProviderOut {
-    fn from(p: Provider) -> Self {
-        Self {
-            id: p.id,
-            name: p.name,
-            kind: p.kind.to_string(),
-            description: p.description,
-            settings: p.config,
-            secret_fields: p.secret_fields,
-            disabled: p.disabled,
-            created_at: p.created_at.to_rfc3339(),
-            updated_at: p.updated_at.to_rfc3339(),
-        }
-    }
-}
 
 /// Creates a provider (`POST`), or edits one (`PUT`: `kind` is ignored, secret settings left
 /// out keep their stored value).
@@ -223,55 +167,6 @@ fn typed_settings(
 }
 
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct TemplateOut {
-    pub id: Uuid,
-    pub name: String,
-    pub description: String,
-    pub provider: String,
-    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
-    pub kind: String,
-    pub capabilities: CapabilitiesOut,
-    /// The provisioner's cluster parameters as narrowed by this template.
-    #[schema(value_type = Object)]
-    pub overrides: serde_json::Value,
-    /// What a request may set: `[{name, label, type, default, min, max, options, ...}]`.
-    #[schema(value_type = Vec<Object>)]
-    pub parameters: serde_json::Value,
-    /// Values the template fixes.
-    pub fixed: BTreeMap<String, String>,
-    /// Tenants it is offered to; empty: every tenant.
-    pub tenants: Vec<String>,
-    /// How long an operation may run before it fails.
-    #[schema(minimum = 1, maximum = 10080)]
-    pub timeout_minutes: u32,
-    /// What tenant admins' kubeconfigs may do in clusters made from it: `namespaced`
-    /// (`admin` in the tenant's namespaces) or `cluster-admin` (the whole cluster).
-    #[schema(example = "namespaced")]
-    pub admin_access: String,
-    pub disabled: bool,
-}
-
-impl From<TemplateView> for TemplateOut {
-    fn from(v: TemplateView) -> Self {
-        Self {
-            id: v.template.id,
-            overrides: json_of(&v.template.overrides),
-            name: v.template.name,
-            description: v.template.description,
-            provider: v.provider_name,
-            kind: v.provider_kind.to_string(),
-            capabilities: v.capabilities.into(),
-            parameters: json_of(&v.schema),
-            fixed: v.fixed,
-            tenants: v.tenant_slugs,
-            timeout_minutes: v.template.timeout_minutes,
-            admin_access: v.template.admin_access.to_string(),
-            disabled: v.template.disabled,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct TemplateIn {
     /// DNS-1123 label.
     #[schema(format = "dns-label", max_length = 63, example = "small")]
@@ -312,83 +207,6 @@ impl From<TemplateIn> for TemplateInput {
             timeout_minutes: t.timeout_minutes,
             admin_access: t.admin_access,
             disabled: t.disabled,
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ClusterOut {
-    pub id: Uuid,
-    pub tenant: String,
-    pub name: String,
-    pub template: String,
-    #[schema(value_type = kqueen_dto::kinds::ProviderKind)]
-    pub kind: String,
-    /// `provisioning`, `ready`, `updating`, `deleting`, `error` or `unknown`.
-    pub state: String,
-    pub parameters: BTreeMap<String, String>,
-    pub node_count: u32,
-    pub endpoint: Option<String>,
-    pub error: Option<String>,
-    /// When the tenant's time-to-live deletes the cluster.
-    pub expires_at: Option<String>,
-    pub created_by: String,
-    pub created_at: String,
-    /// Progress of the current (or last) operation.
-    pub progress: Option<u8>,
-    pub current_step: Option<String>,
-}
-
-impl ClusterOut {
-    pub(super) fn new(c: Cluster, op: Option<&Operation>) -> Self {
-        Self {
-            id: c.id,
-            tenant: c.tenant_slug,
-            name: c.name.to_string(),
-            template: c.template_name,
-            kind: c.provider_kind.to_string(),
-            state: c.state.to_string(),
-            parameters: c.parameters,
-            node_count: c.node_count,
-            endpoint: c.endpoint,
-            error: c.error,
-            expires_at: c.expires_at.map(|t| t.to_rfc3339()),
-            created_by: c.created_by,
-            created_at: c.created_at.to_rfc3339(),
-            progress: op.map(|o| o.progress),
-            current_step: op.map(|o| o.step.clone()),
-        }
-    }
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ClusterDetailOut {
-    #[serde(flatten)]
-    pub cluster: ClusterOut,
-    pub capabilities: CapabilitiesOut,
-    /// Newest first.
-    pub operations: Vec<OperationOut>,
-    /// The timeline, oldest first (the newest 300 entries).
-    pub events: Vec<EventOut>,
-    /// What tenant admins' personal kubeconfigs may do in the cluster: `namespaced`
-    /// (`admin` in the tenant's namespaces) or `cluster-admin`, as its template says.
-    /// Members always get `edit` in the tenant's namespaces.
-    #[schema(example = "namespaced")]
-    pub admin_access: String,
-    /// Operators, hosted clusters: the etcd key space's keys and bytes, last measured.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub shared_storage: Option<SharedStorageOut>,
-}
-
-impl From<ClusterDetail> for ClusterDetailOut {
-    fn from(d: ClusterDetail) -> Self {
-        Self {
-            admin_access: d.admin_access.to_string(),
-            shared_storage: d.shared_storage.map(Into::into),
-            cluster: ClusterOut::new(d.cluster, d.operations.first()),
-            capabilities: d.capabilities.into(),
-            operations: d.operations.into_iter().map(Into::into).collect(),
-            events: d.events.into_iter().map(Into::into).collect(),
         }
     }
 }

@@ -55,10 +55,7 @@ pub async fn list_clusters(
         .list_clusters(&actor, &filter, page)
         .await?;
     Ok(Json(ClusterList {
-        items: items
-            .into_iter()
-            .map(|c| ClusterOut::new(c, None))
-            .collect(),
+        items: items.into_iter().map(ClusterOut::from).collect(),
         total,
         limit: page.limit(),
         offset: page.offset(),
@@ -85,7 +82,7 @@ pub async fn create_cluster(
     Ok((
         StatusCode::ACCEPTED,
         Json(ClusterAccepted {
-            cluster: ClusterOut::new(cluster, Some(&op)),
+            cluster: cluster.into_dto_with(&op),
             operation: op.into(),
         }),
     ))
