@@ -746,6 +746,37 @@ async fn an_operation_whose_target_cannot_be_read_fails_saying_so(db: TestDataba
     assert_eq!(op.state, OperationState::Failed);
 }
 
+/// A day-2 request reads the cluster's template once; a template that is gone means the
+/// provisioner's schema and defaults, but one the store cannot read is the request's error:
+/// nothing is queued, nothing defaults to a 60-minute timeout or any schema.
+async fn day2_requests_fail_on_a_template_the_store_cannot_read(db: TestDatabase) {
+    let s = setup(db).await;
+    let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
+    let c = s.request("ok-a").await.unwrap();
+    let engine = s.engine("w", Duration::from_secs(30));
+    engine.run_until_idle().await.unwrap();
+    store
+        .testing_set_admin_access("small", "everything")
+        .await
+        .unwrap();
+    let id = c.id.to_string();
+    let scale = s.k.clusters().scale_cluster(&s.alice, &id, 2).await;
+    assert!(matches!(&scale, Err(Error::Corrupt(_))), "{scale:?}");
+    let delete = s.k.clusters().delete_cluster(&s.alice, &id).await;
+    assert!(matches!(&delete, Err(Error::Corrupt(_))), "{delete:?}");
+    let detail = s.k.clusters().cluster_detail(&s.alice, &id).await;
+    assert!(matches!(&detail, Err(Error::Corrupt(_))), "{detail:?}");
+    // Readable again: nothing was queued by the refusals.
+    store
+        .testing_set_admin_access("small", "namespaced")
+        .await
+        .unwrap();
+    let d = s.k.clusters().cluster_detail(&s.alice, &id).await.unwrap();
+    assert_eq!(d.cluster.state, ClusterState::Ready);
+    assert_eq!(d.operations.len(), 1, "{:?}", d.operations);
+    assert_eq!(d.node_range, Some((1, 3)), "the template's range");
+}
+
 async fn an_operation_whose_checkpoint_cannot_be_read_fails_saying_so(db: TestDatabase) {
     let s = setup(db).await;
     let store = kqueen_core::store::connect(s._db.url()).await.unwrap();
@@ -1142,6 +1173,7 @@ on_both_databases!(
     scale_targets_count_against_the_node_quota_until_done,
     an_operation_whose_target_cannot_be_read_fails_saying_so,
     an_operation_whose_checkpoint_cannot_be_read_fails_saying_so,
+    day2_requests_fail_on_a_template_the_store_cannot_read,
     targets_stored_before_they_were_typed_are_migrated,
     two_workers_never_run_an_operation_twice,
     concurrent_requests_get_an_answer_while_workers_write,

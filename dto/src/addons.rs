@@ -54,11 +54,27 @@ pub struct HealthRule {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AddonDefinition {
+    /// 1 to 50 lowercase letters, digits and `-`, not starting or ending with `-`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[a-z0-9]+(-+[a-z0-9]+)*$", min_length = 1, max_length = 50)
+    )]
     pub name: String,
+    /// 1 to 40 letters, digits, `.`, `_` or `-`, starting and ending with a letter or digit.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(
+            pattern = "^[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?$",
+            min_length = 1,
+            max_length = 40
+        )
+    )]
     pub version: String,
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(max_length = 500))]
     pub description: String,
-    /// Where its namespaced objects go unless they name a namespace.
+    /// Where its namespaced objects go unless they name a namespace (a DNS-1123 label).
+    #[cfg_attr(feature = "openapi", schema(format = "dns-label", max_length = 63))]
     pub namespace: String,
     #[serde(default)]
     pub parameters: Vec<AddonParam>,
@@ -70,8 +86,9 @@ pub struct AddonDefinition {
     /// Objects whose presence without KQueen's labels means someone else installed it.
     #[serde(default)]
     pub detect: Vec<WellKnown>,
-    /// Multi-document YAML with `${parameter}` placeholders.
+    /// Multi-document YAML with `${parameter}` placeholders: at least one object.
     #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub manifests: String,
     /// Shipped with KQueen (cannot be removed).
     #[serde(default)]
@@ -122,6 +139,7 @@ pub struct AddonInstall {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FleetAddon {
     /// The cluster's UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub cluster_id: String,
     pub cluster: String,
     pub tenant: String,

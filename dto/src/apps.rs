@@ -35,6 +35,7 @@ pub struct DeployRequest {
     /// Multi-document YAML (at most 1 MiB, 500 objects). Namespaced objects go into the
     /// version's namespace; cluster-scoped ones only for operators and tenant admins of
     /// clusters whose template gives them cluster-admin.
+    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub manifests: String,
 }
 
@@ -57,6 +58,7 @@ impl std::fmt::Debug for DeployRequest {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Application {
     /// UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
     pub name: String,
     pub version: String,

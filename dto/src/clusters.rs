@@ -129,6 +129,7 @@ pub struct Capabilities {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Operation {
     /// UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
     /// `create`, `delete`, `scale` or `upgrade` (the cluster's own); `app-deploy`,
     /// `app-delete`, `addon-apply` or `addon-remove` (what runs in it).
@@ -154,6 +155,7 @@ pub struct Operation {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Event {
     /// UUID (v7: ordered by time).
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
     /// RFC 3339 (UTC).
     pub at: String,

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Token {
     /// UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
     pub name: String,
     /// The first characters of the secret, to tell tokens apart.

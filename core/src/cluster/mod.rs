@@ -6,6 +6,7 @@ mod catalog;
 mod operation;
 pub mod params;
 mod quota;
+mod refine;
 pub mod storage_quota;
 mod target;
 

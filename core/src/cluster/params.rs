@@ -110,7 +110,7 @@ pub type Params = BTreeMap<String, String>;
 #[serde(transparent)]
 pub struct ParamSchema(pub Vec<ParamSpec>);
 
-fn invalid(field: &str, message: impl Into<String>) -> ValidationError {
+pub(super) fn invalid(field: &str, message: impl Into<String>) -> ValidationError {
     ValidationError::at("parameters", field, message)
 }
 
@@ -181,160 +181,6 @@ impl ParamSchema {
             }
         }
         Ok(())
-    }
-
-    /// The schema a template offers: this one narrowed by `overrides`. Refuses overrides that
-    /// name unknown parameters or widen a range.
-    pub fn refine(
-        &self,
-        overrides: &BTreeMap<String, ParamOverride>,
-    ) -> Result<(ParamSchema, Params), ValidationError> {
-        for name in overrides.keys() {
-            if self.get(name).is_none() {
-                return Err(invalid(
-                    name,
-                    "is not a parameter of this provider's clusters",
-                ));
-            }
-        }
-        let mut specs = Vec::new();
-        let mut fixed = Params::new();
-        for spec in &self.0 {
-            let Some(o) = overrides.get(&spec.name) else {
-                specs.push(spec.clone());
-                continue;
-            };
-            let mut spec = spec.clone();
-            spec.kind = match spec.kind {
-                ParamKind::Integer { default, min, max } => {
-                    // A template may narrow the provisioner's range, never widen it.
-                    let min = match (min, o.min) {
-                        (Some(own), Some(m)) if m < own => {
-                            return Err(invalid(
-                                &spec.name,
-                                format!("the minimum cannot be below {own}, the provider's own"),
-                            ))
-                        }
-                        (own, m) => m.or(own),
-                    };
-                    let max = match (max, o.max) {
-                        (Some(own), Some(m)) if m > own => {
-                            return Err(invalid(
-                                &spec.name,
-                                format!("the maximum cannot be above {own}, the provider's own"),
-                            ))
-                        }
-                        (own, m) => m.or(own),
-                    };
-                    if let (Some(lo), Some(hi)) = (min, max) {
-                        if lo > hi {
-                            return Err(invalid(
-                                &spec.name,
-                                format!("the minimum ({lo}) is above the maximum ({hi})"),
-                            ));
-                        }
-                    }
-                    let default = match &o.default {
-                        Some(d) => {
-                            let n: i64 = d.trim().parse().map_err(|_| {
-                                invalid(&spec.name, "the default must be a whole number")
-                            })?;
-                            if min.is_some_and(|lo| n < lo) || max.is_some_and(|hi| n > hi) {
-                                let range = match (min, max) {
-                                    (Some(lo), Some(hi)) => format!("from {lo} to {hi}"),
-                                    (Some(lo), None) => format!("at least {lo}"),
-                                    (None, _) => format!("at most {}", max.unwrap_or(n)),
-                                };
-                                return Err(invalid(
-                                    &spec.name,
-                                    format!("the default must be {range}"),
-                                ));
-                            }
-                            Some(n)
-                        }
-                        None => match default {
-                            Some(d)
-                                if min.is_some_and(|lo| d < lo) || max.is_some_and(|hi| d > hi) =>
-                            {
-                                return Err(invalid(
-                                    &spec.name,
-                                    format!(
-                                        "the provider's default ({d}) is outside this range: \
-                                         set a default within it"
-                                    ),
-                                ))
-                            }
-                            other => other,
-                        },
-                    };
-                    ParamKind::Integer { default, min, max }
-                }
-                ParamKind::Enum { options, default } => {
-                    let options = match &o.options {
-                        Some(sub) => {
-                            if let Some(bad) = sub.iter().find(|v| !options.contains(v)) {
-                                return Err(invalid(
-                                    &spec.name,
-                                    format!(
-                                        "'{bad}' is not one of its options ({})",
-                                        options.join(", ")
-                                    ),
-                                ));
-                            }
-                            sub.clone()
-                        }
-                        None => options,
-                    };
-                    let default = o
-                        .default
-                        .clone()
-                        .or(default)
-                        .filter(|d| options.contains(d));
-                    ParamKind::Enum { options, default }
-                }
-                ParamKind::String { default, max_len } => match &o.options {
-                    Some(options) => ParamKind::Enum {
-                        options: options.clone(),
-                        default: o.default.clone(),
-                    },
-                    None => ParamKind::String {
-                        default: o.default.clone().or(default),
-                        max_len,
-                    },
-                },
-                ParamKind::Boolean { default } => ParamKind::Boolean {
-                    default: match o.default.as_deref() {
-                        Some(d) => parse_bool(d).ok_or_else(|| {
-                            invalid(&spec.name, "the default must be true or false")
-                        })?,
-                        None => default,
-                    },
-                },
-                other => other,
-            };
-            if (o.min.is_some() || o.max.is_some())
-                && !matches!(spec.kind, ParamKind::Integer { .. })
-            {
-                return Err(invalid(
-                    &spec.name,
-                    "a minimum or maximum applies to whole numbers only",
-                ));
-            }
-            if let Some(value) = &o.fixed {
-                let one = ParamSchema(vec![spec.clone()]);
-                let mut input = Params::new();
-                input.insert(spec.name.clone(), value.clone());
-                let v = one
-                    .validate(&input)
-                    .map_err(|e| invalid(&spec.name, format!("the fixed value {}", e.message)))?;
-                fixed.extend(v);
-                continue;
-            }
-            specs.push(spec);
-        }
-        let refined = ParamSchema(specs);
-        refined.check()?;
-        Ok((refined, fixed))
     }
 
     /// Validates submitted values (form text or JSON scalars rendered as text): unknown names
@@ -432,7 +278,7 @@ fn check_range(
     Ok(())
 }
 
-fn parse_bool(s: &str) -> Option<bool> {
+pub(super) fn parse_bool(s: &str) -> Option<bool> {
     match s.trim() {
         "true" | "on" | "yes" | "1" => Some(true),
         "false" | "off" | "no" | "0" => Some(false),

@@ -30,6 +30,13 @@ pub struct ImportOptions {
 }
 
 /// Imports existing clusters from a kubeconfig.
+/// This provisioner's checkpoint: what the cluster's API server answered during create.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    server_version: Option<String>,
+}
+
 pub struct ImportProvisioner {
     options: ImportOptions,
 }
@@ -175,7 +182,9 @@ impl Provisioner for ImportProvisioner {
             .map_err(probe_failure)?;
         ctx.reporter
             .log(format!("the API server answered: Kubernetes {version}"));
-        ctx.checkpoint = json!({ "server_version": version });
+        ctx.write_checkpoint(&Checkpoint {
+            server_version: Some(version),
+        });
         ctx.reporter.progress(100);
         Ok(Step::Done(()))
     }
@@ -184,12 +193,9 @@ impl Provisioner for ImportProvisioner {
         let parsed = self
             .parse(ctx)
             .map_err(|e| ProvisionError::Failed(e.to_string()))?;
-        let version = match ctx
-            .checkpoint
-            .get("server_version")
-            .and_then(|v| v.as_str())
-        {
-            Some(v) => Some(v.to_owned()),
+        let checkpoint: Checkpoint = ctx.read_checkpoint("import")?;
+        let version = match checkpoint.server_version {
+            Some(v) => Some(v),
             // Resumed without create's checkpoint: ask again, but a missing fact is no
             // reason to fail an import that create already checked.
             None => probe_version(&parsed, probe_timeout(&ctx.provider_config))

@@ -294,6 +294,39 @@ impl OpContext {
             .get(name)
             .ok_or_else(|| ProvisionError::Failed(format!("provider secret '{name}' is missing")))
     }
+
+    /// This operation's checkpoint as the provisioner's own type `T`; `T::default()` while
+    /// there is none. One that is not a `T` (written by something else, or edited by hand)
+    /// fails the operation naming `whose` it should be, rather than starting over.
+    pub fn read_checkpoint<T: serde::de::DeserializeOwned + Default>(
+        &self,
+        whose: &str,
+    ) -> Result<T, ProvisionError> {
+        read_checkpoint(&self.checkpoint, whose)
+    }
+
+    /// Saves `value` as this operation's checkpoint (the engine persists it after the call).
+    pub fn write_checkpoint<T: serde::Serialize>(&mut self, value: &T) {
+        // The provisioners' checkpoints are plain structs: serialising them cannot fail.
+        if let Ok(v) = serde_json::to_value(value) {
+            self.checkpoint = v;
+        }
+    }
+}
+
+/// `value` (a checkpoint) as `T`; `T::default()` when it is null.
+pub(crate) fn read_checkpoint<T: serde::de::DeserializeOwned + Default>(
+    value: &serde_json::Value,
+    whose: &str,
+) -> Result<T, ProvisionError> {
+    if value.is_null() {
+        return Ok(T::default());
+    }
+    serde_json::from_value(value.clone()).map_err(|e| {
+        ProvisionError::Failed(format!(
+            "the saved progress of this operation is not the {whose} provisioner's ({e})"
+        ))
+    })
 }
 
 /// A provisioner backend. Used as `Arc<dyn Provisioner>` from a [`Registry`].
@@ -477,4 +510,35 @@ pub struct RegistryOptions {
     pub jenkins: jenkins::JenkinsOptions,
     pub hosted: hosted::HostedOptions,
     pub cluster_api: cluster_api::ClusterApiOptions,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::{OpContext, ProvisionError};
+
+    #[derive(Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+    struct Mine {
+        #[serde(default)]
+        done: bool,
+    }
+
+    #[test]
+    fn a_checkpoint_reads_as_its_provisioners_type_or_fails_naming_it() {
+        let mut ctx = OpContext::new("dev", "team-a", std::env::temp_dir());
+        assert_eq!(ctx.read_checkpoint::<Mine>("lab").unwrap(), Mine::default());
+        ctx.write_checkpoint(&Mine { done: true });
+        assert_eq!(ctx.checkpoint, serde_json::json!({"done": true}));
+        assert_eq!(
+            ctx.read_checkpoint::<Mine>("lab").unwrap(),
+            Mine { done: true }
+        );
+        ctx.checkpoint = serde_json::json!({"done": "yes"});
+        match ctx.read_checkpoint::<Mine>("lab") {
+            Err(ProvisionError::Failed(why)) => {
+                assert!(why.contains("not the lab provisioner's"), "{why}")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

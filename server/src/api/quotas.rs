@@ -12,7 +12,7 @@ use crate::api::{ApiJson, ApiResult, ErrorOut};
 use crate::state::AppState;
 
 /// A tenant's quota and usage.
-#[utoipa::path(get, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 200, body = QuotaOut), (status = 404, body = ErrorOut)))]
 pub async fn get_quota(
     State(state): State<AppState>,
@@ -29,7 +29,7 @@ pub async fn get_quota(
 }
 
 /// Sets a tenant's quota (operators); `null` means unlimited / no time-to-live.
-#[utoipa::path(put, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path)),
+#[utoipa::path(put, path = "/api/v1/tenants/{slug}/quota", tag = "tenants", params(("slug" = String, Path, format = "dns-label", max_length = 63)),
     request_body = QuotaIo,
     responses((status = 200, body = QuotaIo), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut)))]
 pub async fn put_quota(

@@ -70,7 +70,7 @@ pub async fn create_tenant(
 
 /// One tenant.
 #[utoipa::path(get, path = "/api/v1/tenants/{slug}", tag = "tenants",
-    params(("slug" = String, Path)),
+    params(("slug" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 200, body = TenantOut), (status = 404, body = ErrorOut)))]
 pub async fn get_tenant(
     State(state): State<AppState>,
@@ -84,7 +84,7 @@ pub async fn get_tenant(
 
 /// Members of a tenant.
 #[utoipa::path(get, path = "/api/v1/tenants/{slug}/members", tag = "tenants",
-    params(("slug" = String, Path)),
+    params(("slug" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 200, body = Vec<MemberOut>), (status = 404, body = ErrorOut)))]
 pub async fn list_members(
     State(state): State<AppState>,
@@ -97,7 +97,7 @@ pub async fn list_members(
 
 /// Adds a user to a tenant or changes their role (tenant admins, operators).
 #[utoipa::path(put, path = "/api/v1/tenants/{slug}/members/{username}", tag = "tenants",
-    params(("slug" = String, Path), ("username" = String, Path)), request_body = MemberIn,
+    params(("slug" = String, Path, format = "dns-label", max_length = 63), ("username" = String, Path, pattern = "^[A-Za-z0-9._@+-]{1,64}$", max_length = 64)), request_body = MemberIn,
     responses((status = 204), (status = 400, body = ErrorOut), (status = 403, body = ErrorOut),
         (status = 404, body = ErrorOut)))]
 pub async fn put_member(
@@ -117,7 +117,7 @@ pub async fn put_member(
 
 /// Removes a user from a tenant (tenant admins, operators).
 #[utoipa::path(delete, path = "/api/v1/tenants/{slug}/members/{username}", tag = "tenants",
-    params(("slug" = String, Path), ("username" = String, Path)),
+    params(("slug" = String, Path, format = "dns-label", max_length = 63), ("username" = String, Path, pattern = "^[A-Za-z0-9._@+-]{1,64}$", max_length = 64)),
     responses((status = 204), (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
 pub async fn remove_member(
     State(state): State<AppState>,

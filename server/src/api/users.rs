@@ -122,7 +122,7 @@ pub async fn create_user(
 /// the earlier link stops working. Accounts with a password and single sign-on accounts
 /// answer 409.
 #[utoipa::path(post, path = "/api/v1/users/{username}/invite", tag = "users",
-    params(("username" = String, Path)),
+    params(("username" = String, Path, pattern = "^[A-Za-z0-9._@+-]{1,64}$", max_length = 64)),
     responses((status = 201, body = Invitation), (status = 403, body = ErrorOut),
         (status = 404, body = ErrorOut),
         (status = 409, body = ErrorOut, description = "The account has a password, or signs in through the identity provider")))]

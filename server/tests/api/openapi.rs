@@ -356,6 +356,70 @@ async fn every_name_follows_the_one_name_rule() {
     }
 }
 
+/// Path parameters say what they accept (names by the name rule, usernames by theirs, ids
+/// as UUIDs), every id sent is a UUID, and required text may not be empty: a client
+/// generated from the document sends what the server takes.
+#[tokio::test]
+async fn parameters_ids_and_required_text_say_what_they_accept() {
+    const LABEL: &str = "^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$";
+    let app = TestApp::sqlite().await;
+    let doc = document(&app).await;
+    let mut seen = 0;
+    for (path, item) in doc["paths"].as_object().unwrap() {
+        for op in item.as_object().unwrap().values() {
+            for p in op["parameters"].as_array().into_iter().flatten() {
+                if p["in"] != "path" {
+                    continue;
+                }
+                let (name, schema) = (p["name"].as_str().unwrap(), &p["schema"]);
+                let want = match name {
+                    "slug" => ("pattern", json!(LABEL)),
+                    "name"
+                        if path.starts_with("/api/v1/templates")
+                            || path == "/api/v1/providers/{name}" =>
+                    {
+                        ("pattern", json!(LABEL))
+                    }
+                    "username" => ("pattern", json!("^[A-Za-z0-9._@+-]{1,64}$")),
+                    "id" | "app" => ("format", json!("uuid")),
+                    _ => continue,
+                };
+                assert_eq!(schema[want.0], want.1, "{path} {name}: {schema}");
+                seen += 1;
+            }
+        }
+    }
+    assert!(seen >= 30, "{seen}");
+    let schemas = &doc["components"]["schemas"];
+    for schema in [
+        "ProviderOut",
+        "TemplateOut",
+        "ClusterOut",
+        "Operation",
+        "Event",
+        "Application",
+    ] {
+        assert_eq!(
+            schemas[schema]["properties"]["id"]["format"], "uuid",
+            "{schema}: {}",
+            schemas[schema]
+        );
+    }
+    for (schema, field) in [
+        ("DeployRequest", "manifests"),
+        ("AddonDefinition", "manifests"),
+    ] {
+        assert_eq!(
+            schemas[schema]["properties"][field]["minLength"], 1,
+            "{schema}.{field}"
+        );
+    }
+    assert_eq!(
+        schemas["AddonDefinition"]["properties"]["namespace"]["pattern"],
+        LABEL
+    );
+}
+
 #[tokio::test]
 async fn the_provider_kinds_are_one_enum_with_every_kind() {
     let app = TestApp::sqlite().await;

@@ -3,36 +3,36 @@
 //! so a timeout says what Cluster API last reported), the Machines ready out of those
 //! desired while a scale or upgrade converges, and the Cluster's removal after a delete.
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use super::management::{failed, kubeconfig_secret_name, Management};
 use super::status::{self, count_machines};
-use super::{topology, Target};
+use super::{topology, Checkpoint, Target};
 use crate::provisioner::{OpContext, ProvisionError, Step};
 
 /// Reports `step` when it differs from the last one reported by this operation.
-fn step_once(ctx: &mut OpContext, step: &str) {
-    if ctx.checkpoint.get("step").and_then(Value::as_str) != Some(step) {
+fn step_once(ctx: &mut OpContext, step: &str) -> Result<(), ProvisionError> {
+    let mut checkpoint = Checkpoint::of(ctx)?;
+    if checkpoint.step.as_deref() != Some(step) {
         ctx.reporter.step(step);
-        ctx.checkpoint["step"] = json!(step);
+        checkpoint.step = Some(step.to_owned());
+        ctx.write_checkpoint(&checkpoint);
     }
+    Ok(())
 }
 
 /// Logs the conditions that changed since the last look.
-fn log_changes(ctx: &mut OpContext, observed: &status::Observed) {
-    let seen: BTreeMap<String, String> = ctx
-        .checkpoint
-        .get("seen")
-        .and_then(|s| serde_json::from_value(s.clone()).ok())
-        .unwrap_or_default();
-    let (lines, now) = observed.changes(&seen);
+fn log_changes(ctx: &mut OpContext, observed: &status::Observed) -> Result<(), ProvisionError> {
+    let mut checkpoint = Checkpoint::of(ctx)?;
+    let (lines, now) = observed.changes(&checkpoint.seen);
     for line in lines {
         ctx.reporter.log(line);
     }
-    ctx.checkpoint["seen"] = json!(now);
+    checkpoint.seen = now;
+    ctx.write_checkpoint(&checkpoint);
+    Ok(())
 }
 
 /// One look at a Cluster being created: Done once its control plane is available and its
@@ -42,7 +42,8 @@ pub(super) async fn create(
     m: &Management,
     poll: Duration,
 ) -> Result<Step<()>, ProvisionError> {
-    let at = Target::from_json(&ctx.checkpoint)
+    let at = Checkpoint::of(ctx)?
+        .target()
         .ok_or_else(|| failed("which Cluster this is was not recorded"))?;
     let Some(object) = m.cluster(&at.namespace, &at.name).await? else {
         return Err(failed(format!(
@@ -50,7 +51,7 @@ pub(super) async fn create(
         )));
     };
     let observed = status::observe(&object);
-    log_changes(ctx, &observed);
+    log_changes(ctx, &observed)?;
     if let Some(why) = &observed.failure {
         return Err(failed(format!(
             "Cluster API reports the cluster failed: {why}"
@@ -64,7 +65,7 @@ pub(super) async fn create(
     let (waiting, percent) = observed.waiting_for();
     ctx.reporter.progress(percent);
     if !observed.control_plane_available {
-        step_once(ctx, &waiting);
+        step_once(ctx, &waiting)?;
         return Ok(Step::Wait(poll));
     }
     let machines = count_machines(&m.machines(&at.namespace, &at.name).await?, None);
@@ -80,7 +81,7 @@ pub(super) async fn create(
                 at.namespace,
                 kubeconfig_secret_name(&at.name)
             ),
-        );
+        )?;
         return Ok(Step::Wait(poll));
     }
     // How far the workers are, as far as it is known (MachinePools are not Machines).
@@ -99,7 +100,7 @@ pub(super) async fn create(
             machines.running
         ),
     };
-    step_once(ctx, &step);
+    step_once(ctx, &step)?;
     ctx.reporter.progress(90);
     Ok(Step::Done(()))
 }
@@ -119,7 +120,7 @@ pub(super) async fn converge(
         )));
     };
     let observed = status::observe(&object);
-    log_changes(ctx, &observed);
+    log_changes(ctx, &observed)?;
     if let Some(why) = &observed.failure {
         return Err(failed(format!(
             "Cluster API reports the cluster failed: {why}"
@@ -132,7 +133,7 @@ pub(super) async fn converge(
     let pools = topology::has_machine_pools(&object).then(|| status::counted(&object, "workers"));
     if let Some(None) = pools {
         // Its counts still describe the spec before the change.
-        step_once(ctx, "Waiting for Cluster API to take the change in");
+        step_once(ctx, "Waiting for Cluster API to take the change in")?;
         return Ok(Step::Wait(poll));
     }
     let (ready, desired, done) = match (version, pools.flatten()) {
@@ -144,13 +145,13 @@ pub(super) async fn converge(
                 && c.desired == workers
                 && ready == workers
                 && c.replicas == workers;
-            step_once(ctx, &format!("Workers at {v}: {ready} of {workers} ready"));
+            step_once(ctx, &format!("Workers at {v}: {ready} of {workers} ready"))?;
             (ready, workers, done)
         }
         (Some(v), None) => {
             let desired = desired_machines(&object, &machines);
             let ready = machines.running_at_version;
-            step_once(ctx, &format!("Machines at {v}: {ready} of {desired} ready"));
+            step_once(ctx, &format!("Machines at {v}: {ready} of {desired} ready"))?;
             (
                 ready,
                 desired,
@@ -162,7 +163,7 @@ pub(super) async fn converge(
             step_once(
                 ctx,
                 &format!("Workers: {} of {workers} machines ready", c.ready),
-            );
+            )?;
             (c.ready, workers, done)
         }
         (None, None) => {
@@ -170,7 +171,7 @@ pub(super) async fn converge(
             step_once(
                 ctx,
                 &format!("Workers: {ready} of {workers} machines ready"),
-            );
+            )?;
             (
                 ready,
                 workers,
@@ -214,6 +215,6 @@ pub(super) async fn delete(
             "Waiting for Cluster API to remove {at} ({} machines left)",
             machines.total
         ),
-    );
+    )?;
     Ok(Step::Wait(poll))
 }

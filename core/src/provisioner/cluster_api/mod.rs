@@ -21,6 +21,7 @@ mod settings;
 mod status;
 mod topology;
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -70,6 +71,41 @@ struct Target {
     pub name: String,
 }
 
+/// This provisioner's checkpoint of one operation.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    /// Create: the Cluster object it wrote or took over (a delete reads its create's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    namespace: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    name: Option<String>,
+    /// The Cluster API version the management cluster served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    api_version: Option<String>,
+    /// The step last reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    step: Option<String>,
+    /// The Cluster's conditions at the last look, by type.
+    #[serde(default)]
+    seen: BTreeMap<String, String>,
+    /// Scale, upgrade: the Cluster was patched.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    patched: bool,
+}
+
+impl Checkpoint {
+    fn of(ctx: &OpContext) -> Result<Self, ProvisionError> {
+        ctx.read_checkpoint("Cluster API")
+    }
+
+    fn target(&self) -> Option<Target> {
+        Some(Target {
+            namespace: self.namespace.clone()?,
+            name: self.name.clone()?,
+        })
+    }
+}
+
 impl Target {
     fn from_json(v: &Value) -> Option<Self> {
         Some(Self {
@@ -100,7 +136,9 @@ fn target(ctx: &OpContext) -> (Target, bool) {
     if let Some(t) = Target::from_json(&ctx.cluster_state) {
         return (t, true);
     }
-    if let Some(t) = Target::from_json(&ctx.create_checkpoint) {
+    let created: Option<Checkpoint> =
+        crate::provisioner::read_checkpoint(&ctx.create_checkpoint, "Cluster API").ok();
+    if let Some(t) = created.and_then(|c| c.target()) {
         return (t, false);
     }
     (
@@ -176,16 +214,16 @@ impl Provisioner for ClusterApiProvisioner {
 
     async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
         let m = Management::connect(ctx).await?;
-        if Target::from_json(&ctx.checkpoint).is_none() {
+        if Checkpoint::of(ctx)?.target().is_none() {
             let at = match ctx.cluster_state.get("adopt").and_then(Value::as_str) {
                 Some(reference) => adopt::take_over(ctx, &m, reference).await?,
                 None => write_cluster(ctx, &m).await?,
             };
-            ctx.checkpoint = json!({
-                "namespace": at.namespace,
-                "name": at.name,
-                "api_version": m.api_version(),
-                "seen": {},
+            ctx.write_checkpoint(&Checkpoint {
+                namespace: Some(at.namespace),
+                name: Some(at.name),
+                api_version: Some(m.api_version()),
+                ..Checkpoint::default()
             });
         }
         follow::create(ctx, &m, self.options.poll).await
@@ -193,7 +231,8 @@ impl Provisioner for ClusterApiProvisioner {
 
     async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError> {
         let m = Management::connect(ctx).await?;
-        let at = Target::from_json(&ctx.checkpoint)
+        let at = Checkpoint::of(ctx)?
+            .target()
             .ok_or_else(|| failed("which Cluster this is was not recorded"))?;
         let secret = management::kubeconfig_secret_name(&at.name);
         let value = m
@@ -273,7 +312,7 @@ impl Provisioner for ClusterApiProvisioner {
     async fn scale(&self, ctx: &mut OpContext, nodes: u32) -> Result<Step<()>, ProvisionError> {
         let (at, _) = target(ctx);
         let m = Management::connect(ctx).await?;
-        if ctx.checkpoint.get("patched").is_none() {
+        if !Checkpoint::of(ctx)?.patched {
             let object = existing(&m, &at).await?;
             let patch = topology::scale_patch(&object, nodes).ok_or_else(|| {
                 failed(format!(
@@ -287,7 +326,10 @@ impl Provisioner for ClusterApiProvisioner {
             ctx.reporter.log(format!(
                 "the first worker pool of {at} asks for {nodes} machines"
             ));
-            ctx.checkpoint = json!({"patched": true});
+            ctx.write_checkpoint(&Checkpoint {
+                patched: true,
+                ..Checkpoint::default()
+            });
         }
         follow::converge(ctx, &m, &at, None, self.options.poll).await
     }
@@ -300,7 +342,7 @@ impl Provisioner for ClusterApiProvisioner {
         let version = topology::version(version).map_err(failed)?;
         let (at, _) = target(ctx);
         let m = Management::connect(ctx).await?;
-        if ctx.checkpoint.get("patched").is_none() {
+        if !Checkpoint::of(ctx)?.patched {
             let object = existing(&m, &at).await?;
             if topology::version_of(&object).is_none() {
                 return Err(failed(format!(
@@ -314,7 +356,10 @@ impl Provisioner for ClusterApiProvisioner {
                 .map_err(|e| kube_error(&format!("cannot upgrade the Cluster {at}"), e))?;
             ctx.reporter
                 .log(format!("the topology of {at} asks for {version}"));
-            ctx.checkpoint = json!({"patched": true});
+            ctx.write_checkpoint(&Checkpoint {
+                patched: true,
+                ..Checkpoint::default()
+            });
         }
         follow::converge(ctx, &m, &at, Some(&version), self.options.poll).await
     }

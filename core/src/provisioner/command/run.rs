@@ -16,6 +16,14 @@ use crate::provisioner::command::{
 };
 use crate::provisioner::{OpContext, ProvisionError, Reporter, Step};
 
+/// This provisioner's checkpoint: which command of the operation ran to success.
+#[derive(Debug, Default, serde::Serialize, serde::Deserialize)]
+struct Checkpoint {
+    /// `create`, `delete`, `scale` or `upgrade`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    finished: Option<String>,
+}
+
 impl CommandProvisioner {
     /// Runs `action`'s command unless this operation already ran it to success.
     pub(super) async fn run_once(
@@ -25,16 +33,13 @@ impl CommandProvisioner {
         line: &str,
         env: Vec<(String, String)>,
     ) -> Result<Step<()>, ProvisionError> {
-        if ctx.checkpoint.get("finished").and_then(|v| v.as_str()) == Some(action.as_str()) {
+        let mut checkpoint: Checkpoint = ctx.read_checkpoint("command")?;
+        if checkpoint.finished.as_deref() == Some(action.as_str()) {
             return Ok(Step::Done(()));
         }
         self.run(ctx, action, line, env).await?;
-        match &mut ctx.checkpoint {
-            serde_json::Value::Object(map) => {
-                map.insert("finished".into(), action.as_str().into());
-            }
-            other => *other = serde_json::json!({ "finished": action.as_str() }),
-        }
+        checkpoint.finished = Some(action.as_str().to_owned());
+        ctx.write_checkpoint(&checkpoint);
         Ok(Step::Done(()))
     }
 

@@ -13,6 +13,7 @@
 //! version, data kept; delete stops the control plane and removes the key space (every key,
 //! the role and the user).
 
+mod checkpoint;
 pub mod kubernetes;
 mod process;
 mod runtime;
@@ -34,6 +35,7 @@ use crate::hosted::etcd::{KeySpace, SharedEtcd};
 use crate::hosted::pki::{self, ControlPlanePki, PkiRequest};
 use crate::hosted::supervisor::{Backoff, Supervisor};
 use crate::ValidationError;
+use checkpoint::{Checkpoint, Phase};
 use kubernetes::KubernetesRuntime;
 use process::ProcessRuntime;
 use runtime::{Endpoint, Launch, Rollout, Runtime};
@@ -114,18 +116,6 @@ fn transient(e: impl std::fmt::Display) -> ProvisionError {
     ProvisionError::Transient(e.to_string())
 }
 
-fn phase(ctx: &OpContext) -> Option<String> {
-    ctx.checkpoint
-        .get("phase")
-        .and_then(|p| p.as_str())
-        .map(str::to_owned)
-}
-
-fn elapsed_since(ctx: &OpContext) -> i64 {
-    let since = ctx.checkpoint["since"].as_i64().unwrap_or_default();
-    crate::clock::now().timestamp() - since
-}
-
 /// The sealed PKI of the cluster; generated (for these host names) and sealed when `hosts`
 /// is given and there is none yet.
 async fn cluster_pki(
@@ -153,20 +143,26 @@ async fn cluster_pki(
 
 /// Where the cluster's API server is reached: from the checkpoint, else the state (a
 /// cluster created before the host was kept there: the provider's address).
-fn known_endpoint(ctx: &OpContext) -> Option<Endpoint> {
-    let field = |name: &str| {
-        [&ctx.checkpoint, &ctx.cluster_state]
-            .into_iter()
-            .find_map(|v| v.get(name).filter(|f| !f.is_null()).cloned())
-    };
-    let port = field("port")
-        .and_then(|p| p.as_u64())
-        .and_then(|p| u16::try_from(p).ok())?;
-    let host = match field("host").and_then(|h| h.as_str().map(str::to_owned)) {
+fn known_endpoint(ctx: &OpContext) -> Result<Option<Endpoint>, ProvisionError> {
+    let checkpoint = Checkpoint::of(ctx)?;
+    let state = |name: &str| ctx.cluster_state.get(name).filter(|f| !f.is_null());
+    let port = checkpoint.port.or_else(|| {
+        state("port")
+            .and_then(|p| p.as_u64())
+            .and_then(|p| u16::try_from(p).ok())
+    });
+    let Some(port) = port else { return Ok(None) };
+    let host = checkpoint
+        .host
+        .or_else(|| state("host").and_then(|h| h.as_str().map(str::to_owned)));
+    let host = match host {
         Some(h) => h,
-        None => settings::address(&ctx.provider_config).ok()?.to_string(),
+        None => match settings::address(&ctx.provider_config) {
+            Ok(a) => a.to_string(),
+            Err(_) => return Ok(None),
+        },
     };
-    Some(Endpoint { host, port })
+    Ok(Some(Endpoint { host, port }))
 }
 
 /// Everything a runtime needs to start the cluster's control plane at `version`.
@@ -228,17 +224,22 @@ async fn start_and_wait(
     ctx: &mut OpContext,
     version: Option<&str>,
 ) -> Result<Step<()>, ProvisionError> {
-    let endpoint = known_endpoint(ctx)
+    let endpoint = known_endpoint(ctx)?
         .ok_or_else(|| failed("where the cluster's API server is reached is not known"))?;
-    let phase = phase(ctx).unwrap_or_else(|| "start".into());
-    let restart = phase != "start" && runtime.rollout(ctx).await? == Rollout::Lost;
-    if phase == "start" || restart {
+    let mut checkpoint = Checkpoint::of(ctx)?;
+    let phase = checkpoint.phase.unwrap_or(Phase::Start);
+    let restart = phase != Phase::Start && runtime.rollout(ctx).await? == Rollout::Lost;
+    if phase == Phase::Start || restart {
         let launch = launch(ctx, version, endpoint.clone()).await?;
         runtime.start(ctx, &launch).await?;
         let (major, minor) = launch.version;
-        ctx.checkpoint["version"] = json!(format!("{major}.{minor}"));
-        ctx.checkpoint["phase"] = json!("wait");
-        ctx.checkpoint["since"] = json!(crate::clock::now().timestamp());
+        checkpoint = Checkpoint {
+            version: Some(format!("{major}.{minor}")),
+            host: Some(endpoint.host.clone()),
+            port: Some(endpoint.port),
+            ..Checkpoint::starting(Phase::Wait)
+        };
+        ctx.write_checkpoint(&checkpoint);
         ctx.reporter.progress(60);
     }
     match runtime.rollout(ctx).await? {
@@ -251,15 +252,16 @@ async fn start_and_wait(
         }
         Rollout::Rolling(why) => {
             // Said once per change, not at every poll.
-            if ctx.checkpoint.get("rolling").and_then(|r| r.as_str()) != Some(why.as_str()) {
+            if checkpoint.rolling.as_deref() != Some(why.as_str()) {
                 ctx.reporter.log(why.clone());
-                ctx.checkpoint["rolling"] = json!(why);
+                checkpoint.rolling = Some(why);
+                ctx.write_checkpoint(&checkpoint);
             }
         }
         Rollout::Lost => {}
     }
     let within = runtime.ready_within();
-    if elapsed_since(ctx) > within.as_secs() as i64 {
+    if checkpoint.elapsed() > within.as_secs() as i64 {
         return Err(failed(format!(
             "the API server did not become ready within {} s; {}",
             within.as_secs(),
@@ -362,7 +364,7 @@ impl Provisioner for HostedProvisioner {
 
     async fn create(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
         let runtime = self.runtime(ctx)?;
-        if phase(ctx).is_none() {
+        if Checkpoint::of(ctx)?.phase.is_none() {
             ctx.reporter
                 .step("Reserving the key space, role and user in the shared etcd");
             let etcd = SharedEtcd::connect(&settings::etcd_access(ctx)?, ETCD_TIMEOUT)
@@ -374,16 +376,14 @@ impl Provisioner for HostedProvisioner {
             ctx.reporter.progress(20);
             ctx.reporter
                 .step("Reserving where the API server is reached");
-            ctx.checkpoint = json!({
-                "phase": "reserve",
-                "since": crate::clock::now().timestamp(),
-            });
+            ctx.write_checkpoint(&Checkpoint::starting(Phase::Reserve));
         }
-        if phase(ctx).as_deref() == Some("reserve") {
+        let checkpoint = Checkpoint::of(ctx)?;
+        if checkpoint.phase == Some(Phase::Reserve) {
             let endpoint = match runtime.reserve(ctx).await? {
                 Step::Done(endpoint) => endpoint,
                 Step::Wait(after) => {
-                    if elapsed_since(ctx) > RESERVE_WITHIN.as_secs() as i64 {
+                    if checkpoint.elapsed() > RESERVE_WITHIN.as_secs() as i64 {
                         return Err(failed(format!(
                             "no address for the API server within {} s; {}",
                             RESERVE_WITHIN.as_secs(),
@@ -402,10 +402,11 @@ impl Provisioner for HostedProvisioner {
             let mut hosts = vec![endpoint.host.clone()];
             hosts.extend(runtime.extra_names(ctx));
             cluster_pki(ctx, Some(hosts)).await?;
-            ctx.checkpoint = json!({
-                "phase": "start",
-                "host": endpoint.host,
-                "port": endpoint.port,
+            ctx.write_checkpoint(&Checkpoint {
+                phase: Some(Phase::Start),
+                host: Some(endpoint.host),
+                port: Some(endpoint.port),
+                ..Checkpoint::default()
             });
             ctx.reporter.progress(40);
         }
@@ -414,8 +415,9 @@ impl Provisioner for HostedProvisioner {
     }
 
     async fn kubeconfig(&self, ctx: &mut OpContext) -> Result<Provisioned, ProvisionError> {
-        let endpoint = known_endpoint(ctx)
+        let endpoint = known_endpoint(ctx)?
             .ok_or_else(|| failed("where the cluster's API server is reached is not known"))?;
+        let version = Checkpoint::of(ctx)?.version.unwrap_or_default();
         let pki = cluster_pki(ctx, None).await?;
         Ok(Provisioned {
             kubeconfig: admin_kubeconfig(ctx, &pki, &endpoint),
@@ -424,7 +426,7 @@ impl Provisioner for HostedProvisioner {
                 "runtime": self.runtime_kind(ctx)?.name(),
                 "host": endpoint.host,
                 "port": endpoint.port,
-                "version": ctx.checkpoint.get("version").cloned().unwrap_or_default(),
+                "version": version,
             }),
         })
     }
@@ -442,16 +444,16 @@ impl Provisioner for HostedProvisioner {
         // Outside an operation the checkpoint is null: the endpoint create chose, from the
         // state.
         let endpoint =
-            known_endpoint(ctx).ok_or_else(|| failed("the cluster's state has no port"))?;
+            known_endpoint(ctx)?.ok_or_else(|| failed("the cluster's state has no port"))?;
         let launch = launch(ctx, Some(&version), endpoint).await?;
         runtime.resume(ctx, &launch).await
     }
 
     async fn delete(&self, ctx: &mut OpContext) -> Result<Step<()>, ProvisionError> {
         let runtime = self.runtime(ctx)?;
-        if phase(ctx).is_none() {
+        if Checkpoint::of(ctx)?.phase.is_none() {
             ctx.reporter.step("Stopping the control plane");
-            ctx.checkpoint = json!({"phase": "stop"});
+            ctx.write_checkpoint(&Checkpoint::starting(Phase::Stop));
         }
         if let Step::Wait(after) = runtime.stop(ctx).await? {
             return Ok(Step::Wait(after));
@@ -478,9 +480,12 @@ impl Provisioner for HostedProvisioner {
         version: &str,
     ) -> Result<Step<()>, ProvisionError> {
         let runtime = self.runtime(ctx)?;
-        if phase(ctx).is_none() {
+        if Checkpoint::of(ctx)?.phase.is_none() {
             settings::artifacts(&ctx.provider_config, Some(version)).map_err(failed)?;
-            ctx.checkpoint = json!({"phase": "start"});
+            ctx.write_checkpoint(&Checkpoint {
+                phase: Some(Phase::Start),
+                ..Checkpoint::default()
+            });
         }
         start_and_wait(runtime, ctx, Some(version)).await
     }

@@ -200,11 +200,14 @@ fn marker(ctx: &OpContext) -> String {
 }
 
 /// The port the cluster's API server was given: from the checkpoint, else the state.
-fn known_port(ctx: &OpContext) -> Option<u16> {
-    [&ctx.checkpoint, &ctx.cluster_state]
-        .into_iter()
-        .find_map(|v| v.get("port").and_then(serde_json::Value::as_u64))
-        .and_then(|p| u16::try_from(p).ok())
+fn known_port(ctx: &OpContext) -> Result<Option<u16>, ProvisionError> {
+    let state = || {
+        ctx.cluster_state
+            .get("port")
+            .and_then(serde_json::Value::as_u64)
+            .and_then(|p| u16::try_from(p).ok())
+    };
+    Ok(super::Checkpoint::of(ctx)?.port.or_else(state))
 }
 
 #[async_trait]
@@ -212,7 +215,7 @@ impl Runtime for ProcessRuntime {
     /// The configured address and the port the cluster was given, else a free one.
     async fn reserve(&self, ctx: &OpContext) -> Result<Step<Endpoint>, ProvisionError> {
         let address = settings::address(&ctx.provider_config).map_err(failed)?;
-        let port = match known_port(ctx) {
+        let port = match known_port(ctx)? {
             Some(p) => p,
             None => std::net::TcpListener::bind((address, 0))
                 .and_then(|l| l.local_addr())

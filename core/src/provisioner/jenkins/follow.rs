@@ -100,21 +100,11 @@ pub(super) struct Checkpoint {
 
 impl Checkpoint {
     pub(super) fn load(value: &serde_json::Value) -> Result<Self, ProvisionError> {
-        if value.is_null() {
-            return Ok(Self::default());
-        }
-        serde_json::from_value(value.clone()).map_err(|_| {
-            ProvisionError::Failed(
-                "the saved progress of this operation is not the Jenkins provisioner's".into(),
-            )
-        })
+        crate::provisioner::read_checkpoint(value, "Jenkins")
     }
 
     pub(super) fn store(&self, ctx: &mut OpContext) {
-        // Serialising plain structs and a JSON map cannot fail.
-        if let Ok(v) = serde_json::to_value(self) {
-            ctx.checkpoint = v;
-        }
+        ctx.write_checkpoint(self);
     }
 }
 

@@ -5,6 +5,7 @@ use super::Clusters;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationTarget,
+    Template,
 };
 use crate::policy::Permission;
 use crate::provisioner::{ParamSchema, Params};
@@ -130,20 +131,30 @@ impl Clusters {
             }
             _ => ClusterState::Updating,
         };
+        // The template is read once, here: gone is the provisioner's schema and the default
+        // timeout; any other error (a store that cannot answer, a row it cannot read) is the
+        // request's, and nothing is queued.
+        let template = self.template_of(cluster).await?;
         let target = match (kind, target) {
             (OperationKind::Scale, Some(OperationTarget::Nodes(n))) => {
-                let checked = self
-                    .check_against_template(cluster, "node_count", &n.to_string())
-                    .await?;
+                let checked = self.check_against_template(
+                    cluster,
+                    template.as_ref(),
+                    "node_count",
+                    &n.to_string(),
+                )?;
                 let nodes = checked.parse().map_err(|_| {
                     ValidationError::new("node_count", "must be a whole number of nodes")
                 })?;
                 Some(OperationTarget::Nodes(nodes))
             }
             (OperationKind::Upgrade, Some(OperationTarget::Version(v))) => {
-                let checked = self
-                    .check_against_template(cluster, "kubernetes_version", &v)
-                    .await?;
+                let checked = self.check_against_template(
+                    cluster,
+                    template.as_ref(),
+                    "kubernetes_version",
+                    &v,
+                )?;
                 Some(OperationTarget::Version(checked))
             }
             (_, target) => target,
@@ -151,16 +162,7 @@ impl Clusters {
         // The node quota of a scale is checked by the store, in the transaction that queues it.
         let now = crate::clock::now();
         let who = actor.to_string();
-        let timeout = match cluster.template_id {
-            Some(t) => self
-                .deps
-                .store
-                .template(t)
-                .await
-                .map(|t| t.timeout_minutes)
-                .unwrap_or(60),
-            None => 60,
-        };
+        let timeout = template.as_ref().map_or(60, |t| t.timeout_minutes);
         let op = Operation::new(
             cluster.id,
             kind,
@@ -191,13 +193,14 @@ impl Clusters {
     /// parameter the template fixes cannot change, and a new value must be within the
     /// template's range or among its options (the provisioner's schema when the template is
     /// gone). Returns the value as the schema normalises it.
-    pub(super) async fn check_against_template(
+    fn check_against_template(
         &self,
         cluster: &Cluster,
+        template: Option<&Template>,
         name: &'static str,
         value: &str,
     ) -> Result<String> {
-        let (schema, fixed, by) = self.template_schema(cluster).await?;
+        let (schema, fixed, by) = self.template_schema(cluster, template)?;
         if let Some(v) = fixed.get(name) {
             if v != value {
                 return Err(ValidationError::new(
@@ -219,25 +222,31 @@ impl Clusters {
             .unwrap_or_else(|| value.to_owned()))
     }
 
-    /// The cluster parameters its template allows (refined schema), the values it fixes, and
-    /// the template's name; the provisioner's schema when the template is gone.
-    pub(super) async fn template_schema(
+    /// The template the cluster was made from; None when it has none or it was deleted. Any
+    /// other error of the store is returned as it is.
+    pub(super) async fn template_of(&self, cluster: &Cluster) -> Result<Option<Template>> {
+        let Some(id) = cluster.template_id else {
+            return Ok(None);
+        };
+        match self.deps.store.template(id).await {
+            Ok(t) => Ok(Some(t)),
+            Err(Error::NotFound(_)) => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The cluster parameters its `template` allows (refined schema), the values it fixes,
+    /// and the template's name; the provisioner's schema when the template is gone.
+    pub(super) fn template_schema(
         &self,
         cluster: &Cluster,
+        template: Option<&Template>,
     ) -> Result<(ParamSchema, Params, String)> {
         let provisioner = self.catalog.provisioner(cluster.provider_kind)?;
-        let template = match cluster.template_id {
-            Some(id) => match self.deps.store.template(id).await {
-                Ok(t) => Some(t),
-                Err(Error::NotFound(_)) => None,
-                Err(e) => return Err(e),
-            },
-            None => None,
-        };
         Ok(match template {
             Some(t) => {
-                let (schema, fixed) = refined_schema(provisioner.as_ref(), &t)?;
-                (schema, fixed, t.name)
+                let (schema, fixed) = refined_schema(provisioner.as_ref(), t)?;
+                (schema, fixed, t.name.clone())
             }
             None => (provisioner.cluster_schema(), Params::new(), String::new()),
         })

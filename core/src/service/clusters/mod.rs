@@ -159,9 +159,12 @@ impl Clusters {
         let capabilities = self.capabilities_of(&cluster).await?;
         let operations = self.deps.store.operations_of(cluster.id, 10).await?;
         let events = self.deps.store.events_of(cluster.id, None, 300).await?;
+        // The template, read once: what a scale or upgrade may ask for, and tenant admins'
+        // access (the defaults when it is gone).
+        let template = self.template_of(&cluster).await?;
         let (mut node_range, mut version_options) = (None, Vec::new());
         if capabilities.scale || capabilities.upgrade {
-            let (schema, fixed, _) = self.template_schema(&cluster).await?;
+            let (schema, fixed, _) = self.template_schema(&cluster, template.as_ref())?;
             if !fixed.contains_key("node_count") {
                 if let Some(ParamKind::Integer { min, max, .. }) =
                     schema.get("node_count").map(|s| &s.kind)
@@ -175,7 +178,7 @@ impl Clusters {
                 version_options = options.clone();
             }
         }
-        let admin_access = self.admin.admin_access_of(&cluster).await?;
+        let admin_access = template.map(|t| t.admin_access).unwrap_or_default();
         let shared_storage = match policy::check(actor, Permission::ListAllTenants) {
             Ok(()) => self
                 .deps

@@ -381,3 +381,14 @@ impl CatalogStore for SqlStore {
         self.templates_from(rows).await
     }
 }
+
+/// Test hooks: rows the store cannot read, as a person editing the database might leave them.
+#[cfg(any(test, feature = "testing"))]
+impl SqlStore {
+    /// Writes `raw` as the template's tenant-admin access (any text, unlike the store).
+    pub async fn testing_set_admin_access(&self, template: &str, raw: &str) -> Result<()> {
+        const SQL: &str = "UPDATE templates SET admin_access = $2 WHERE name = $1";
+        on_pool!(self, p => sqlx::query(SQL).bind(template).bind(raw).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+}

@@ -58,7 +58,7 @@ pub async fn create_provider(
     Ok((StatusCode::CREATED, Json(p.into())))
 }
 
-#[utoipa::path(get, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 200, body = ProviderOut), (status = 404, body = ErrorOut)))]
 pub async fn get_provider(
     State(state): State<AppState>,
@@ -71,7 +71,7 @@ pub async fn get_provider(
 }
 
 /// Edits a provider (name, description, settings, disabled); its kind cannot change (409).
-#[utoipa::path(put, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+#[utoipa::path(put, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path, format = "dns-label", max_length = 63)),
     request_body = ProviderUpdateIn,
     responses((status = 200, body = ProviderOut), (status = 400, body = ErrorOut),
               (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
@@ -113,7 +113,7 @@ pub async fn update_provider(
 }
 
 /// Deletes a provider that has no templates or clusters.
-#[utoipa::path(delete, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/providers/{name}", tag = "providers", params(("name" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 204), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
 pub async fn delete_provider(
     State(state): State<AppState>,

@@ -45,7 +45,7 @@ pub async fn create_template(
     Ok((StatusCode::CREATED, Json(t.into())))
 }
 
-#[utoipa::path(get, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
+#[utoipa::path(get, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 200, body = TemplateOut), (status = 404, body = ErrorOut)))]
 pub async fn get_template(
     State(state): State<AppState>,
@@ -57,7 +57,7 @@ pub async fn get_template(
     ))
 }
 
-#[utoipa::path(put, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
+#[utoipa::path(put, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path, format = "dns-label", max_length = 63)),
     request_body = TemplateIn,
     responses((status = 200, body = TemplateOut), (status = 400, body = ErrorOut),
               (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
@@ -75,7 +75,7 @@ pub async fn update_template(
     Ok(Json(t.into()))
 }
 
-#[utoipa::path(delete, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path)),
+#[utoipa::path(delete, path = "/api/v1/templates/{name}", tag = "templates", params(("name" = String, Path, format = "dns-label", max_length = 63)),
     responses((status = 204), (status = 404, body = ErrorOut)))]
 pub async fn delete_template(
     State(state): State<AppState>,
