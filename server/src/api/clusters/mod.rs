@@ -1,11 +1,14 @@
 //! Clusters: request, list, view, timeline, scale, upgrade, delete, kubeconfigs, access.
 //! Providers, templates, adoption (`adopt.rs`) and worker nodes (`join.rs`) are in their own
-//! files; the wire types in `dto.rs`. Quotas are the tenants' (`api/quotas.rs`).
+//! files; what they read in `dto.rs`, `provider_in.rs` and `template_in.rs`. Quotas are the
+//! tenants' (`api/quotas.rs`).
 
 mod adopt;
 mod dto;
 mod join;
+mod provider_in;
 mod providers;
+mod template_in;
 mod templates;
 
 use axum::extract::{Path, State};
