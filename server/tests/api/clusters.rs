@@ -31,6 +31,17 @@ pub(crate) async fn call(
     )
 }
 
+/// Defines `provider` and then `template` as operator `who`, asserting both are created.
+pub(crate) async fn define(app: &TestApp, who: &reqwest::Client, provider: Value, template: Value) {
+    for (path, body) in [
+        ("/api/v1/providers", provider),
+        ("/api/v1/templates", template),
+    ] {
+        let (status, answer) = call(who, app, Method::POST, path, Some(body)).await;
+        assert_eq!(status, StatusCode::CREATED, "{path}: {answer}");
+    }
+}
+
 /// An installer that reports steps and progress and writes a kubeconfig.
 pub(crate) fn installer(dir: &std::path::Path) -> String {
     let path = dir.join("install.sh");

@@ -8,7 +8,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::clusters::{call, installer};
+use crate::clusters::{call, define, installer};
 use crate::helpers::TestApp;
 
 #[tokio::test]
@@ -25,25 +25,8 @@ async fn a_request_without_tenant_goes_to_the_callers_only_tenant() {
     let scripts = tempfile::tempdir().unwrap();
     let provider = json!({"name": "lab", "kind": "command",
         "settings": {"create_command": installer(scripts.path()), "timeout_seconds": 60}});
-    let (status, body) = call(
-        &olga,
-        &app,
-        Method::POST,
-        "/api/v1/providers",
-        Some(provider),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
     let template = json!({"name": "small", "provider": "lab"});
-    let (status, body) = call(
-        &olga,
-        &app,
-        Method::POST,
-        "/api/v1/templates",
-        Some(template),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    define(&app, &olga, provider, template).await;
 
     // Exactly the documented body: the caller's only tenant is used.
     let request =

@@ -5,7 +5,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
-use crate::clusters::{call, installer, wait_for_state};
+use crate::clusters::{call, define, installer, wait_for_state};
 use crate::helpers::TestApp;
 
 #[tokio::test]
@@ -17,27 +17,10 @@ async fn the_portal_and_the_api_send_the_same_catalog_and_clusters() {
     let scripts = tempfile::tempdir().unwrap();
     let provider = json!({"name": "lab", "kind": "command", "description": "the lab",
         "settings": {"create_command": installer(scripts.path()), "timeout_seconds": 60}});
-    let (status, body) = call(
-        &olga,
-        &app,
-        Method::POST,
-        "/api/v1/providers",
-        Some(provider),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
     let template = json!({"name": "small", "provider": "lab", "tenants": ["team-a"],
         "overrides": {"node_count": {"min": 1, "max": 3, "default": "2"}},
         "admin_access": "cluster-admin"});
-    let (status, body) = call(
-        &olga,
-        &app,
-        Method::POST,
-        "/api/v1/templates",
-        Some(template),
-    )
-    .await;
-    assert_eq!(status, StatusCode::CREATED, "{body}");
+    define(&app, &olga, provider, template).await;
 
     // The catalog (operators): kinds, providers, templates.
     let page = app.server_fn(&olga, "providers", &[]).await;

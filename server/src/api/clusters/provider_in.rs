@@ -34,16 +34,33 @@ pub struct ProviderIn {
 }
 
 impl std::fmt::Debug for ProviderIn {
-    /// Names the settings, shows none of their values (some are secrets).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderIn")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .field("description", &self.description)
-            .field("settings", &RedactedJson(&self.settings))
-            .field("disabled", &self.disabled)
-            .finish()
+        let kind: &dyn std::fmt::Debug = &self.kind;
+        let fields = (&self.name, kind, &self.description, &self.settings);
+        debug_provider(f, "ProviderIn", fields, self.disabled)
     }
+}
+
+/// A provider's input in `Debug`: the settings named, none of their values shown (some are
+/// secrets).
+fn debug_provider(
+    f: &mut std::fmt::Formatter<'_>,
+    what: &str,
+    (name, kind, description, settings): (
+        &String,
+        &dyn std::fmt::Debug,
+        &String,
+        &serde_json::Map<String, serde_json::Value>,
+    ),
+    disabled: bool,
+) -> std::fmt::Result {
+    f.debug_struct(what)
+        .field("name", name)
+        .field("kind", kind)
+        .field("description", description)
+        .field("settings", &RedactedJson(settings))
+        .field("disabled", &disabled)
+        .finish()
 }
 
 /// Edits a provider: its kind stays; secret settings left out keep their stored value. (The
@@ -71,15 +88,10 @@ pub struct ProviderUpdateIn {
 }
 
 impl std::fmt::Debug for ProviderUpdateIn {
-    /// Names the settings, shows none of their values (some are secrets).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ProviderUpdateIn")
-            .field("name", &self.name)
-            .field("kind", &self.kind)
-            .field("description", &self.description)
-            .field("settings", &RedactedJson(&self.settings))
-            .field("disabled", &self.disabled)
-            .finish()
+        let kind: &dyn std::fmt::Debug = &self.kind;
+        let fields = (&self.name, kind, &self.description, &self.settings);
+        debug_provider(f, "ProviderUpdateIn", fields, self.disabled)
     }
 }
 
