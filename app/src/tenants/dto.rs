@@ -1,7 +1,7 @@
 //! What the tenants server functions send to the browser: Tenants, members and quotas.
 
 // Tenants and members travel as `/api/v1/tenants` sends them.
-pub use kqueen_dto::tenants::{Member, Tenant};
+pub use kqueen_dto::tenants::{Member, QuotaUsage, Tenant};
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -16,11 +16,8 @@ pub struct TenantPageDto {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct QuotaDto {
-    pub max_clusters: Option<u32>,
-    pub max_nodes: Option<u32>,
-    pub cluster_ttl_hours: Option<u32>,
-    pub used_clusters: u32,
-    pub used_nodes: u32,
+    /// As `/api/v1/tenants/{slug}/quota` sends it.
+    pub usage: QuotaUsage,
     /// What the tenant's clusters keep in the shared etcd against its quota, in words
     /// ("12.5 MiB of 1 GiB").
     pub shared_storage: String,

@@ -58,11 +58,7 @@ pub async fn quota(tenant: String) -> Result<QuotaDto, AppError> {
             .max_shared_storage_bytes
             .map(size_input)
             .unwrap_or_default(),
-        max_clusters: q.max_clusters,
-        max_nodes: q.max_nodes,
-        cluster_ttl_hours: q.cluster_ttl_hours,
-        used_clusters: u.clusters,
-        used_nodes: u.nodes,
+        usage: q.with_usage(u),
         can_set: check(&actor, Permission::SetQuota).is_ok(),
     })
 }

@@ -211,23 +211,23 @@ fn QuotaCard(slug: String) -> impl IntoView {
                         match quota.await {
                             Ok(q) => view! {
                                 <dl class="facts" id="quota">
-                                    <dt>"Clusters"</dt><dd>{format!("{} of {}", q.used_clusters, show(q.max_clusters))}</dd>
-                                    <dt>"Nodes"</dt><dd>{format!("{} of {}", q.used_nodes, show(q.max_nodes))}</dd>
+                                    <dt>"Clusters"</dt><dd>{format!("{} of {}", q.usage.used_clusters, show(q.usage.quota.max_clusters))}</dd>
+                                    <dt>"Nodes"</dt><dd>{format!("{} of {}", q.usage.used_nodes, show(q.usage.quota.max_nodes))}</dd>
                                     <dt>"Shared etcd"</dt><dd id="quota-storage">{q.shared_storage.clone()}</dd>
-                                    <dt>"Time-to-live"</dt><dd>{q.cluster_ttl_hours.map_or_else(|| "none".to_owned(), |h| format!("clusters are deleted {h} h after creation"))}</dd>
+                                    <dt>"Time-to-live"</dt><dd>{q.usage.quota.cluster_ttl_hours.map_or_else(|| "none".to_owned(), |h| format!("clusters are deleted {h} h after creation"))}</dd>
                                 </dl>
                                 {q.can_set.then(|| view! {
                                     <KeptFormError kept=kept.clone() />
                                     <ActionForm action=set attr:class="filter wrap" attr:id="quota-form">
                                         <input type="hidden" name="tenant" value=slug />
                                         <label for="q-clusters">"Max clusters"</label>
-                                        <input type="number" min="1" id="q-clusters" name="max_clusters" value=field("max_clusters", value(q.max_clusters)) placeholder="unlimited"
+                                        <input type="number" min="1" id="q-clusters" name="max_clusters" value=field("max_clusters", value(q.usage.quota.max_clusters)) placeholder="unlimited"
                                             aria-invalid=invalid(&error("max_clusters")) aria-describedby=described_by("q-clusters", None, &error("max_clusters")) />
                                         <label for="q-nodes">"Max nodes"</label>
-                                        <input type="number" min="1" id="q-nodes" name="max_nodes" value=field("max_nodes", value(q.max_nodes)) placeholder="unlimited"
+                                        <input type="number" min="1" id="q-nodes" name="max_nodes" value=field("max_nodes", value(q.usage.quota.max_nodes)) placeholder="unlimited"
                                             aria-invalid=invalid(&error("max_nodes")) aria-describedby=described_by("q-nodes", None, &error("max_nodes")) />
                                         <label for="q-ttl">"Time-to-live (hours)"</label>
-                                        <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=field("cluster_ttl_hours", value(q.cluster_ttl_hours)) placeholder="none"
+                                        <input type="number" min="1" id="q-ttl" name="cluster_ttl_hours" value=field("cluster_ttl_hours", value(q.usage.quota.cluster_ttl_hours)) placeholder="none"
                                             aria-invalid=invalid(&error("cluster_ttl_hours")) aria-describedby=described_by("q-ttl", None, &error("cluster_ttl_hours")) />
                                         <label for="q-storage">"Max shared etcd (MiB, or 2 GiB…)"</label>
                                         <input type="text" id="q-storage" name="max_shared_storage" value=field("max_shared_storage", q.shared_storage_input.clone()) placeholder="unlimited" size="10"

@@ -101,3 +101,38 @@ impl From<crate::invite::UserSummary> for users::User {
         }
     }
 }
+
+impl From<crate::cluster::Quota> for tenants::Quota {
+    fn from(q: crate::cluster::Quota) -> Self {
+        Self {
+            max_clusters: q.max_clusters,
+            max_nodes: q.max_nodes,
+            cluster_ttl_hours: q.cluster_ttl_hours,
+            max_shared_storage_bytes: q.max_shared_storage_bytes,
+        }
+    }
+}
+
+/// And back: the quota an operator sets through the API.
+impl From<&tenants::Quota> for crate::cluster::Quota {
+    fn from(q: &tenants::Quota) -> Self {
+        Self {
+            max_clusters: q.max_clusters,
+            max_nodes: q.max_nodes,
+            cluster_ttl_hours: q.cluster_ttl_hours,
+            max_shared_storage_bytes: q.max_shared_storage_bytes,
+        }
+    }
+}
+
+impl crate::cluster::Quota {
+    /// The quota as sent, with what the tenant uses against it.
+    pub fn with_usage(self, u: crate::cluster::Usage) -> tenants::QuotaUsage {
+        tenants::QuotaUsage {
+            quota: self.into(),
+            used_clusters: u.clusters,
+            used_nodes: u.nodes,
+            used_shared_storage_bytes: u.shared_storage_bytes,
+        }
+    }
+}

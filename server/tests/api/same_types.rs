@@ -1,5 +1,5 @@
-//! The REST API and the portal send the same providers, templates, provisioner kinds and
-//! clusters: one set of types (`kqueen_dto`), so the JSON of `/api/v1/…` equals what the
+//! The REST API and the portal send the same providers, templates, provisioner kinds,
+//! clusters and quotas: one set of types (`kqueen_dto`), so the JSON of `/api/v1/…` equals what the
 //! portal's server functions hand the pages, field for field.
 
 use reqwest::{Method, StatusCode};
@@ -9,7 +9,7 @@ use crate::clusters::{call, define, installer, wait_for_state};
 use crate::helpers::TestApp;
 
 #[tokio::test]
-async fn the_portal_and_the_api_send_the_same_catalog_and_clusters() {
+async fn the_portal_and_the_api_send_the_same_catalog_clusters_and_quota() {
     let app = TestApp::sqlite().await;
     app.seed_tenant("team-a", "Team A").await;
     let olga = app.user("olga", true, &[]).await;
@@ -87,6 +87,19 @@ async fn the_portal_and_the_api_send_the_same_catalog_and_clusters() {
     assert_eq!(
         page["admin_access_label"],
         "cluster-admin (the whole cluster)"
+    );
+
+    // The tenant's quota and usage.
+    let body = json!({"max_clusters": 5, "max_shared_storage_bytes": 1u64 << 30});
+    let path = "/api/v1/tenants/team-a/quota";
+    let (status, _) = call(&olga, &app, Method::PUT, path, Some(body)).await;
+    assert_eq!(status, StatusCode::OK);
+    let (_, api) = call(&amy, &app, Method::GET, path, None).await;
+    let page = app.server_fn(&amy, "quota", &[("tenant", "team-a")]).await;
+    assert_eq!(api, page["usage"]);
+    assert_eq!(
+        (&api["max_clusters"], &api["used_clusters"]),
+        (&json!(5), &json!(1))
     );
     app.stop().await;
 }

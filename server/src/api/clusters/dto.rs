@@ -13,8 +13,6 @@ use serde::{Deserialize, Serialize};
 use utoipa::{IntoParams, ToSchema};
 use uuid::Uuid;
 
-pub use super::provider_in::{ProviderIn, ProviderUpdateIn};
-pub use super::template_in::{TemplateIn, TemplateQuery};
 pub use crate::api::schemas::{ClusterStateFilter, ParamValue};
 
 /// `Debug` of a JSON object of settings or parameters: the names, no values.

@@ -7,7 +7,8 @@ use kqueen_core::page::Page;
 use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::{Actor, Error, ValidationError};
 
-use super::dto::*;
+use super::dto::{KindOut, ProviderOut};
+use super::provider_in::{ProviderIn, ProviderUpdateIn};
 use crate::api::{ApiJson, ApiResult, ErrorOut};
 use crate::state::AppState;
 

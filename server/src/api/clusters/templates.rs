@@ -6,7 +6,8 @@ use axum::{Extension, Json};
 use kqueen_core::page::Page;
 use kqueen_core::Actor;
 
-use super::dto::*;
+use super::dto::TemplateOut;
+use super::template_in::{TemplateIn, TemplateQuery};
 use crate::api::{ApiJson, ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 
