@@ -34,7 +34,7 @@ pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
     Addons, AdoptRequest, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
-    ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetOverview,
-    FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
-    Tally, TemplateView, Users,
+    ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetMetrics,
+    FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload,
+    Overview, Tally, TemplateView, Users,
 };

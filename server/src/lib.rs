@@ -12,6 +12,7 @@ pub mod download;
 pub mod error;
 pub mod escape;
 pub mod health;
+pub mod metrics;
 pub mod routes;
 pub mod settings;
 pub mod startup;

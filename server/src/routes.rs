@@ -14,11 +14,11 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::auth::session_store::DbSessionStore;
 use crate::state::AppState;
-use crate::{api, auth, csrf, download, health};
+use crate::{api, auth, csrf, download, health, metrics};
 
-/// The whole HTTP surface: health endpoints, login and logout, the REST API, portal pages,
-/// server functions, static files. Every request passes (outermost first): tracing, session,
-/// identity resolution, same-origin check.
+/// The whole HTTP surface: health endpoints, metrics, login and logout, the REST API, portal
+/// pages, server functions, static files. Every request passes (outermost first): tracing,
+/// timing (`/metrics`), session, identity resolution, same-origin check.
 /// The largest request body any route accepts (axum's default for its extractors).
 pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
@@ -41,6 +41,7 @@ pub fn router(state: AppState) -> Router {
     Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
+        .route("/metrics", get(metrics::metrics))
         .route("/auth/login", get(auth::routes::login))
         .route("/auth/callback", get(auth::routes::callback))
         .route("/auth/local", post(auth::routes::local))
@@ -69,6 +70,10 @@ pub fn router(state: AppState) -> Router {
         .layer(from_fn_with_state(state.clone(), csrf::same_origin))
         .layer(from_fn_with_state(state.clone(), auth::resolve_actor))
         .layer(sessions)
+        .layer(from_fn_with_state(
+            state.http_metrics.clone(),
+            metrics::http::track,
+        ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
 }

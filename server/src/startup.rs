@@ -123,6 +123,7 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
         kqueen,
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
+        http_metrics: crate::metrics::HttpMetrics::default(),
     }))
 }
 

@@ -45,6 +45,12 @@ impl FromRef<AppState> for AuthState {
     }
 }
 
+impl FromRef<AppState> for crate::metrics::HttpMetrics {
+    fn from_ref(state: &AppState) -> Self {
+        state.http_metrics.clone()
+    }
+}
+
 /// What [`AppState`] shares.
 pub struct SharedState {
     pub leptos_options: LeptosOptions,
@@ -53,4 +59,6 @@ pub struct SharedState {
     pub auth: AuthState,
     /// How often this process syncs the inventory when it runs workers; none: never.
     pub inventory_every: Option<std::time::Duration>,
+    /// This process's request latencies (`/metrics`).
+    pub http_metrics: crate::metrics::HttpMetrics,
 }

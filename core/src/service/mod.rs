@@ -49,7 +49,8 @@ pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
 pub use clusters::{AdoptRequest, ClusterDetail, Clusters};
 pub use fleet::{
-    Attention, ClusterSync, Fleet, FleetOverview, FleetTotals, InventorySettings, Tally,
+    Attention, ClusterSync, Fleet, FleetMetrics, FleetOverview, FleetTotals, InventorySettings,
+    Tally,
 };
 pub use providers::{Catalog, KindInfo};
 pub use templates::TemplateView;

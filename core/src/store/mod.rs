@@ -12,8 +12,8 @@ use uuid::Uuid;
 
 use crate::audit::{AuditEvent, AuditQuery};
 use crate::cluster::{
-    Cluster, ClusterEvent, ClusterFilter, ClusterState, Operation, OperationState, Provider, Quota,
-    Template, Usage,
+    Cluster, ClusterEvent, ClusterFilter, ClusterState, Operation, OperationKind, OperationState,
+    Provider, Quota, Template, Usage,
 };
 use crate::identity::{Member, Membership, MembershipSource, Role};
 use crate::inventory::fleet as inv;
@@ -347,6 +347,8 @@ pub trait OperationStore: Send + Sync {
     ) -> Result<bool>;
     /// Unfinished operations (for the operators' view and tests).
     async fn unfinished_operations(&self, limit: u32) -> Result<Vec<Operation>>;
+    /// How many operations there are of each kind in each state (`/metrics`).
+    async fn operation_counts(&self) -> Result<Vec<(OperationKind, OperationState, u64)>>;
 }
 
 /// The fleet inventory: rows replaced by each sync, and one cluster's inventory.

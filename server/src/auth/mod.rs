@@ -66,7 +66,7 @@ pub async fn resolve_actor(
 /// set-password page (the link is the proof), authentication routes, the API, server
 /// functions, health checks and static files.
 fn is_page(path: &str) -> bool {
-    const EXACT: [&str; 3] = ["/login", "/healthz", "/readyz"];
+    const EXACT: [&str; 4] = ["/login", "/healthz", "/readyz", "/metrics"];
     const PREFIX: [&str; 5] = ["/auth/", "/api/", "/sfn/", "/pkg/", "/invite/"];
     let last = path.rsplit('/').next().unwrap_or_default();
     !EXACT.contains(&path) && !PREFIX.iter().any(|p| path.starts_with(p)) && !last.contains('.')

@@ -13,6 +13,7 @@ mod contract;
 mod fleet;
 mod helpers;
 mod hosted;
+mod metrics;
 mod oidc;
 mod openapi;
 mod portal;

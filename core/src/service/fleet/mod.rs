@@ -1,6 +1,9 @@
 //! Use cases of the fleet inventory: syncing clusters, the cluster page's inventory, the fleet
-//! dashboard and the fleet audit queries (images, versions, findings).
+//! dashboard, the fleet audit queries (images, versions, findings) and the metrics scrape.
 
+mod metrics;
+
+pub use metrics::FleetMetrics;
 mod storage_quota;
 mod sync;
 mod views;

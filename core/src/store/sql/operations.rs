@@ -320,6 +320,23 @@ impl OperationStore for SqlStore {
         });
         rows.into_iter().map(TryInto::try_into).collect()
     }
+
+    async fn operation_counts(&self) -> Result<Vec<(OperationKind, OperationState, u64)>> {
+        const SQL: &str = "SELECT kind, state, COUNT(*) FROM operations GROUP BY kind, state \
+             ORDER BY kind, state";
+        let rows: Vec<(String, String, i64)> = on_pool!(self, p => {
+            sqlx::query_as(SQL).fetch_all(p).await?
+        });
+        rows.into_iter()
+            .map(|(kind, state, n)| {
+                let kind = OperationKind::parse(&kind)
+                    .ok_or_else(|| Error::Corrupt(format!("operation kind '{kind}'")))?;
+                let state = OperationState::parse(&state)
+                    .ok_or_else(|| Error::Corrupt(format!("operation state '{state}'")))?;
+                Ok((kind, state, u64::try_from(n).unwrap_or_default()))
+            })
+            .collect()
+    }
 }
 
 /// Test hooks: move a cluster's clock-driven dates instead of waiting for them.
