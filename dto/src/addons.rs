@@ -86,9 +86,10 @@ pub struct AddonDefinition {
     /// Objects whose presence without KQueen's labels means someone else installed it.
     #[serde(default)]
     pub detect: Vec<WellKnown>,
-    /// Multi-document YAML with `${parameter}` placeholders: at least one object.
+    /// Multi-document YAML with `${parameter}` placeholders: at least one object. Empty in
+    /// the catalog's list (`GET /api/v1/addons`: read one version for them), so the schema
+    /// cannot require it; a definition without objects is refused with 400.
     #[serde(default)]
-    #[cfg_attr(feature = "openapi", schema(min_length = 1))]
     pub manifests: String,
     /// Shipped with KQueen (cannot be removed).
     #[serde(default)]
