@@ -28,17 +28,14 @@ pub async fn list_audit(
     // One row more than shown tells whether an older page exists.
     let mut events = k
         .audit()
-        .audit_events(&actor, &query, Page::new(AUDIT_PAGE_SIZE + 1, offset))
+        .audit_events(&actor, &query, Page::new(Page::DEFAULT_LIMIT + 1, offset))
         .await?;
-    let has_more = events.len() > AUDIT_PAGE_SIZE as usize;
-    events.truncate(AUDIT_PAGE_SIZE as usize);
+    let has_more = events.len() > Page::DEFAULT_LIMIT as usize;
+    events.truncate(Page::DEFAULT_LIMIT as usize);
     Ok(AuditPageDto {
         events: events.into_iter().map(Into::into).collect(),
         offset,
-        limit: AUDIT_PAGE_SIZE,
+        limit: Page::DEFAULT_LIMIT,
         has_more,
     })
 }
-
-/// Rows of one audit page.
-pub const AUDIT_PAGE_SIZE: u32 = 50;

@@ -6,9 +6,6 @@ use crate::clusters::dto::{ClusterPageDto, ClustersPageDto, NewClusterPageDto};
 
 use crate::AppError;
 
-/// Rows of one cluster list page.
-pub const CLUSTER_PAGE_SIZE: u32 = 50;
-
 /// One page of the clusters the caller may see.
 #[server(prefix = "/sfn", endpoint = "clusters")]
 pub async fn clusters_page(
@@ -36,13 +33,13 @@ pub async fn clusters_page(
     let offset = offset.unwrap_or(0);
     let (clusters, total) = k
         .clusters()
-        .list_clusters(&actor, &filter, Page::new(CLUSTER_PAGE_SIZE, offset))
+        .list_clusters(&actor, &filter, Page::new(Page::DEFAULT_LIMIT, offset))
         .await?;
     Ok(ClustersPageDto {
         clusters: clusters.into_iter().map(Into::into).collect(),
         total,
         offset,
-        limit: CLUSTER_PAGE_SIZE,
+        limit: Page::DEFAULT_LIMIT,
         tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }

@@ -8,9 +8,6 @@ use crate::fleet::dto::{
 };
 use crate::AppError;
 
-/// Rows of one fleet list page.
-pub const FLEET_PAGE_SIZE: u32 = 50;
-
 #[cfg(feature = "ssr")]
 pub(crate) mod map {
     use kqueen_charts::figures::{self, Measure};
@@ -242,7 +239,7 @@ pub async fn fleet_images_page(
         .fleet_images(
             &actor,
             &map::filter(&query)?,
-            Page::new(FLEET_PAGE_SIZE, offset),
+            Page::new(Page::DEFAULT_LIMIT, offset),
         )
         .await?;
     let rows = images
@@ -276,7 +273,7 @@ pub async fn fleet_images_page(
         rows,
         total,
         offset,
-        limit: FLEET_PAGE_SIZE,
+        limit: Page::DEFAULT_LIMIT,
         tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
@@ -298,7 +295,7 @@ pub async fn fleet_image_history_page(
         .fleet_image_history(
             &actor,
             &map::filter(&query)?,
-            Page::new(FLEET_PAGE_SIZE, offset),
+            Page::new(Page::DEFAULT_LIMIT, offset),
         )
         .await?;
     Ok(FleetListDto {
@@ -317,7 +314,7 @@ pub async fn fleet_image_history_page(
             .collect(),
         total,
         offset,
-        limit: FLEET_PAGE_SIZE,
+        limit: Page::DEFAULT_LIMIT,
         tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
@@ -339,7 +336,7 @@ pub async fn fleet_versions_page(
         .fleet_versions(
             &actor,
             &map::filter(&query)?,
-            Page::new(FLEET_PAGE_SIZE, offset),
+            Page::new(Page::DEFAULT_LIMIT, offset),
         )
         .await?;
     Ok(FleetListDto {
@@ -360,7 +357,7 @@ pub async fn fleet_versions_page(
             .collect(),
         total,
         offset,
-        limit: FLEET_PAGE_SIZE,
+        limit: Page::DEFAULT_LIMIT,
         tenants: crate::ssr::request_tenants(&k, &actor).await?,
     })
 }
@@ -381,7 +378,7 @@ pub async fn fleet_findings_page(
     let offset = offset.unwrap_or(0);
     let (findings, total) = k
         .fleet()
-        .fleet_findings(&actor, &filter, Page::new(FLEET_PAGE_SIZE, offset))
+        .fleet_findings(&actor, &filter, Page::new(Page::DEFAULT_LIMIT, offset))
         .await?;
     let counts = k.fleet().fleet_finding_counts(&actor, &filter).await?;
     Ok(FindingsPageDto {
@@ -402,7 +399,7 @@ pub async fn fleet_findings_page(
                 .collect(),
             total,
             offset,
-            limit: FLEET_PAGE_SIZE,
+            limit: Page::DEFAULT_LIMIT,
             tenants: crate::ssr::request_tenants(&k, &actor).await?,
         },
     })
