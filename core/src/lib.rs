@@ -33,8 +33,8 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AdoptRequest, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView, ClusterDetail,
-    ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetMetrics,
-    FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload,
-    Overview, Tally, TemplateView, Users,
+    Addons, AdoptRequest, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView,
+    ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync, DeployPreview, DeployRequest,
+    ExternalLogin, FleetMetrics, FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo,
+    Kqueen, KubeconfigDownload, Overview, Tally, TemplateView, Users,
 };

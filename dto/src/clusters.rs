@@ -221,3 +221,41 @@ pub struct TenantStorage {
     /// False: over its quota, its clusters are (or are being made) read-only.
     pub writable: bool,
 }
+
+/// A requested cluster and the operation that provisions it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterAccepted {
+    pub cluster: Cluster,
+    pub operation: Operation,
+}
+
+/// One page of clusters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterList {
+    pub items: Vec<Cluster>,
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
+}
+
+/// A scale request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ScaleIn))]
+pub struct Scale {
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 1000))]
+    pub node_count: u32,
+}
+
+/// An upgrade request.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = UpgradeIn))]
+pub struct Upgrade {
+    /// Such as `1.34` or `v1.34.2`.
+    #[cfg_attr(
+        feature = "openapi",
+        schema(pattern = "^[A-Za-z0-9.+-]{1,20}$", example = "v1.34.2")
+    )]
+    pub kubernetes_version: String,
+}

@@ -1,4 +1,6 @@
-//! The command line: `kqueen serve`, and operator commands that act on the same database.
+//! The command line: `kqueen serve`, operator commands that act on the same database, and
+//! the client commands of kqueen-cli (`login`, `clusters`, `kubeconfig`…), which only talk to
+//! a portal's API.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -35,6 +37,9 @@ pub enum Command {
     /// Manage the credential vault.
     #[command(subcommand)]
     Vault(VaultCommand),
+    /// The portal's API from a terminal (after `kqueen login`).
+    #[command(flatten)]
+    Client(kqueen_cli::ClientCommand),
 }
 
 #[derive(Debug, Subcommand)]
@@ -80,6 +85,11 @@ pub enum TenantCommand {
 /// Parses the arguments, runs the command, and turns any failure into a message and exit code 1.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // Client commands talk to a portal over HTTP: no server settings, database or log setup.
+    let command = match cli.command {
+        Command::Client(client) => return kqueen_cli::main(client),
+        other => other,
+    };
     let settings = match Settings::load(cli.config.as_deref()) {
         Ok(s) => s,
         Err(e) => {
@@ -95,7 +105,7 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli.command, settings)) {
+    match runtime.block_on(run(command, settings)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");
@@ -110,6 +120,9 @@ async fn run(command: Command, settings: Settings) -> anyhow::Result<()> {
         Command::Tenant(cmd) => tenant(cmd, settings).await,
         Command::User(cmd) => user(cmd, settings).await,
         Command::Vault(VaultCommand::Rotate) => vault_rotate(settings).await,
+        Command::Client(client) => {
+            anyhow::bail!("{client:?} is a client command; it does not run here")
+        }
     }
 }
 

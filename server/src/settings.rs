@@ -215,7 +215,7 @@ impl Settings {
             figment = figment.merge(Toml::file(file));
         }
         figment
-            .merge(Env::prefixed("KQUEEN_").ignore(&["config"]))
+            .merge(Env::prefixed("KQUEEN_").ignore(&["config", "url", "token", "client_config"]))
             .extract()
             .map_err(Box::new)
     }

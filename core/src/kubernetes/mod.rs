@@ -19,5 +19,5 @@ pub(crate) use connect::one_line;
 pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
-    MAX_KUBECONFIG_BYTES,
+    StaticCredential, MAX_KUBECONFIG_BYTES,
 };

@@ -41,7 +41,7 @@ use crate::{Actor, Error, Result};
 
 pub use crate::deps::ClusterSettings;
 pub use crate::inventory::fleet::ImageRow;
-pub use access::{Access, KubeconfigDownload};
+pub use access::{Access, ClusterCredential, KubeconfigDownload};
 pub use access_sweep::AccessSweep;
 pub use addons::{Addons, BulkOutcome, ClusterAddonView};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};

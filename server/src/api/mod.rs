@@ -88,6 +88,7 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::scale_cluster))
         .routes(routes!(clusters::upgrade_cluster))
         .routes(routes!(clusters::kubeconfig))
+        .routes(routes!(clusters::credential))
         .routes(routes!(clusters::revoke_access))
         .routes(routes!(clusters::join_info))
         .routes(routes!(clusters::revoke_join_token))

@@ -422,6 +422,7 @@ async fn the_openapi_document_describes_every_route() {
         ("/api/v1/audit", &["get"]),
         ("/api/v1/providers/{name}/clusters", &["get"]),
         ("/api/v1/clusters/adopt", &["post"]),
+        ("/api/v1/clusters/{id}/credential", &["post"]),
     ] {
         for m in methods {
             assert!(

@@ -8,6 +8,7 @@
 use reqwest::{Method, StatusCode};
 use serde_json::json;
 
+use crate::cli::Laptop;
 use crate::clusters::{call, wait_for_state};
 use crate::helpers::TestApp;
 use kqueen_testkit::tls_etcd::TlsEtcd;
@@ -195,6 +196,31 @@ async fn members_get_hosted_clusters_and_their_join_command() {
         fleet["items"][0]["shared_storage"]["writable"], true,
         "{fleet}"
     );
+
+    // kubectl with `kqueen get-token` as its credential plugin: amy as her own
+    // ServiceAccount, olga with the cluster's admin client certificate.
+    if let Some(kubectl) = crate::cli::kubectl() {
+        let checks = [
+            (&amy, ["get", "configmaps", "-n", "default"]),
+            (&olga, ["get", "secrets", "-n", "kube-system"]),
+        ];
+        for (who, check) in checks {
+            let laptop = Laptop::new();
+            laptop.login(&app, who).await;
+            let ran = laptop.kqueen(&["kubeconfig", &id, "--exec"]).await;
+            assert_eq!(ran.code, 0, "{ran:?}");
+            // The API server's RBAC cache may lag the bindings just made by a moment.
+            let mut ran = laptop.kubectl(&kubectl, &check).await;
+            for _ in 0..20 {
+                if ran.code == 0 || !ran.stderr.contains("Forbidden") {
+                    break;
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+                ran = laptop.kubectl(&kubectl, &check).await;
+            }
+            assert_eq!(ran.code, 0, "{ran:?}");
+        }
+    }
 
     let join = format!("/api/v1/clusters/{id}/join");
     let (status, body) = call(&amy, &app, Method::GET, &join, None).await;

@@ -7,6 +7,7 @@ mod access_sweep;
 mod addons;
 mod apps;
 mod binary;
+mod cli;
 mod cluster_api;
 mod clusters;
 mod contract;

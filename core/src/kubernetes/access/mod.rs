@@ -129,6 +129,9 @@ impl UserAccess {
 pub struct IssuedKubeconfig {
     /// A complete kubeconfig (server, CA, token, context, current-context).
     pub yaml: Secret,
+    /// The bearer token inside it, for clients that build their own configuration (a
+    /// kubectl credential plugin).
+    pub token: Secret,
     /// When the token stops working (as the cluster granted it).
     pub expires_at: DateTime<Utc>,
     /// The ServiceAccount's name in [`USERS_NAMESPACE`].
@@ -143,6 +146,7 @@ impl fmt::Debug for IssuedKubeconfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IssuedKubeconfig")
             .field("yaml", &self.yaml)
+            .field("token", &self.token)
             .field("expires_at", &self.expires_at)
             .field("service_account", &self.service_account)
             .field("namespaces", &self.namespaces)
@@ -255,11 +259,13 @@ pub async fn issue_user_kubeconfig(
         .clone()
         .filter(|c| !c.trim().is_empty())
         .unwrap_or_else(|| default_context_name(&req.tenant, &endpoint.server));
-    let yaml = user_kubeconfig(&context, endpoint, token)?;
+    let token = Secret::new(token.into_bytes());
+    let yaml = user_kubeconfig(&context, endpoint, &token)?;
     let [user] = users;
     tracing::info!(expires_at = %expires_at, "issued a user kubeconfig");
     Ok(IssuedKubeconfig {
         yaml,
+        token,
         expires_at,
         service_account: sa_name,
         namespaces: if user.cluster_admin {

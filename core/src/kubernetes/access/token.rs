@@ -65,8 +65,11 @@ pub(super) async fn request_token(
 pub(super) fn user_kubeconfig(
     context: &str,
     endpoint: &ClusterEndpoint,
-    token: String,
+    token: &Secret,
 ) -> Result<Secret, AccessError> {
+    let token = std::str::from_utf8(token.expose())
+        .map_err(|_| AccessError::Unsupported("the cluster issued an unreadable token".into()))?
+        .to_owned();
     let config = Kubeconfig {
         api_version: Some("v1".into()),
         kind: Some("Config".into()),
@@ -124,7 +127,7 @@ mod tests {
     use crate::kubernetes::parse_kubeconfig;
 
     fn issued(endpoint: &ClusterEndpoint) -> kube::config::Cluster {
-        let yaml = user_kubeconfig("ctx", endpoint, "user-token".into()).unwrap();
+        let yaml = user_kubeconfig("ctx", endpoint, &Secret::new(b"user-token".to_vec())).unwrap();
         let text = std::str::from_utf8(yaml.expose()).unwrap().to_owned();
         let config = Kubeconfig::from_yaml(&text).unwrap();
         config.clusters[0].cluster.clone().unwrap()

@@ -12,6 +12,7 @@ use std::fmt;
 
 use kube::config::{Context, Kubeconfig, NamedAuthInfo, NamedCluster};
 use kube::config::{KubeconfigError, NamedContext};
+use secrecy::ExposeSecret;
 use serde::Serialize;
 use serde_saphyr::budget::BudgetBreach;
 use serde_saphyr::granit_parser::ErrorKind;
@@ -117,6 +118,24 @@ impl ParsedKubeconfig {
         &self.minimal
     }
 
+    /// The user's credential when it is one a client can be handed as is (a bearer token, or
+    /// a client certificate and key, all inline); None for basic authentication and
+    /// credential plugins, which only work where they were configured.
+    pub fn static_credential(&self) -> Option<StaticCredential> {
+        let auth = self.minimal.auth_infos.first()?.auth_info.as_ref()?;
+        match self.auth {
+            AuthKind::Token => {
+                let token = auth.token.as_ref()?.expose_secret();
+                Some(StaticCredential::Token(Secret::new(token.as_bytes())))
+            }
+            AuthKind::ClientCertificate => Some(StaticCredential::ClientCertificate {
+                certificate_data: auth.client_certificate_data.clone()?,
+                key_data: Secret::new(auth.client_key_data.as_ref()?.expose_secret().as_bytes()),
+            }),
+            AuthKind::Basic | AuthKind::Exec | AuthKind::AuthProvider => None,
+        }
+    }
+
     /// How this kubeconfig reaches its cluster, credentials aside: what a kubeconfig issued
     /// to someone else for the same cluster must carry over.
     pub fn endpoint(&self) -> ClusterEndpoint {
@@ -133,6 +152,27 @@ impl ParsedKubeconfig {
             tls_server_name: cluster.tls_server_name.filter(|n| !n.is_empty()),
             proxy_url: cluster.proxy_url.filter(|p| !p.is_empty()),
         }
+    }
+}
+
+/// A credential that works wherever it is sent ([`ParsedKubeconfig::static_credential`]).
+/// `Debug` never shows it.
+#[derive(Clone)]
+pub enum StaticCredential {
+    Token(Secret),
+    /// `client-certificate-data` and `client-key-data`: base64 of PEM, as in kubeconfigs.
+    ClientCertificate {
+        certificate_data: String,
+        key_data: Secret,
+    },
+}
+
+impl fmt::Debug for StaticCredential {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            StaticCredential::Token(_) => "StaticCredential::Token(..)",
+            StaticCredential::ClientCertificate { .. } => "StaticCredential::ClientCertificate(..)",
+        })
     }
 }
 
@@ -528,6 +568,40 @@ mod tests {
             !format!("{p:?}").contains("abc.def"),
             "Debug hides the token"
         );
+    }
+
+    #[test]
+    fn static_credentials_are_tokens_and_client_certificates_only() {
+        const KEY: &str = "-----BEGIN EC PRIVATE KEY-----\nMHcC\n-----END EC PRIVATE KEY-----\n";
+        let token = parse_kubeconfig(&config("    token: abc.def"), None, false).expect("valid");
+        match token.static_credential() {
+            Some(StaticCredential::Token(t)) => assert_eq!(t.expose(), b"abc.def"),
+            other => panic!("a token: {other:?}"),
+        }
+        let user = format!(
+            "    client-certificate-data: {}\n    client-key-data: {}",
+            b64(CA),
+            b64(KEY)
+        );
+        let cert = parse_kubeconfig(&config(&user), None, false).expect("valid");
+        match cert.static_credential() {
+            Some(StaticCredential::ClientCertificate {
+                certificate_data,
+                key_data,
+            }) => {
+                assert_eq!(certificate_data, b64(CA));
+                assert_eq!(key_data.expose(), b64(KEY).as_bytes());
+            }
+            other => panic!("a client certificate: {other:?}"),
+        }
+        assert!(!format!("{:?}", cert.static_credential()).contains(&b64(KEY)));
+        let exec = "    exec:\n      apiVersion: client.authentication.k8s.io/v1\n      \
+                    command: gcloud";
+        let plugin = parse_kubeconfig(&config(exec), None, true).expect("allowed");
+        assert!(plugin.static_credential().is_none());
+        let basic = "    username: u\n    password: p";
+        let basic = parse_kubeconfig(&config(basic), None, false).expect("valid");
+        assert!(basic.static_credential().is_none());
     }
 
     #[test]

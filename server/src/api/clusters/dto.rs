@@ -3,8 +3,8 @@
 //! inputs are in `provider_in.rs` and `template_in.rs`.
 
 pub use kqueen_dto::clusters::{
-    Cluster as ClusterOut, ClusterDetail as ClusterDetailOut, Event as EventOut,
-    Operation as OperationOut,
+    Cluster as ClusterOut, ClusterAccepted, ClusterDetail as ClusterDetailOut, ClusterList,
+    Event as EventOut, Operation as OperationOut, Scale as ScaleIn, Upgrade as UpgradeIn,
 };
 pub use kqueen_dto::providers::{
     Kind as KindOut, Provider as ProviderOut, Template as TemplateOut,
@@ -57,20 +57,6 @@ impl std::fmt::Debug for ClusterIn {
     }
 }
 
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ClusterAccepted {
-    pub cluster: ClusterOut,
-    pub operation: OperationOut,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ClusterList {
-    pub items: Vec<ClusterOut>,
-    pub total: u64,
-    pub limit: u32,
-    pub offset: u32,
-}
-
 #[derive(Debug, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct ClusterQuery {
@@ -92,19 +78,6 @@ pub struct ClusterQuery {
 pub struct EventsQuery {
     /// Only entries after this event id.
     pub after: Option<Uuid>,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct ScaleIn {
-    #[schema(minimum = 1, maximum = 1000)]
-    pub node_count: u32,
-}
-
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct UpgradeIn {
-    /// Such as `1.34` or `v1.34.2`.
-    #[schema(pattern = "^[A-Za-z0-9.+-]{1,20}$", example = "v1.34.2")]
-    pub kubernetes_version: String,
 }
 
 #[derive(Debug, Deserialize, IntoParams)]

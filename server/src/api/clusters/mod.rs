@@ -1,9 +1,10 @@
 //! Clusters: request, list, view, timeline, scale, upgrade, delete, kubeconfigs, access.
-//! Providers, templates, adoption (`adopt.rs`) and worker nodes (`join.rs`) are in their own
-//! files; what they read in `dto.rs`, `provider_in.rs` and `template_in.rs`. Quotas are the
+//! Providers, templates, adoption (`adopt.rs`), kubectl's credential (`credential.rs`) and
+//! worker nodes (`join.rs`) are in their own files; what they read in `dto.rs`, `provider_in.rs` and `template_in.rs`. Quotas are the
 //! tenants' (`api/quotas.rs`).
 
 mod adopt;
+mod credential;
 mod dto;
 mod join;
 mod provider_in;
@@ -24,6 +25,7 @@ use crate::api::{ApiJson, ApiQuery, ApiResult, ErrorOut};
 use crate::state::AppState;
 
 pub use adopt::*;
+pub use credential::*;
 pub use dto::*;
 pub use join::*;
 pub use providers::*;

@@ -10,9 +10,14 @@ use super::guard::Guard;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{Cluster, ClusterState};
 use crate::deps::Deps;
+use crate::kubernetes::ClusterEndpoint;
 use crate::policy::{self, Permission};
 use crate::vault::Secret;
 use crate::{Actor, Error, Result, ValidationError};
+
+mod credential;
+
+pub use credential::ClusterCredential;
 
 /// A downloaded kubeconfig.
 #[derive(Debug, Clone)]
@@ -127,8 +132,16 @@ impl Access {
             return Err(Error::NotFound("cluster"));
         };
         let result = self
-            .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role)
-            .await;
+            .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role, "")
+            .await
+            .map(|(issued, _)| KubeconfigDownload {
+                file_name: format!(
+                    "{}-{}-{}.kubeconfig",
+                    cluster.tenant_slug, cluster.name, issued.service_account
+                ),
+                yaml: issued.yaml,
+                expires_at: Some(issued.expires_at),
+            });
         self.guard
             .audited(
                 actor,
@@ -147,7 +160,8 @@ impl Access {
         username: &str,
         user_id: Uuid,
         role: crate::identity::Role,
-    ) -> Result<KubeconfigDownload> {
+        purpose: &str,
+    ) -> Result<(crate::kubernetes::IssuedKubeconfig, ClusterEndpoint)> {
         if cluster.state != ClusterState::Ready && cluster.state != ClusterState::Updating {
             return Err(Error::Conflict(format!(
                 "the cluster is {}; kubeconfigs are issued when it is Ready",
@@ -173,7 +187,7 @@ impl Access {
         let audit = AuditEvent::success(actor, action::KUBECONFIG_ISSUE, cluster.name.as_str())
             .in_tenant(cluster.tenant_id)
             .with_detail(format!(
-                "service account {}, role {role} ({}), expires {}",
+                "service account {}, role {role} ({}), expires {}{purpose}",
                 issued.service_account,
                 granted_scope(&req, &issued),
                 issued.expires_at.to_rfc3339()
@@ -189,14 +203,7 @@ impl Access {
                 &audit,
             )
             .await?;
-        Ok(KubeconfigDownload {
-            file_name: format!(
-                "{}-{}-{}.kubeconfig",
-                cluster.tenant_slug, cluster.name, issued.service_account
-            ),
-            yaml: issued.yaml,
-            expires_at: Some(issued.expires_at),
-        })
+        Ok((issued, parsed.endpoint()))
     }
 
     /// A client that acts in `cluster` with exactly the rights `user_id`'s personal
@@ -228,8 +235,8 @@ impl Access {
                 ))
             })?;
         let actor = Actor::system();
-        let issued = self
-            .issue_user_kubeconfig(&actor, cluster, &user.username, user_id, role)
+        let (issued, _) = self
+            .issue_user_kubeconfig(&actor, cluster, &user.username, user_id, role, "")
             .await?;
         let text = std::str::from_utf8(issued.yaml.expose())
             .map_err(|_| Error::Corrupt("issued kubeconfig is not UTF-8".into()))?;

@@ -1,0 +1,250 @@
+//! The client commands' arguments (they join the server's own commands in `kqueen`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::output::Format;
+
+#[derive(Debug, Subcommand)]
+pub enum ClientCommand {
+    /// Save a portal's URL and a personal API token (create one on the portal's Tokens page)
+    /// for the commands below. The token is read from standard input, or prompted for.
+    Login(LoginArgs),
+    /// Forget the saved token and every cached cluster credential.
+    Logout,
+    /// Show whom the saved token belongs to.
+    Whoami(OutputArgs),
+    /// Request, list, show, scale, upgrade and delete clusters.
+    #[command(subcommand)]
+    Clusters(ClustersCommand),
+    /// Add a cluster's context to your kubeconfig (and make it the current one).
+    Kubeconfig(KubeconfigArgs),
+    /// kubectl's credential plugin (written by `kubeconfig --exec`): prints an ExecCredential
+    /// with a token for the cluster, fetched from the portal when the cached one expires.
+    GetToken(GetTokenArgs),
+    /// Applications deployed on a cluster.
+    #[command(subcommand)]
+    Apps(AppsCommand),
+    /// The addon catalog and a cluster's addons.
+    #[command(subcommand)]
+    Addons(AddonsCommand),
+    /// The whole fleet (operators): images, Kubernetes versions, findings.
+    #[command(subcommand)]
+    Fleet(FleetCommand),
+}
+
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// How to print the answer: a table for people, or the API's JSON or YAML.
+    #[arg(short, long, value_enum, default_value_t = Format::Table)]
+    pub output: Format,
+}
+
+#[derive(Debug, Args)]
+pub struct LoginArgs {
+    /// The portal's URL, such as https://kqueen.example.com.
+    pub url: String,
+    /// Read the token from standard input without prompting (for scripts).
+    #[arg(long)]
+    pub token_stdin: bool,
+}
+
+/// A cluster: its UUID, `tenant/name`, or its name when no other visible cluster has it.
+#[derive(Debug, Args)]
+pub struct ClusterArg {
+    #[arg(value_name = "CLUSTER")]
+    pub cluster: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ClustersCommand {
+    /// Clusters you may see (operators: all).
+    List {
+        #[arg(long)]
+        tenant: Option<String>,
+        /// provisioning, ready, updating, deleting, error or unknown.
+        #[arg(long)]
+        state: Option<String>,
+        /// Part of the name.
+        #[arg(long)]
+        name: Option<String>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// A cluster with its operations.
+    Get {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Request a cluster from a template.
+    Create {
+        /// The cluster's name (a DNS label such as `dev`).
+        name: String,
+        #[arg(long)]
+        template: String,
+        /// The tenant; may be left out when you are in one tenant only.
+        #[arg(long)]
+        tenant: Option<String>,
+        /// A template parameter, `key=value`; `key=@file` reads the value from a file.
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+        /// Wait until the cluster is Ready (or failed), showing progress on standard error.
+        #[arg(long)]
+        wait: bool,
+        /// How long --wait waits, in minutes.
+        #[arg(long, default_value_t = 60, value_name = "MINUTES")]
+        timeout: u64,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Delete a cluster (and what its provisioner made).
+    Delete {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        /// Confirm: deleting cannot be undone.
+        #[arg(long)]
+        yes: bool,
+    },
+    /// Ask the provisioner for a number of nodes.
+    Scale {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        #[arg(long)]
+        nodes: u32,
+    },
+    /// Ask the provisioner for a Kubernetes version.
+    Upgrade {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        /// Such as 1.34 or v1.34.2.
+        #[arg(long)]
+        version: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct KubeconfigArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArg,
+    /// Write a context whose credential kubectl fetches through `kqueen get-token` whenever it
+    /// expires, instead of a token that stops working after a few hours.
+    #[arg(long)]
+    pub exec: bool,
+    /// The kubeconfig to update; default: the first file of $KUBECONFIG, else ~/.kube/config.
+    #[arg(long, value_name = "FILE")]
+    pub file: Option<PathBuf>,
+    /// Print the kubeconfig instead of updating a file.
+    #[arg(long, conflicts_with = "file")]
+    pub print: bool,
+    /// Leave the current context as it is.
+    #[arg(long)]
+    pub no_switch: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GetTokenArgs {
+    /// The cluster's UUID.
+    #[arg(long)]
+    pub cluster: String,
+    /// The portal the context was written for; refused when you are logged in to another.
+    #[arg(long)]
+    pub url: Option<String>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AppsCommand {
+    /// Applications deployed on a cluster.
+    List {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Deploy manifests (a YAML file of one or more documents) as an application.
+    Deploy {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        /// The application's name (a DNS label).
+        #[arg(long)]
+        name: String,
+        #[arg(long, default_value = "1.0.0")]
+        version: String,
+        /// Namespace of namespaced objects without one; default: the application's name.
+        #[arg(long)]
+        namespace: Option<String>,
+        /// The manifests; `-` reads standard input.
+        #[arg(short = 'f', long = "file", value_name = "FILE")]
+        file: PathBuf,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Remove an application (and the objects it created).
+    Delete {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        /// The application's name or UUID.
+        app: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AddonsCommand {
+    /// The catalog, or with a cluster its addons and their state.
+    List {
+        #[arg(value_name = "CLUSTER")]
+        cluster: Option<String>,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Install (or reconfigure, or upgrade) an addon on a cluster.
+    Enable {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        addon: String,
+        /// Default: the catalog's newest.
+        #[arg(long)]
+        version: Option<String>,
+        /// An addon parameter, `key=value`.
+        #[arg(long = "param", value_name = "KEY=VALUE")]
+        params: Vec<String>,
+    },
+    /// Remove an addon from a cluster.
+    Disable {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        addon: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct FleetArgs {
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Part of a cluster's name.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// Part of the image, the version, or a finding's subject or message.
+    #[arg(long)]
+    pub q: Option<String>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum FleetCommand {
+    /// Every container image in every cluster.
+    Images(FleetArgs),
+    /// Kubernetes versions of every cluster and node.
+    Versions(FleetArgs),
+    /// What the fleet's checks found.
+    Findings {
+        #[command(flatten)]
+        filter: FleetArgs,
+        /// high, medium or low.
+        #[arg(long)]
+        severity: Option<String>,
+    },
+}

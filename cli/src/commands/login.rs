@@ -1,0 +1,82 @@
+//! `login`, `logout`, `whoami`.
+
+use std::io::{BufRead, IsTerminal};
+
+use serde_json::Value;
+
+use crate::api::Api;
+use crate::args::LoginArgs;
+use crate::config::{cache_dir, normalize_url, ClientConfig};
+use crate::error::{CliError, Result};
+use crate::output::{print_line, print_object, Column, Format};
+
+fn read_token(from_stdin: bool) -> Result<String> {
+    let token = if !from_stdin && std::io::stdin().is_terminal() {
+        rpassword::prompt_password("Personal API token (the portal's Tokens page): ")
+            .map_err(|e| CliError::local("cannot read the token", e))?
+    } else {
+        let mut line = String::new();
+        std::io::stdin()
+            .lock()
+            .read_line(&mut line)
+            .map_err(|e| CliError::local("cannot read the token", e))?;
+        line
+    };
+    let token = token.trim().to_owned();
+    if token.is_empty() {
+        return Err(CliError::Usage("no token given".into()));
+    }
+    Ok(token)
+}
+
+pub async fn login(args: LoginArgs) -> Result<()> {
+    let url = normalize_url(&args.url)?;
+    let token = read_token(args.token_stdin)?;
+    let me: Value = Api::new(&url, &token)?.get("/api/v1/whoami").await?;
+    let mut config = ClientConfig::load()?;
+    // A login to another portal must not hand out the old portal's cached credentials.
+    if config.url.as_deref() != Some(url.as_str()) {
+        let _ = std::fs::remove_dir_all(cache_dir()?);
+    }
+    config.url = Some(url.clone());
+    config.token = Some(token);
+    let path = config.save()?;
+    let name = me.get("username").and_then(Value::as_str).unwrap_or("?");
+    print_line(&format!(
+        "Logged in to {url} as {name} (saved in {}).",
+        path.display()
+    ))
+}
+
+pub fn logout() -> Result<()> {
+    let mut config = ClientConfig::load()?;
+    config.token = None;
+    config.save()?;
+    match std::fs::remove_dir_all(cache_dir()?) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(CliError::local("cannot remove cached credentials", e))
+        }
+        _ => {}
+    }
+    print_line("Logged out; cached cluster credentials removed.")
+}
+
+pub async fn whoami(format: Format) -> Result<()> {
+    let api = Api::from_config(&ClientConfig::load()?)?;
+    let mut me: Value = api.get("/api/v1/whoami").await?;
+    if let Value::Object(map) = &mut me {
+        map.insert("portal".into(), Value::String(api.url().to_owned()));
+    }
+    print_object(
+        format,
+        &me,
+        &[
+            Column("portal", "portal"),
+            Column("username", "username"),
+            Column("name", "display_name"),
+            Column("email", "email"),
+            Column("operator", "operator"),
+            Column("tenants", "tenants"),
+        ],
+    )
+}
