@@ -8,6 +8,7 @@ pub mod actor;
 pub mod audit;
 pub mod clock;
 pub mod cluster;
+pub mod counter;
 pub mod deps;
 mod dto;
 pub mod engine;

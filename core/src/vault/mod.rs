@@ -21,6 +21,7 @@ pub(crate) use etcd::range_end;
 pub use etcd::EtcdBackend;
 pub use keyring::{Keyring, VaultError};
 
+use crate::counter::{OutcomeCounter, Outcomes};
 use crate::Result;
 
 /// Where a secret lives: a tenant's (`tenant/<uuid>`) or installation-wide (`global`).
@@ -90,6 +91,24 @@ pub trait SecretBackend: Send + Sync {
 pub struct Vault {
     keyring: Arc<Keyring>,
     backend: Arc<dyn SecretBackend>,
+    counts: Arc<VaultCounters>,
+}
+
+/// What this process's vault did, by operation and outcome (for `/metrics`). A read that
+/// finds nothing is a success; one that does not open is a failure.
+#[derive(Debug, Default)]
+struct VaultCounters {
+    put: OutcomeCounter,
+    get: OutcomeCounter,
+    delete: OutcomeCounter,
+}
+
+/// [`Vault::counts`]: each operation's successes and failures since the process started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct VaultCounts {
+    pub put: Outcomes,
+    pub get: Outcomes,
+    pub delete: Outcomes,
 }
 
 impl Vault {
@@ -97,21 +116,37 @@ impl Vault {
         Self {
             keyring: Arc::new(keyring),
             backend,
+            counts: Arc::default(),
+        }
+    }
+
+    /// This process's vault operations so far.
+    pub fn counts(&self) -> VaultCounts {
+        VaultCounts {
+            put: self.counts.put.get(),
+            get: self.counts.get.get(),
+            delete: self.counts.delete.get(),
         }
     }
 
     pub async fn put(&self, at: &SecretRef, secret: &Secret) -> Result<()> {
-        let sealed = self.keyring.seal(&at.aad(), secret.expose())?;
-        self.backend.put_sealed(at, &sealed).await
+        let put = async {
+            let sealed = self.keyring.seal(&at.aad(), secret.expose())?;
+            self.backend.put_sealed(at, &sealed).await
+        };
+        self.counts.put.track(put.await)
     }
 
     /// The secret at `at`, or `None`. Fails closed: a ciphertext that does not open (unknown
     /// key, wrong key, tampered, moved) is an error, never garbage.
     pub async fn get(&self, at: &SecretRef) -> Result<Option<Secret>> {
-        match self.backend.get_sealed(at).await? {
-            Some(sealed) => Ok(Some(Secret(self.keyring.open(&at.aad(), &sealed)?))),
-            None => Ok(None),
-        }
+        let get = async {
+            match self.backend.get_sealed(at).await? {
+                Some(sealed) => Ok(Some(Secret(self.keyring.open(&at.aad(), &sealed)?))),
+                None => Ok(None),
+            }
+        };
+        self.counts.get.track(get.await)
     }
 
     /// Seals a short-lived value kept outside the backend (what a refused form held, in the
@@ -131,7 +166,9 @@ impl Vault {
     }
 
     pub async fn delete(&self, at: &SecretRef) -> Result<bool> {
-        self.backend.delete_sealed(at).await
+        self.counts
+            .delete
+            .track(self.backend.delete_sealed(at).await)
     }
 
     /// Re-seals every secret not sealed under the current key; returns how many. Each

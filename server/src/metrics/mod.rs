@@ -11,6 +11,7 @@ use axum::response::{IntoResponse, Response};
 use axum::Extension;
 use kqueen_core::{Actor, FleetMetrics, Kqueen};
 use prometheus_client::encoding::text::encode;
+use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
@@ -131,6 +132,36 @@ pub fn render(fleet: &FleetMetrics, http: &HttpMetrics) -> String {
             .get_or_create(&by)
             .set(i64::try_from(*n).unwrap_or(i64::MAX));
     }
+    let counter = |registry: &mut Registry, name: &str, help: &str| {
+        let family = Family::<Labels, Counter>::default();
+        registry.register(name, help, family.clone());
+        family
+    };
+    let result = |ok: bool| ("result", if ok { "ok" } else { "failed" }.to_owned());
+    let syncs = counter(
+        &mut registry,
+        "inventory_syncs",
+        "Inventory syncs this replica ran, by result",
+    );
+    for (ok, n) in [
+        (true, fleet.inventory_syncs.ok),
+        (false, fleet.inventory_syncs.failed),
+    ] {
+        syncs.get_or_create(&vec![result(ok)]).inc_by(n);
+    }
+    let vault = counter(
+        &mut registry,
+        "vault_operations",
+        "Secrets this replica sealed (put), opened (get) and deleted, by result",
+    );
+    let v = &fleet.vault;
+    for (op, outcomes) in [("put", v.put), ("get", v.get), ("delete", v.delete)] {
+        for (ok, n) in [(true, outcomes.ok), (false, outcomes.failed)] {
+            vault
+                .get_or_create(&vec![("op", op.to_owned()), result(ok)])
+                .inc_by(n);
+        }
+    }
     let mut text = String::new();
     // Writing into a String cannot fail.
     let _ = encode(&mut text, &registry);
@@ -145,8 +176,10 @@ mod tests {
 
     use chrono::Utc;
     use kqueen_core::cluster::{ClusterState, OperationKind, OperationState};
+    use kqueen_core::counter::Outcomes;
     use kqueen_core::inventory::fleet::FleetCluster;
     use kqueen_core::provisioner::{SharedStorage, SharedStorageReading};
+    use kqueen_core::vault::VaultCounts;
     use kqueen_core::FleetMetrics;
     use prometheus_parse::Scrape;
 
@@ -184,6 +217,11 @@ mod tests {
         FleetMetrics {
             clusters: vec![cluster("dev", true), cluster("prod", false)],
             operations: vec![(OperationKind::Create, OperationState::Succeeded, 2)],
+            inventory_syncs: Outcomes { ok: 7, failed: 1 },
+            vault: VaultCounts {
+                get: Outcomes { ok: 12, failed: 0 },
+                ..VaultCounts::default()
+            },
         }
     }
 
@@ -204,6 +242,10 @@ mod tests {
             r#"kqueen_cluster_inventory_sync_failing{tenant="team-a",cluster="dev"} 0"#,
             r#"kqueen_shared_storage_bytes{tenant="team-a",cluster="dev"} 1048576"#,
             r#"kqueen_shared_storage_writable{tenant="team-a",cluster="dev"} 1"#,
+            r#"kqueen_inventory_syncs_total{result="ok"} 7"#,
+            r#"kqueen_inventory_syncs_total{result="failed"} 1"#,
+            r#"kqueen_vault_operations_total{op="get",result="ok"} 12"#,
+            r#"kqueen_vault_operations_total{op="put",result="failed"} 0"#,
             r#"kqueen_operations{kind="create",state="succeeded"} 2"#,
         ] {
             assert!(text.contains(line), "{line}\n{text}");
@@ -228,7 +270,7 @@ mod tests {
             for target in panel["targets"].as_array().unwrap() {
                 let expr = target["expr"].as_str().unwrap();
                 for name in metric_names(expr) {
-                    let base = ["_bucket", "_count", "_sum"]
+                    let base = ["_bucket", "_count", "_sum", "_total"]
                         .iter()
                         .find_map(|suffix| name.strip_suffix(suffix))
                         .filter(|b| s.docs.contains_key(*b))

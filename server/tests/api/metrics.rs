@@ -1,6 +1,7 @@
 //! `GET /metrics`: what a Prometheus scrape reads, parsed with a Prometheus text parser:
 //! request latencies by route pattern, the fleet's clusters by state and provider, each
-//! cluster's nodes and inventory sync, operations by kind and state. Operators only.
+//! cluster's nodes and inventory sync, operations by kind and state, this replica's inventory
+//! syncs and vault operations. Operators only.
 
 use std::io;
 
@@ -49,6 +50,10 @@ async fn a_scrape_reads_request_latencies_clusters_and_operations() {
     let id = body["cluster"]["id"].as_str().unwrap().to_owned();
     wait_for_state(&app, &amy, &id, "ready").await;
 
+    // One inventory sync, requested (its result depends on the installer's fake cluster).
+    let sync = format!("/api/v1/clusters/{id}/inventory/sync");
+    call(&amy, &app, Method::POST, &sync, None).await;
+
     // Who may scrape: operators (a member's token or session is refused, nobody is asked
     // to log in).
     let (status, _) = call(&amy, &app, Method::GET, "/metrics", None).await;
@@ -92,11 +97,25 @@ async fn a_scrape_reads_request_latencies_clusters_and_operations() {
     let refused = [("route", "/metrics"), ("status", "403")];
     let count = value(&s, "kqueen_http_request_duration_seconds_count", &refused);
     assert_eq!(count, Some(1.0), "{text}");
+    // This replica's own work: the stored kubeconfig was sealed, the sync counted.
+    let sealed = value(
+        &s,
+        "kqueen_vault_operations_total",
+        &[("op", "put"), ("result", "ok")],
+    );
+    assert!(sealed.is_some_and(|n| n >= 1.0), "{text}");
+    let synced: f64 = ["ok", "failed"]
+        .iter()
+        .filter_map(|r| value(&s, "kqueen_inventory_syncs_total", &[("result", r)]))
+        .sum();
+    assert!(synced >= 1.0, "{text}");
     // Every metric is documented.
     for name in [
         "kqueen_clusters",
         "kqueen_operations",
         "kqueen_http_request_duration_seconds",
+        "kqueen_inventory_syncs",
+        "kqueen_vault_operations",
     ] {
         assert!(s.docs.contains_key(name), "{name}: {:?}", s.docs.keys());
     }

@@ -1,11 +1,15 @@
 //! What `/metrics` reports about the fleet (operators only): every live cluster with its
-//! state, provider, last inventory sync and shared storage, and operations by kind and state.
+//! state, provider, last inventory sync and shared storage, and operations by kind and state
+//! (from the database: every replica answers the same); and this process's own counts of
+//! inventory syncs and vault operations.
 
 use super::Fleet;
 use crate::audit::action;
 use crate::cluster::{OperationKind, OperationState};
+use crate::counter::Outcomes;
 use crate::inventory::fleet::{FleetCluster, FleetFilter};
 use crate::policy::Permission;
+use crate::vault::VaultCounts;
 use crate::{Actor, Result};
 
 /// The fleet as a metrics scrape sees it.
@@ -15,6 +19,10 @@ pub struct FleetMetrics {
     pub clusters: Vec<FleetCluster>,
     /// How many operations there are of each kind in each state.
     pub operations: Vec<(OperationKind, OperationState, u64)>,
+    /// This process's inventory syncs since it started.
+    pub inventory_syncs: Outcomes,
+    /// This process's vault operations since it started.
+    pub vault: VaultCounts,
 }
 
 impl Fleet {
@@ -39,6 +47,8 @@ impl Fleet {
         Ok(FleetMetrics {
             clusters,
             operations,
+            inventory_syncs: self.sync_counts(),
+            vault: self.deps.vault.counts(),
         })
     }
 }

@@ -157,6 +157,8 @@ pub struct Fleet {
     catalog: Catalog,
     admin: ClusterAdmin,
     settings: Arc<InventorySettings>,
+    /// This process's inventory syncs by outcome (for `/metrics`).
+    syncs: Arc<crate::counter::OutcomeCounter>,
 }
 
 impl Fleet {
@@ -175,7 +177,13 @@ impl Fleet {
             catalog: catalog.clone(),
             admin: admin.clone(),
             settings,
+            syncs: Arc::default(),
         }
+    }
+
+    /// This process's inventory syncs so far (background rounds and requested ones).
+    pub fn sync_counts(&self) -> crate::counter::Outcomes {
+        self.syncs.get()
     }
 }
 

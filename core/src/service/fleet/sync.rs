@@ -169,6 +169,7 @@ impl Fleet {
                 Some(e)
             }
         };
+        self.syncs.record(error.is_none());
         ClusterSync {
             cluster_id: cluster.id,
             cluster: cluster.name.to_string(),
