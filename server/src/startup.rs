@@ -180,6 +180,7 @@ pub async fn run(
     tracing::info!(address = %addr, "listening on http://{addr}");
     let kqueen = state.kqueen.clone();
     let purge = tokio::spawn(purge_sessions(kqueen.store().clone()));
+    let statistics = tokio::spawn(refresh_statistics(kqueen.store().clone()));
     let (stop_engine, engine_stopped) = tokio::sync::watch::channel(false);
     // Inventory syncs run where operations run: a process with workers = 0 serves only.
     let inventory = state
@@ -196,6 +197,7 @@ pub async fn run(
         let _ = engine.await;
     }
     purge.abort();
+    statistics.abort();
     if let Some(inventory) = inventory {
         inventory.abort();
     }
@@ -244,6 +246,23 @@ async fn purge_sessions(store: Arc<dyn Store>) {
         every.tick().await;
         if let Err(e) = store.sessions_purge_expired(chrono::Utc::now()).await {
             tracing::warn!(error = %e, "cannot purge expired sessions");
+        }
+    }
+}
+
+/// Keeps the query planner's statistics fresh (every minute: tables changed a lot since
+/// their last ANALYZE are analysed again, so a bulk import is followed within a minute).
+async fn refresh_statistics(store: Arc<dyn Store>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        every.tick().await;
+        match store.refresh_statistics().await {
+            Ok(tables) if !tables.is_empty() => {
+                tracing::info!(tables = %tables.join(","), "planner statistics refreshed");
+            }
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "cannot refresh planner statistics"),
         }
     }
 }

@@ -626,6 +626,10 @@ pub trait Store:
     /// Succeeds when the database answers a trivial query.
     async fn ping(&self) -> Result<()>;
     async fn counts(&self) -> Result<Counts>;
+    /// Refreshes the query planner's statistics of tables whose rows changed a lot since
+    /// (PostgreSQL: ANALYZE of each, whether or not autovacuum runs; SQLite: `PRAGMA
+    /// optimize`); returns the tables analysed. Run now and then, and after bulk work.
+    async fn refresh_statistics(&self) -> Result<Vec<String>>;
     /// Waits for open connections to finish and closes them (graceful shutdown).
     async fn close(&self);
 }

@@ -142,6 +142,7 @@ mod people;
 mod secrets;
 mod sessions;
 mod shared_storage;
+mod statistics;
 mod tenants;
 mod timeline;
 mod tokens;
@@ -307,6 +308,10 @@ impl Store for SqlStore {
             users: n(u),
             audit_events: n(a),
         })
+    }
+
+    async fn refresh_statistics(&self) -> Result<Vec<String>> {
+        self.refresh_planner_statistics().await
     }
 
     async fn close(&self) {
