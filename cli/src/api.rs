@@ -105,6 +105,12 @@ impl Api {
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<reqwest::Response> {
+        // URLs resolve `.` and `..`: a name like that would call another route.
+        if path.split(['/', '?']).any(|p| p == "." || p == "..") {
+            return Err(CliError::Usage(format!(
+                "{path:?} holds a name that is only dots"
+            )));
+        }
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.url))

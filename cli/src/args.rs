@@ -8,8 +8,10 @@ use crate::output::Format;
 
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// Save a portal's URL and a personal API token (create one on the portal's Tokens page)
-    /// for the commands below. The token is read from standard input, or prompted for.
+    /// Save a portal's URL and a personal API token for the commands below.
+    ///
+    /// Create the token on the portal's Tokens page; it is read from standard input, or
+    /// prompted for without echo.
     Login(LoginArgs),
     /// Forget the saved token and every cached cluster credential.
     Logout,
@@ -20,8 +22,10 @@ pub enum ClientCommand {
     Clusters(ClustersCommand),
     /// Add a cluster's context to your kubeconfig (and make it the current one).
     Kubeconfig(KubeconfigArgs),
-    /// kubectl's credential plugin (written by `kubeconfig --exec`): prints an ExecCredential
-    /// with a token for the cluster, fetched from the portal when the cached one expires.
+    /// kubectl's credential plugin: print an ExecCredential for a cluster.
+    ///
+    /// `kubeconfig --exec` writes contexts that run it. The token is cached until a minute
+    /// before it expires and fetched from the portal again then, or when kubectl asks twice.
     GetToken(GetTokenArgs),
     /// Applications deployed on a cluster.
     #[command(subcommand)]
@@ -94,8 +98,9 @@ pub enum ClustersCommand {
         /// Wait until the cluster is Ready (or failed), showing progress on standard error.
         #[arg(long)]
         wait: bool,
-        /// How long --wait waits, in minutes.
-        #[arg(long, default_value_t = 60, value_name = "MINUTES")]
+        /// How long --wait waits, in minutes (at most a day).
+        #[arg(long, default_value_t = 60, value_name = "MINUTES",
+            value_parser = clap::value_parser!(u64).range(1..=1440))]
         timeout: u64,
         #[command(flatten)]
         out: OutputArgs,

@@ -129,6 +129,9 @@ impl ClientConfig {
 /// creating the directory (0700) if needed.
 pub fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
     use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+    // A symlinked file (dotfile managers) is updated where it really is, the link kept.
+    let real = std::fs::canonicalize(path).ok();
+    let path = real.as_deref().unwrap_or(path);
     let dir = path
         .parent()
         .filter(|d| !d.as_os_str().is_empty())
@@ -199,6 +202,15 @@ mod tests {
             std::fs::read_dir(path.parent().unwrap()).unwrap().count(),
             1
         );
+        // Through a symlink: the target changes, the link stays.
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink(&path, &link).unwrap();
+        write_private(&link, b"three").unwrap();
+        assert!(std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink());
+        assert_eq!(std::fs::read(&path).unwrap(), b"three");
     }
 
     #[test]

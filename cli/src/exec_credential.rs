@@ -74,9 +74,10 @@ impl Cached {
     }
 }
 
-/// The cache file of `cluster` on the portal at `url`.
-pub fn cache_path(url: &str, cluster: &str) -> Result<PathBuf> {
-    let digest = Sha256::digest(url.as_bytes());
+/// The cache file of `cluster` on the portal at `url` for the login `token` (another login,
+/// even on the same portal, never gets this one's credential).
+pub fn cache_path(url: &str, token: &str, cluster: &str) -> Result<PathBuf> {
+    let digest = Sha256::digest(format!("{url}\n{token}").as_bytes());
     let hash: String = digest.iter().take(6).map(|b| format!("{b:02x}")).collect();
     Ok(cache_dir()?.join(format!("{cluster}-{hash}.json")))
 }
@@ -116,7 +117,7 @@ pub async fn get_token(cluster: &str, for_url: Option<&str>) -> Result<Value> {
         return Err(CliError::Usage("--cluster takes the cluster's UUID".into()));
     }
     let config = ClientConfig::load()?;
-    let (url, _) = config.credentials()?;
+    let (url, token) = config.credentials()?;
     if let Some(wanted) = for_url {
         let wanted = normalize_url(wanted)?;
         if wanted != url {
@@ -126,7 +127,7 @@ pub async fn get_token(cluster: &str, for_url: Option<&str>) -> Result<Value> {
             )));
         }
     }
-    let path = cache_path(url, cluster)?;
+    let path = cache_path(url, token, cluster)?;
     let ppid = std::os::unix::process::parent_id();
     let now = Utc::now();
     let cached = match read_cache(&path).filter(|c| c.usable_for(ppid, now)) {

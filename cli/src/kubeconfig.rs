@@ -159,12 +159,24 @@ pub fn merge(existing: &str, entry: &Entry, switch: bool, what: &str) -> Result<
         entry.cluster.clone(),
     );
     upsert(&mut doc, "users", &entry.name, "user", entry.user.clone());
+    // A context's other settings (a namespace the user chose) are kept.
+    let mut context = named(
+        &Value::Object(doc.clone()),
+        "contexts",
+        &entry.name,
+        "context",
+    )
+    .and_then(Value::as_object)
+    .cloned()
+    .unwrap_or_default();
+    context.insert("cluster".into(), json!(entry.name));
+    context.insert("user".into(), json!(entry.name));
     upsert(
         &mut doc,
         "contexts",
         &entry.name,
         "context",
-        json!({"cluster": entry.name, "user": entry.name}),
+        Value::Object(context),
     );
     if switch
         || doc
@@ -239,6 +251,7 @@ users:
 - {name: other, user: {token: keep-me}}
 contexts:
 - {name: other, context: {cluster: other, user: other}}
+- {name: team-a-prod, context: {cluster: old, user: old, namespace: web}}
 current-context: other
 ";
         let entry = exec_entry(&credential(), Path::new("/usr/bin/kqueen"), "https://kq");
@@ -262,6 +275,10 @@ current-context: other
                 "--url",
                 "https://kq"
             ])
+        );
+        assert_eq!(
+            doc["contexts"][1]["context"],
+            json!({"cluster": "team-a-prod", "user": "team-a-prod", "namespace": "web"})
         );
         let switched = merge(existing, &entry, true, "f").unwrap();
         assert_eq!(switched["current-context"], "team-a-prod");

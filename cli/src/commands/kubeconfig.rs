@@ -11,13 +11,14 @@ use crate::resolve;
 
 pub async fn kubeconfig(args: KubeconfigArgs) -> Result<()> {
     let config = ClientConfig::load()?;
+    let (_, token) = config.credentials()?;
     let api = Api::from_config(&config)?;
     let cluster = resolve::cluster(&api, &args.cluster.cluster).await?;
     let entry = if args.exec {
         let credential = exec_credential::fetch(&api, &cluster.id).await?;
         // The first kubectl run uses this credential instead of asking again.
         write_cache(
-            &cache_path(api.url(), &cluster.id)?,
+            &cache_path(api.url(), token, &cluster.id)?,
             &Cached::from_credential(&credential)?,
         )?;
         let exe = std::env::current_exe()

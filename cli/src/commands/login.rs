@@ -34,10 +34,8 @@ pub async fn login(args: LoginArgs) -> Result<()> {
     let token = read_token(args.token_stdin)?;
     let me: Value = Api::new(&url, &token)?.get("/api/v1/whoami").await?;
     let mut config = ClientConfig::load()?;
-    // A login to another portal must not hand out the old portal's cached credentials.
-    if config.url.as_deref() != Some(url.as_str()) {
-        let _ = std::fs::remove_dir_all(cache_dir()?);
-    }
+    // A new login starts without the previous one's cached cluster credentials.
+    let _ = std::fs::remove_dir_all(cache_dir()?);
     config.url = Some(url.clone());
     config.token = Some(token);
     let path = config.save()?;

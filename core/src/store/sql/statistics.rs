@@ -31,9 +31,12 @@ impl SqlStore {
                 Ok(Vec::new())
             }
             Pool::Postgres(p) => {
-                const SQL: &str = "SELECT relname::text, n_live_tup, n_mod_since_analyze \
-                     FROM pg_stat_user_tables WHERE schemaname = current_schema() \
-                     ORDER BY relname";
+                // Only tables this role owns (or may act for): ANALYZE of any other only
+                // warns, and it would be "analysed" again every minute.
+                const SQL: &str = "SELECT s.relname::text, s.n_live_tup, s.n_mod_since_analyze \
+                     FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid \
+                     WHERE s.schemaname = current_schema() AND pg_has_role(c.relowner, 'USAGE') \
+                     ORDER BY s.relname";
                 let tables: Vec<(String, i64, i64)> = sqlx::query_as(SQL).fetch_all(p).await?;
                 let mut analysed = Vec::new();
                 for (table, live, changed) in tables {
