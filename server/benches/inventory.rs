@@ -230,12 +230,10 @@ async fn queries(backend: &str, db: TestDatabase, samples: usize) {
         CLUSTERS * WORKLOADS * PODS_PER_WORKLOAD,
         seeded.elapsed().as_secs_f64()
     );
-    if backend == "postgres" {
-        // Planner statistics, as autovacuum gathers them minutes after a first sync.
-        let pool = sqlx::PgPool::connect(db.url()).await.unwrap();
-        sqlx::query("ANALYZE").execute(&pool).await.unwrap();
-        pool.close().await;
-    }
+    // Planner statistics as the server's own minute job refreshes them after bulk work
+    // (no manual ANALYZE).
+    let analysed = k.store().refresh_statistics().await.unwrap();
+    println!("{backend}: planner statistics refreshed for {analysed:?}");
     // KQUEEN_BENCH_PAUSE=postgres:600 keeps that backend's database for EXPLAIN.
     if let Some(wait) = std::env::var("KQUEEN_BENCH_PAUSE")
         .ok()
