@@ -44,4 +44,6 @@ pub struct ClusterPageDto {
     pub admin_access_label: String,
     /// The stored inventory (nodes, workloads, charts), once the cluster was synced.
     pub inventory: Option<crate::fleet::dto::InventoryDto>,
+    /// The portal's public URL, for the `kqueen login` line.
+    pub public_url: String,
 }

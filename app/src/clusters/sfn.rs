@@ -121,6 +121,9 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         )
         .await?,
         detail: d.into(),
+        public_url: leptos::prelude::use_context::<crate::users::PublicUrl>()
+            .map(|u| u.0.trim_end_matches('/').to_owned())
+            .unwrap_or_default(),
     };
     Ok(page)
 }

@@ -139,6 +139,8 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                     view! {
                         <p><a class="button" rel="external" href=format!("{base}/kubeconfig") id="kubeconfig-download">{kubeconfig_label}</a></p>
                         <p class="muted">{kubeconfig_help}</p>
+                        <p class="muted">"Or let kubectl fetch fresh credentials by itself whenever they expire, so it never needs another download (the kqueen command line; log in with a personal API token):"</p>
+                        <pre id="kubectl-exec"><code>{format!("kqueen login {}\nkqueen kubeconfig {}/{} --exec", page.public_url, c.tenant, c.name)}</code></pre>
                         {(!page.admin_kubeconfig).then(|| view! {
                             <p><a class="danger" href=format!("{base}?confirm=revoke") id="revoke-access">"Revoke my access…"</a></p>
                         })}

@@ -249,6 +249,18 @@ async fn the_cli_requests_a_cluster_and_kubectl_logs_in_through_get_token() {
         .await;
     assert_eq!(ran.code, 6, "{ran:?}");
 
+    // The cluster's page says how.
+    let page = app
+        .get_as(&amy, &format!("/clusters/{id}"))
+        .await
+        .text()
+        .await
+        .unwrap();
+    let shown = format!(
+        "kqueen login {}\nkqueen kubeconfig team-a/prod --exec",
+        app.url
+    );
+    assert!(page.contains(&shown), "{page}");
     // A context whose credential kubectl fetches with `kqueen get-token`.
     let ran = laptop.kqueen(&["kubeconfig", "prod", "--exec"]).await;
     assert_eq!(ran.code, 0, "{ran:?}");
