@@ -58,27 +58,11 @@ impl Access {
         if policy::check(actor, Permission::AdminKubeconfig).is_ok() {
             return self.admin_credential(actor, id).await;
         }
-        let cluster = self
-            .clusters
-            .visible_cluster(actor, id, action::KUBECONFIG_ISSUE)
-            .await?;
-        let Some(who) = actor.identity() else {
-            return Err(Error::Unauthenticated);
-        };
-        let Some(role) = who.role_in(cluster.tenant_id) else {
-            return Err(Error::NotFound("cluster"));
-        };
-        let result = self
-            .issue_user_kubeconfig(
-                actor,
-                &cluster,
-                &who.username,
-                who.user_id,
-                role,
-                CREDENTIAL_PURPOSE,
-            )
-            .await
-            .map(|(issued, endpoint)| ClusterCredential {
+        self.for_member(
+            actor,
+            id,
+            CREDENTIAL_PURPOSE,
+            |cluster, issued, endpoint| ClusterCredential {
                 cluster_id: cluster.id,
                 context: format!("{}-{}", cluster.tenant_slug, cluster.name),
                 endpoint,
@@ -89,16 +73,9 @@ impl Access {
                 ),
                 secret: StaticCredential::Token(issued.token),
                 expires_at: issued.expires_at,
-            });
-        self.guard
-            .audited(
-                actor,
-                action::KUBECONFIG_ISSUE,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                result,
-            )
-            .await
+            },
+        )
+        .await
     }
 
     async fn admin_credential(&self, actor: &Actor, id: &str) -> Result<ClusterCredential> {

@@ -121,6 +121,27 @@ impl Access {
         if policy::check(actor, Permission::AdminKubeconfig).is_ok() {
             return self.admin_kubeconfig(actor, id).await;
         }
+        self.for_member(actor, id, "", |cluster, issued, _| KubeconfigDownload {
+            file_name: format!(
+                "{}-{}-{}.kubeconfig",
+                cluster.tenant_slug, cluster.name, issued.service_account
+            ),
+            yaml: issued.yaml,
+            expires_at: Some(issued.expires_at),
+        })
+        .await
+    }
+
+    /// Issues the calling member their own access to cluster `id` (see
+    /// [`Access::kubeconfig`]) and hands what was issued to `make`; audited as a kubeconfig
+    /// issue whatever the outcome, `purpose` appended to the detail.
+    async fn for_member<T>(
+        &self,
+        actor: &Actor,
+        id: &str,
+        purpose: &str,
+        make: impl FnOnce(&Cluster, crate::kubernetes::IssuedKubeconfig, ClusterEndpoint) -> T,
+    ) -> Result<T> {
         let cluster = self
             .clusters
             .visible_cluster(actor, id, action::KUBECONFIG_ISSUE)
@@ -132,16 +153,9 @@ impl Access {
             return Err(Error::NotFound("cluster"));
         };
         let result = self
-            .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role, "")
+            .issue_user_kubeconfig(actor, &cluster, &who.username, who.user_id, role, purpose)
             .await
-            .map(|(issued, _)| KubeconfigDownload {
-                file_name: format!(
-                    "{}-{}-{}.kubeconfig",
-                    cluster.tenant_slug, cluster.name, issued.service_account
-                ),
-                yaml: issued.yaml,
-                expires_at: Some(issued.expires_at),
-            });
+            .map(|(issued, endpoint)| make(&cluster, issued, endpoint));
         self.guard
             .audited(
                 actor,
