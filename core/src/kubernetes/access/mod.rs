@@ -146,7 +146,6 @@ impl fmt::Debug for IssuedKubeconfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("IssuedKubeconfig")
             .field("yaml", &self.yaml)
-            .field("token", &self.token)
             .field("expires_at", &self.expires_at)
             .field("service_account", &self.service_account)
             .field("namespaces", &self.namespaces)
