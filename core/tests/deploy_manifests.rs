@@ -103,6 +103,56 @@ fn the_pod_is_what_the_restricted_level_admits_with_probes_and_replicas() {
     );
 }
 
+/// The Dockerfile, the offline image (the test kit's `kqueen_image`, what the replica test
+/// runs) and the Deployment agree: binary, site, data folder, user, listen address.
+#[test]
+fn the_dockerfile_the_offline_image_and_the_manifests_agree() {
+    use kqueen_testkit::node_lab::kqueen_image::{BINARY, DATA, SITE, UID};
+    let dockerfile =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../Dockerfile")).unwrap();
+    for line in [
+        format!("COPY --from=build /out/kqueen {BINARY}"),
+        format!("COPY --from=build /out/site {SITE}"),
+        format!("ENV KQUEEN_SITE_ROOT={SITE}"),
+        format!("KQUEEN_DATA_DIR={DATA}"),
+        "KQUEEN_LISTEN=0.0.0.0:3000".to_owned(),
+        format!("USER {UID}:{UID}"),
+        format!("ENTRYPOINT [\"{BINARY}\"]"),
+    ] {
+        assert!(dockerfile.contains(&line), "Dockerfile lacks {line}");
+    }
+    let all = objects("kqueen.yaml");
+    let pod = &find(&all, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(pod["securityContext"]["runAsUser"], UID);
+    assert_eq!(pod["securityContext"]["runAsGroup"], UID);
+    let config = &find(&all, "ConfigMap")["data"];
+    assert_eq!(config["KQUEEN_SITE_ROOT"], SITE);
+    assert_eq!(config["KQUEEN_DATA_DIR"], DATA);
+    let mounts = pod["containers"][0]["volumeMounts"].as_array().unwrap();
+    for path in [DATA, "/tmp"] {
+        assert!(mounts.iter().any(|m| m["mountPath"] == path), "{path}");
+    }
+    // The offline image: the same paths, user and environment, and what the binary links.
+    let binary = std::env::current_exe().unwrap();
+    let spec = kqueen_testkit::node_lab::kqueen_image::spec("kqueen:test", &binary, None).unwrap();
+    assert_eq!(spec.entrypoint, [BINARY]);
+    assert_eq!(spec.user, format!("{UID}:{UID}"));
+    assert!(spec.files.iter().any(|(_, p)| p == BINARY));
+    assert!(spec.env.contains(&format!("KQUEEN_SITE_ROOT={SITE}")));
+    assert!(spec.env.contains(&format!("KQUEEN_DATA_DIR={DATA}")));
+    assert!(
+        spec.files.iter().any(|(_, p)| p.contains("libc.so")),
+        "{:?}",
+        spec.files
+    );
+    let passwd = spec
+        .data
+        .iter()
+        .find(|(p, _, _)| p == "/etc/passwd")
+        .unwrap();
+    assert!(String::from_utf8_lossy(&passwd.1).contains(&format!("kqueen:x:{UID}:{UID}:")));
+}
+
 /// Every variable the ConfigMap and the example Secret set is a setting KQueen reads (the
 /// example configuration names them all), and the Deployment reads both.
 #[test]

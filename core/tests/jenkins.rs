@@ -1,4 +1,4 @@
-//! The `jenkins` provisioner against a fake Jenkins (tests/support/fake_jenkins.rs): create
+//! The `jenkins` provisioner against a fake Jenkins (the test kit's `fake_jenkins`): create
 //! followed through queue, build and console, resumed by a new instance, failures, delete
 //! (cancel, stop, delete job), transient errors, CSRF crumbs, and the kubeconfig artifact.
 //! Calls are repeated the way the engine repeats them; the pauses they ask for are skipped
@@ -6,18 +6,15 @@
 
 #![allow(clippy::unwrap_used)]
 
-#[path = "support/fake_jenkins.rs"]
-mod fake_jenkins;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use fake_jenkins::{FakeJenkins, JobSpec, TOKEN, USER};
 use kqueen_core::provisioner::jenkins::{JenkinsOptions, JenkinsProvisioner};
 use kqueen_core::provisioner::{
     OpContext, Params, ProvisionError, Provisioner, Report, Reporter, Step,
 };
 use kqueen_core::vault::Secret;
+use kqueen_testkit::fake_jenkins::{FakeJenkins, JobSpec, TOKEN, USER};
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver};
 use uuid::Uuid;
 

@@ -14,6 +14,8 @@ pub mod capi;
 pub mod catalog;
 /// Synthetic clusters for the fake API server.
 pub mod fake_cluster;
+/// A fake Jenkins (its remote-access API) for the `jenkins` provisioner.
+pub mod fake_jenkins;
 /// An in-process fake Kubernetes API server.
 pub mod fake_kube;
 pub mod hosted;

@@ -1,6 +1,6 @@
 //! Kubernetes helpers shared by the integration tests (`mod support;`): a fake API server
 //! (`fake_kube`) and a real kube-apiserver harness (`apiserver`). Each test binary uses part
-//! of them. (`fake_jenkins.rs` is included by path by the Jenkins tests.)
+//! of them.
 #![allow(dead_code, clippy::unwrap_used, clippy::print_stdout)]
 
 #[allow(unused_imports)]

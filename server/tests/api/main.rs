@@ -20,6 +20,7 @@ mod openapi;
 mod portal;
 mod provider;
 mod real_cluster;
+mod replicas;
 mod same_types;
 mod server_fns;
 mod users;

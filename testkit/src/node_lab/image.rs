@@ -17,8 +17,10 @@ pub struct ImageSpec {
     pub env: Vec<String>,
     /// `uid:gid`, or empty for root.
     pub user: String,
-    /// (file on this host, path in the image); parents are created.
+    /// (file on this host, path in the image), executable; parents are created.
     pub files: Vec<(String, String)>,
+    /// (path in the image, content, mode): files written from memory.
+    pub data: Vec<(String, Vec<u8>, u32)>,
     /// Symbolic links in the image: (path, target).
     pub links: Vec<(String, String)>,
 }
@@ -32,8 +34,20 @@ impl ImageSpec {
             env: vec!["PATH=/bin".into()],
             user: String::new(),
             files: Vec::new(),
+            data: Vec::new(),
             links: Vec::new(),
         }
+    }
+
+    /// A file of `content` at `path`, with `mode`.
+    pub fn data(mut self, path: &str, content: Vec<u8>, mode: u32) -> Self {
+        self.data.push((path.to_owned(), content, mode));
+        self
+    }
+
+    pub fn env(mut self, variable: &str) -> Self {
+        self.env.push(variable.to_owned());
+        self
     }
 
     pub fn file(mut self, host: &str, image: &str) -> Self {
@@ -68,6 +82,7 @@ fn layer(spec: &ImageSpec) -> std::io::Result<Vec<u8>> {
         .files
         .iter()
         .map(|(_, p)| p)
+        .chain(spec.data.iter().map(|(p, _, _)| p))
         .chain(spec.links.iter().map(|(p, _)| p));
     for path in paths {
         let mut parent = Path::new(path.trim_start_matches('/')).parent();
@@ -95,6 +110,12 @@ fn layer(spec: &ImageSpec) -> std::io::Result<Vec<u8>> {
         header.set_mode(0o755);
         header.set_size(data.len() as u64);
         tar.append_data(&mut header, image.trim_start_matches('/'), data.as_slice())?;
+    }
+    for (path, data, mode) in &spec.data {
+        let mut header = tar::Header::new_gnu();
+        header.set_mode(*mode);
+        header.set_size(data.len() as u64);
+        tar.append_data(&mut header, path.trim_start_matches('/'), data.as_slice())?;
     }
     for (path, target) in &spec.links {
         let mut header = tar::Header::new_gnu();

@@ -21,8 +21,10 @@
 pub mod cluster;
 mod host;
 pub mod image;
+pub mod kqueen_image;
 mod kubelet;
 mod node_port;
+mod relay;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -34,6 +36,7 @@ pub use image::ImageSpec;
 use crate::process::log_file;
 pub use kubelet::Join;
 pub use node_port::NodePort;
+pub use relay::Relay;
 
 /// Where Debian's containernetworking-plugins are.
 pub const CNI_BIN: &str = "/usr/lib/cni";

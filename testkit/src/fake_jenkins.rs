@@ -1,10 +1,12 @@
 //! A fake Jenkins for the `jenkins` provisioner's tests: the remote-API endpoints KQueen uses,
-//! in memory, served under `/jenkins/` on 127.0.0.1 port 0. Queue items and builds advance
+//! in memory, served under `/jenkins/` on 127.0.0.1 port 0 (or another address of the
+//! test's own, such as the node lab's bridge where pods reach it). Queue items and builds advance
 //! when they are polled, not with time, so tests need no sleeps: a queue item starts its build
 //! after `queue_polls` polls, a build reveals its console a slice per poll and ends after
-//! `build_polls` polls.
+//! `build_polls` polls. As Jenkins does, a trigger with the same parameters as an item still
+//! in the queue is folded into it (the same queue item answers).
 
-#![allow(clippy::unwrap_used, dead_code)]
+#![allow(clippy::unwrap_used)]
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -114,7 +116,12 @@ pub struct FakeJenkins {
 
 impl FakeJenkins {
     pub async fn start() -> Self {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        Self::start_on("127.0.0.1").await
+    }
+
+    /// Listens on `address` (an address of the test's own), any port.
+    pub async fn start_on(address: &str) -> Self {
+        let listener = tokio::net::TcpListener::bind((address, 0)).await.unwrap();
         let url = format!("http://{}/jenkins/", listener.local_addr().unwrap());
         let state = Arc::new(Mutex::new(FakeState {
             url: url.clone(),
@@ -364,22 +371,36 @@ fn job_route(
     match (method, rest) {
         (&Method::POST, ["buildWithParameters"]) => {
             let params = pairs(std::str::from_utf8(body).unwrap_or(""));
-            let id = s.next_queue_id;
-            s.next_queue_id += 1;
+            // Jenkins folds a trigger into a queued item of the job with the same parameters.
+            let queued = s.triggers.iter().find(|t| {
+                t.job == job
+                    && t.params == params
+                    && s.queue
+                        .get(&t.queue_id)
+                        .is_some_and(|q| !q.cancelled && q.build.is_none())
+            });
+            let id = match queued {
+                Some(t) => t.queue_id,
+                None => {
+                    let id = s.next_queue_id;
+                    s.next_queue_id += 1;
+                    s.queue.insert(
+                        id,
+                        QueueEntry {
+                            job: job.into(),
+                            polls: 0,
+                            cancelled: false,
+                            build: None,
+                        },
+                    );
+                    id
+                }
+            };
             s.triggers.push(Trigger {
                 job: job.into(),
                 params,
                 queue_id: id,
             });
-            s.queue.insert(
-                id,
-                QueueEntry {
-                    job: job.into(),
-                    polls: 0,
-                    cancelled: false,
-                    build: None,
-                },
-            );
             (
                 StatusCode::CREATED,
                 [(header::LOCATION, format!("{}queue/item/{id}/", s.url))],
