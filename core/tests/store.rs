@@ -613,7 +613,45 @@ async fn templates_keep_their_admin_access(s: &dyn Store) {
     assert_eq!(read, template);
 }
 
+/// A periodic job's lease: one holder at a time, renewed by it, taken by another once it
+/// has run out or been given up; of replicas asking at once, one wins.
+async fn job_leases_go_to_one_replica_at_a_time(s: &dyn Store) {
+    let t0 = kqueen_core::clock::now();
+    let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+    let job = "inventory-sync";
+    assert!(s.take_job_lease(job, "a", at(0), at(10)).await.unwrap());
+    assert!(!s.take_job_lease(job, "b", at(1), at(11)).await.unwrap());
+    // Renewed by its holder: still a's after its first expiry.
+    assert!(s.take_job_lease(job, "a", at(5), at(15)).await.unwrap());
+    assert!(!s.take_job_lease(job, "b", at(12), at(22)).await.unwrap());
+    // Run out: b's.
+    assert!(s.take_job_lease(job, "b", at(16), at(26)).await.unwrap());
+    assert!(!s.take_job_lease(job, "a", at(17), at(27)).await.unwrap());
+    // Another job is another lease.
+    assert!(s
+        .take_job_lease("sweeps", "a", at(17), at(27))
+        .await
+        .unwrap());
+    // Given up by someone who does not hold it: nothing changes; by its holder: free.
+    s.drop_job_lease(job, "a").await.unwrap();
+    assert!(!s.take_job_lease(job, "a", at(18), at(28)).await.unwrap());
+    s.drop_job_lease(job, "b").await.unwrap();
+    assert!(s.take_job_lease(job, "a", at(18), at(28)).await.unwrap());
+    // Eight replicas at once for a new job: one wins.
+    let asks = (0..8).map(|n| {
+        let owner = format!("r{n}");
+        async move {
+            s.take_job_lease("statistics", &owner, at(20), at(30))
+                .await
+                .unwrap()
+        }
+    });
+    let won = futures::future::join_all(asks).await;
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+}
+
 scenarios!(
+    job_leases_go_to_one_replica_at_a_time,
     templates_keep_their_admin_access,
     tenants_round_trip,
     tenant_list_filters_and_pages,

@@ -8,6 +8,7 @@ use anyhow::{bail, Context};
 use kqueen_app::OUTPUT_NAME;
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
+use kqueen_core::periodic::{Job, JobLeases};
 use kqueen_core::store::Store;
 use kqueen_core::vault::{EtcdBackend, Keyring, SecretBackend, Vault};
 use kqueen_core::{store, ClusterSettings, Kqueen};
@@ -179,14 +180,20 @@ pub async fn run(
     let addr = listener.local_addr()?;
     tracing::info!(address = %addr, "listening on http://{addr}");
     let kqueen = state.kqueen.clone();
-    let purge = tokio::spawn(purge_sessions(kqueen.store().clone()));
-    let statistics = tokio::spawn(refresh_statistics(kqueen.store().clone()));
+    // Periodic work runs on one replica at a time (leases named after this replica, as its
+    // operation leases are).
+    let owner = engine
+        .as_ref()
+        .map_or_else(kqueen_core::replica::new_replica_id, |e| e.owner.clone());
+    let leases = JobLeases::new(kqueen.store().clone(), owner);
+    let purge = tokio::spawn(purge_sessions(kqueen.store().clone(), leases.clone()));
+    let statistics = tokio::spawn(refresh_statistics(kqueen.store().clone(), leases.clone()));
     let (stop_engine, engine_stopped) = tokio::sync::watch::channel(false);
     // Inventory syncs run where operations run: a process with workers = 0 serves only.
     let inventory = state
         .inventory_every
         .filter(|_| engine.is_some())
-        .map(|every| tokio::spawn(sync_inventory(kqueen.clone(), every)));
+        .map(|every| tokio::spawn(sync_inventory(kqueen.clone(), every, leases.clone())));
     let engine = engine.map(|config| tokio::spawn(kqueen.engine(config).run(engine_stopped)));
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
     let result = axum::serve(listener, app)
@@ -201,6 +208,7 @@ pub async fn run(
     if let Some(inventory) = inventory {
         inventory.abort();
     }
+    leases.release_all().await;
     kqueen.shutdown().await;
     tracing::info!("stopped");
     result
@@ -217,12 +225,16 @@ pub fn engine_config(settings: &Settings) -> Option<EngineConfig> {
     Some(config)
 }
 
-/// Syncs the inventory of every Ready cluster now and then `every`.
-async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration) {
+/// Syncs the inventory of every Ready cluster now and then `every` (on the replica whose
+/// turn it is).
+async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration, leases: JobLeases) {
     let mut timer = tokio::time::interval(every);
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         timer.tick().await;
+        if !leases.turn(Job::InventorySync, every).await {
+            continue;
+        }
         let started = std::time::Instant::now();
         match kqueen.fleet().sync_inventory().await {
             Ok(results) => {
@@ -239,11 +251,15 @@ async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration) {
     }
 }
 
-/// Deletes expired sessions every 15 minutes.
-async fn purge_sessions(store: Arc<dyn Store>) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(15 * 60));
+/// Deletes expired sessions every 15 minutes (on the replica whose turn it is).
+async fn purge_sessions(store: Arc<dyn Store>, leases: JobLeases) {
+    let period = std::time::Duration::from_secs(15 * 60);
+    let mut every = tokio::time::interval(period);
     loop {
         every.tick().await;
+        if !leases.turn(Job::SessionPurge, period).await {
+            continue;
+        }
         if let Err(e) = store.sessions_purge_expired(chrono::Utc::now()).await {
             tracing::warn!(error = %e, "cannot purge expired sessions");
         }
@@ -252,11 +268,15 @@ async fn purge_sessions(store: Arc<dyn Store>) {
 
 /// Keeps the query planner's statistics fresh (every minute: tables changed a lot since
 /// their last ANALYZE are analysed again, so a bulk import is followed within a minute).
-async fn refresh_statistics(store: Arc<dyn Store>) {
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(60));
+async fn refresh_statistics(store: Arc<dyn Store>, leases: JobLeases) {
+    let period = std::time::Duration::from_secs(60);
+    let mut every = tokio::time::interval(period);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
+        if !leases.turn(Job::Statistics, period).await {
+            continue;
+        }
         match store.refresh_statistics().await {
             Ok(tables) if !tables.is_empty() => {
                 tracing::info!(tables = %tables.join(","), "planner statistics refreshed");

@@ -75,6 +75,9 @@ impl Engine {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut running = JoinSet::new();
         let mut last_sweep: Option<tokio::time::Instant> = None;
+        // The sweeps run on one replica at a time; operations on all of them.
+        let leases =
+            crate::periodic::JobLeases::new(self.deps.store.clone(), self.config.owner.clone());
         tracing::info!(owner = %self.config.owner, "operation engine started");
         self.resume_clusters().await;
         loop {
@@ -83,11 +86,15 @@ impl Engine {
             }
             if last_sweep.is_none_or(|t| t.elapsed() >= self.config.ttl_sweep_interval) {
                 last_sweep = Some(tokio::time::Instant::now());
-                if let Err(e) = self.sweep_expired().await {
-                    tracing::warn!(error = %e, "time-to-live sweep failed");
+                let every = self.config.ttl_sweep_interval;
+                if leases.turn(crate::periodic::Job::Sweeps, every).await {
+                    if let Err(e) = self.sweep_expired().await {
+                        tracing::warn!(error = %e, "time-to-live sweep failed");
+                    }
+                    // In the background: clusters that do not answer must not hold up
+                    // operations.
+                    self.hooks.sweep_access_soon();
                 }
-                // In the background: clusters that do not answer must not hold up operations.
-                self.hooks.sweep_access_soon();
             }
             while running.len() < self.config.concurrency {
                 match self.claim().await {
@@ -109,6 +116,7 @@ impl Engine {
             }
         }
         running.shutdown().await;
+        leases.release_all().await;
         tracing::info!("operation engine stopped");
     }
 

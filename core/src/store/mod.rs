@@ -630,6 +630,17 @@ pub trait Store:
     /// (PostgreSQL: ANALYZE of each, whether or not autovacuum runs; SQLite: `PRAGMA
     /// optimize`); returns the tables analysed. Run now and then, and after bulk work.
     async fn refresh_statistics(&self) -> Result<Vec<String>>;
+    /// Takes or renews periodic job `job`'s lease for `owner` until `until`: true when
+    /// `owner` holds it now (see [`crate::periodic`]).
+    async fn take_job_lease(
+        &self,
+        job: &str,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool>;
+    /// Gives `job`'s lease up if `owner` holds it.
+    async fn drop_job_lease(&self, job: &str, owner: &str) -> Result<()>;
     /// Waits for open connections to finish and closes them (graceful shutdown).
     async fn close(&self);
 }

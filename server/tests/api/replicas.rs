@@ -4,8 +4,9 @@
 //! join` to an admin cluster KQueen made), all on one PostgreSQL. 100 clusters are requested
 //! at once through the replicas' API; one replica is killed mid-way as `kubectl delete pod
 //! --grace-period 0 --force` would; every cluster still ends Ready, each provisioned by
-//! exactly one Jenkins build, no operation is left pending or running, and the Deployment
-//! is back to three ready replicas.
+//! exactly one Jenkins build, no operation is left pending or running (those the killed
+//! replica held were finished by another), the inventory sync ran on one living replica
+//! only, and the Deployment is back to three ready replicas.
 //!
 //! Traffic stays on this machine: the pods reach PostgreSQL (127.0.0.1:5432) and the fake
 //! Jenkins through relays on the lab's bridge; the test reaches the pods at their addresses
@@ -128,6 +129,7 @@ async fn apply_manifests(admin: &kube::Client) {
                 object["data"]["KQUEEN_PUBLIC_URL"] = json!(PUBLIC_URL);
                 object["data"]["KQUEEN_LEASE_SECONDS"] = json!("5");
                 object["data"]["KQUEEN_LOG_FORMAT"] = json!("text");
+                object["data"]["KQUEEN_INVENTORY_INTERVAL_SECONDS"] = json!("10");
             }
             "Deployment" => {
                 let container = &mut object["spec"]["template"]["spec"]["containers"][0];
@@ -540,7 +542,6 @@ async fn three_replicas_on_a_real_node_provision_every_cluster_once_though_one_i
         taken_over.iter().all(|(state, _)| state == "succeeded"),
         "{taken_over:?}"
     );
-    pool.close().await;
     let after = within(Duration::from_secs(120), "3 replicas again", || {
         ready_pods(&pods)
     })
@@ -549,6 +550,36 @@ async fn three_replicas_on_a_real_node_provision_every_cluster_once_though_one_i
         pods.get_opt(&killed).await.unwrap().is_none(),
         "{killed} is gone"
     );
+    // Periodic work on one replica at a time: the inventory sync's lease names one of the
+    // living pods, and of the living pods only that one ever ran the sync (its log says when
+    // it took the job).
+    let (holder,): (String,) =
+        sqlx::query_as("SELECT owner FROM job_leases WHERE job = 'inventory-sync'")
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+    let mut ran = Vec::new();
+    for pod in pods
+        .list(&ListParams::default().labels("app.kubernetes.io/name=kqueen"))
+        .await
+        .unwrap()
+        .items
+    {
+        let name = pod.metadata.name.unwrap();
+        let log = pods.logs(&name, &Default::default()).await.unwrap();
+        if log
+            .lines()
+            .any(|l| l.contains("this replica runs the job") && l.contains("inventory-sync"))
+        {
+            ran.push(name);
+        }
+    }
+    assert_eq!(ran.len(), 1, "{ran:?}");
+    assert!(
+        holder.starts_with(&format!("{}-", ran[0])),
+        "{holder} {ran:?}"
+    );
+    pool.close().await;
     let deployment = Api::<Deployment>::namespaced(admin.clone(), NAMESPACE)
         .get("kqueen")
         .await

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use chrono::{DateTime, Utc};
 use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
@@ -137,6 +138,7 @@ mod quotas;
 mod clusters;
 mod fleet_queries;
 mod inventory;
+mod job_leases;
 mod list_cache;
 mod people;
 mod secrets;
@@ -312,6 +314,20 @@ impl Store for SqlStore {
 
     async fn refresh_statistics(&self) -> Result<Vec<String>> {
         self.refresh_planner_statistics().await
+    }
+
+    async fn take_job_lease(
+        &self,
+        job: &str,
+        owner: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool> {
+        self.lease_job(job, owner, now, until).await
+    }
+
+    async fn drop_job_lease(&self, job: &str, owner: &str) -> Result<()> {
+        self.release_job(job, owner).await
     }
 
     async fn close(&self) {
