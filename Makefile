@@ -4,7 +4,7 @@ export RUSTUP_AUTO_INSTALL := 0
 WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run site site-debug build image-offline fakes fmt fmt-check imports code-tour clippy test-rust e2e api-fuzz test clean
+.PHONY: help setup setup-test run site site-debug build image-offline soak fakes fmt fmt-check imports code-tour clippy test-rust e2e api-fuzz test clean
 
 help: ## List the recipes
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -27,6 +27,9 @@ build: ## Build the server binary (target/debug/kqueen)
 image-offline: site ## Write KQueen's image without a container builder (target/kqueen-image.tar)
 	cargo build -p kqueen-server --profile serve
 	cargo run -q -p kqueen-testkit --example kqueen_image -- target/kqueen-image.tar target/serve/kqueen target/site
+
+soak: ## 10 minutes of mixed traffic at a fixed rate on SQLite, then PostgreSQL (figures printed)
+	cargo bench -p kqueen-server --bench soak
 
 fakes: ## Build the helpers the browser tests start (fake Kubernetes API server, TLS etcd)
 	cargo build -p kqueen-testkit --example fake_kube --example tls_etcd --example kube_apiserver --example capi_lab

@@ -5,7 +5,9 @@ use tracing_subscriber::{fmt, EnvFilter};
 
 use crate::settings::LogFormat;
 
-const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info";
+/// kube's client logs every failed request at ERROR before KQueen reports it with the cluster
+/// it concerns: an unreachable cluster would fill the log twice at every inventory turn.
+const DEFAULT_FILTER: &str = "info,sqlx=warn,tower_http=info,kube_client::client::builder=off";
 
 /// Installs the global subscriber; later calls are ignored (tests start several servers).
 pub fn init(format: LogFormat) {
