@@ -1,8 +1,10 @@
-//! The Kubernetes manifests in `deploy/kubernetes/`: what the `restricted` Pod Security level
-//! asks of the pod, probes on `/healthz` and `/readyz`, several replicas with a disruption
-//! budget, a Service and Ingress that reach them, configuration only through settings KQueen
-//! reads; and, with a real kube-apiserver (`KQUEEN_TEST_KUBE_APISERVER`), every object
-//! accepted by a server-side dry run.
+//! The Kubernetes manifests in `deploy/kubernetes/` (a Kustomize base and overlays): what the
+//! `restricted` Pod Security level asks of the pod, probes on `/healthz` and `/readyz`,
+//! several replicas with a disruption budget, a Service and Ingress that reach them,
+//! configuration only through settings KQueen reads; the overlays rendered by the real
+//! Kustomize (`kubectl kustomize`); and, with a real kube-apiserver
+//! (`KQUEEN_TEST_KUBE_APISERVER`), every object of the `kubernetes-1.20` overlay accepted by a
+//! server-side dry run.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod support;
@@ -22,6 +24,32 @@ fn objects(file: &str) -> Vec<ManifestObject> {
     parse_manifests(&read(file), &ManifestLimits::default()).unwrap()
 }
 
+/// The objects `kubectl kustomize` renders of overlay `name`, or `None` (after saying why)
+/// without kubectl.
+fn overlay(name: &str) -> Option<Vec<ManifestObject>> {
+    let dir = format!(
+        "{}/../deploy/kubernetes/overlays/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = match std::process::Command::new("kubectl")
+        .args(["kustomize", &dir])
+        .output()
+    {
+        Ok(out) => out,
+        Err(e) => {
+            println!("skipped: kubectl (for kustomize): {e}");
+            return None;
+        }
+    };
+    assert!(
+        out.status.success(),
+        "kubectl kustomize {dir}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    Some(parse_manifests(&text, &ManifestLimits::default()).unwrap())
+}
+
 fn find<'a>(objects: &'a [ManifestObject], kind: &str) -> &'a Value {
     &objects
         .iter()
@@ -32,7 +60,7 @@ fn find<'a>(objects: &'a [ManifestObject], kind: &str) -> &'a Value {
 
 #[test]
 fn the_pod_is_what_the_restricted_level_admits_with_probes_and_replicas() {
-    let all = objects("kqueen.yaml");
+    let all = objects("base/kqueen.yaml");
     let deployment = find(&all, "Deployment");
     assert!(deployment["spec"]["replicas"].as_i64().unwrap() >= 2);
     let pod = &deployment["spec"]["template"]["spec"];
@@ -121,7 +149,7 @@ fn the_dockerfile_the_offline_image_and_the_manifests_agree() {
     ] {
         assert!(dockerfile.contains(&line), "Dockerfile lacks {line}");
     }
-    let all = objects("kqueen.yaml");
+    let all = objects("base/kqueen.yaml");
     let pod = &find(&all, "Deployment")["spec"]["template"]["spec"];
     assert_eq!(pod["securityContext"]["runAsUser"], UID);
     assert_eq!(pod["securityContext"]["runAsGroup"], UID);
@@ -153,6 +181,46 @@ fn the_dockerfile_the_offline_image_and_the_manifests_agree() {
     assert!(String::from_utf8_lossy(&passwd.1).contains(&format!("kqueen:x:{UID}:{UID}:")));
 }
 
+/// The overlays, rendered by the real Kustomize: the production example names its image,
+/// namespace, replicas and address; the 1.20 one serves the disruption budget as
+/// policy/v1beta1 and changes nothing else.
+#[test]
+fn overlays_render_with_kustomize() {
+    let base = objects("base/kqueen.yaml");
+    let Some(production) = overlay("production") else {
+        return;
+    };
+    assert_eq!(production.len(), base.len());
+    for o in &production {
+        assert_eq!(o.object["metadata"]["namespace"], "kqueen", "{}", o.kind);
+    }
+    let pod = &find(&production, "Deployment")["spec"]["template"]["spec"];
+    assert_eq!(
+        pod["containers"][0]["image"],
+        "registry.example.com/platform/kqueen:0.1.0"
+    );
+    assert_eq!(find(&production, "Deployment")["spec"]["replicas"], 3);
+    assert_eq!(
+        find(&production, "ConfigMap")["data"]["KQUEEN_PUBLIC_URL"],
+        "https://kqueen.example.com"
+    );
+    let ingress = &find(&production, "Ingress")["spec"];
+    assert_eq!(ingress["rules"][0]["host"], "kqueen.example.com");
+    assert_eq!(ingress["tls"][0]["hosts"][0], "kqueen.example.com");
+
+    let old = overlay("kubernetes-1.20").unwrap();
+    assert_eq!(old.len(), base.len());
+    for o in &old {
+        let same = base.iter().find(|b| b.kind == o.kind).unwrap();
+        if o.kind == "PodDisruptionBudget" {
+            assert_eq!(o.api_version, "policy/v1beta1");
+            assert_eq!(o.object["spec"], same.object["spec"]);
+        } else {
+            assert_eq!(o.object, same.object, "{}", o.kind);
+        }
+    }
+}
+
 /// Every variable the ConfigMap and the example Secret set is a setting KQueen reads (the
 /// example configuration names them all), and the Deployment reads both.
 #[test]
@@ -170,7 +238,7 @@ fn configuration_is_only_settings_kqueen_reads() {
         .map(|k| format!("KQUEEN_{}", k.to_ascii_uppercase()))
         .collect();
     assert!(known.len() > 20, "{known:?}");
-    let all = objects("kqueen.yaml");
+    let all = objects("base/kqueen.yaml");
     let secret = objects("secret.example.yaml");
     let set = find(&all, "ConfigMap")["data"]
         .as_object()
@@ -196,11 +264,14 @@ fn configuration_is_only_settings_kqueen_reads() {
     );
 }
 
-/// A real API server takes every object (server-side apply, dry run) in a namespace of the
-/// test's; v1.20 serves PodDisruptionBudget as policy/v1beta1 only, as the file says.
+/// A real API server v1.20 takes every object of the `kubernetes-1.20` overlay and the
+/// example Secret (server-side apply, dry run) in a namespace of the test's.
 #[tokio::test]
 async fn a_real_api_server_accepts_every_object() {
     let Some(server) = RealApiServer::start().await else {
+        return;
+    };
+    let Some(mut all) = overlay("kubernetes-1.20") else {
         return;
     };
     let client = support::kube_client::client_of(
@@ -220,7 +291,6 @@ async fn a_real_api_server_accepts_every_object() {
         .create(&kube::api::PostParams::default(), &ns)
         .await
         .unwrap();
-    let mut all = objects("kqueen.yaml");
     all.extend(objects("secret.example.yaml"));
     let mut tried = 0;
     for o in all {
@@ -229,16 +299,10 @@ async fn a_real_api_server_accepts_every_object() {
             None => (String::new(), o.api_version.clone()),
         };
         let gvk = kube::api::GroupVersionKind::gvk(&group, &version, &o.kind);
-        let (resource, mut object) = match discovery.resolve_gvk(&gvk) {
-            Some((r, _)) => (r, o.object.clone()),
-            None if o.kind == "PodDisruptionBudget" => {
-                let older = kube::api::GroupVersionKind::gvk(&group, "v1beta1", &o.kind);
-                let mut object = o.object.clone();
-                object["apiVersion"] = Value::String(format!("{group}/v1beta1"));
-                (discovery.resolve_gvk(&older).unwrap().0, object)
-            }
-            None => panic!("{} {} is not served", o.api_version, o.kind),
+        let Some((resource, _)) = discovery.resolve_gvk(&gvk) else {
+            panic!("{} {} is not served", o.api_version, o.kind)
         };
+        let mut object = o.object.clone();
         object["metadata"]["namespace"] = Value::String("kqueen".into());
         let api: kube::Api<kube::api::DynamicObject> =
             kube::Api::namespaced_with(client.clone(), "kqueen", &resource);

@@ -1,6 +1,7 @@
 //! KQueen as an operator runs it: its image (the offline build of the Dockerfile's layout,
 //! the test kit's `kqueen_image`, with this build's binary) as the three replicas of
-//! `deploy/kubernetes/kqueen.yaml` on a real kubelet (the node lab, joined with `kubeadm
+//! `deploy/kubernetes` (an overlay of the `kubernetes-1.20` one, rendered by the real
+//! Kustomize) on a real kubelet (the node lab, joined with `kubeadm
 //! join` to an admin cluster KQueen made), all on one PostgreSQL. 100 clusters are requested
 //! at once through the replicas' API; one replica is killed mid-way as `kubectl delete pod
 //! --grace-period 0 --force` would; every cluster still ends Ready, each provisioned by
@@ -107,50 +108,74 @@ fn kqueen_on_host(db_url: &str, args: &[&str], stdin: Option<&str>) {
     );
 }
 
-/// Applies `deploy/kubernetes/kqueen.yaml` as this test runs it: the lab's image (never
-/// pulled), the portal's address for this test, short operation leases so that a killed
-/// replica's operations move on quickly, and `policy/v1beta1` for the disruption budget on
-/// v1.20. Everything else as shipped.
-async fn apply_manifests(admin: &kube::Client) {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../deploy/kubernetes/kqueen.yaml"
+/// The overlay an operator of this lab writes over the repository's `kubernetes-1.20` one
+/// (Kustomize takes only relative paths): the lab's image (never pulled), the portal's
+/// address for this test, short operation leases so that a killed replica's operations move
+/// on quickly, inventory turns every 10 s.
+fn lab_overlay(dir: &Path) -> String {
+    let repo = std::fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).unwrap();
+    let up = "../".repeat(dir.components().count() - 1);
+    let base = format!(
+        "{up}{}/deploy/kubernetes/overlays/kubernetes-1.20",
+        repo.display().to_string().trim_start_matches('/')
     );
-    let text = std::fs::read_to_string(path).unwrap();
+    let (name, tag) = IMAGE.rsplit_once(':').unwrap();
+    format!(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n\
+         namespace: {NAMESPACE}\nresources:\n  - {base}\n\
+         images:\n  - {{name: kqueen, newName: {name}, newTag: {tag}}}\n\
+         patches:\n\
+         \x20 - target: {{kind: ConfigMap, name: kqueen}}\n\
+         \x20   patch: |\n\
+         \x20     - {{op: replace, path: /data/KQUEEN_PUBLIC_URL, value: \"{PUBLIC_URL}\"}}\n\
+         \x20     - {{op: replace, path: /data/KQUEEN_LEASE_SECONDS, value: \"5\"}}\n\
+         \x20     - {{op: replace, path: /data/KQUEEN_LOG_FORMAT, value: text}}\n\
+         \x20     - {{op: add, path: /data/KQUEEN_INVENTORY_INTERVAL_SECONDS, value: \"10\"}}\n\
+         \x20 - target: {{kind: Deployment, name: kqueen}}\n\
+         \x20   patch: |\n\
+         \x20     - {{op: replace, path: /spec/template/spec/containers/0/imagePullPolicy, \
+         value: Never}}\n"
+    )
+}
+
+/// Renders the lab's overlay with the real Kustomize (`kubectl kustomize`) and applies
+/// every object server-side, as `kubectl apply -k` does.
+async fn apply_manifests(admin: &kube::Client) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("kustomization.yaml"),
+        lab_overlay(dir.path()),
+    )
+    .unwrap();
+    let out = std::process::Command::new("kubectl")
+        .args(["kustomize", &dir.path().display().to_string()])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "kubectl kustomize: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
     let objects = parse_manifests(&text, &ManifestLimits::default()).unwrap();
     let discovery = kube::discovery::Discovery::new(admin.clone())
         .run()
         .await
         .unwrap();
     for o in objects {
-        let mut object = o.object.clone();
-        match o.kind.as_str() {
-            "ConfigMap" => {
-                object["data"]["KQUEEN_PUBLIC_URL"] = json!(PUBLIC_URL);
-                object["data"]["KQUEEN_LEASE_SECONDS"] = json!("5");
-                object["data"]["KQUEEN_LOG_FORMAT"] = json!("text");
-                object["data"]["KQUEEN_INVENTORY_INTERVAL_SECONDS"] = json!("10");
-            }
-            "Deployment" => {
-                let container = &mut object["spec"]["template"]["spec"]["containers"][0];
-                container["image"] = json!(IMAGE);
-                container["imagePullPolicy"] = json!("Never");
-            }
-            "PodDisruptionBudget" => object["apiVersion"] = json!("policy/v1beta1"),
-            _ => {}
-        }
-        let api_version = object["apiVersion"].as_str().unwrap().to_owned();
-        let (group, version) = api_version.split_once('/').unwrap_or(("", &api_version));
+        let (group, version) = o
+            .api_version
+            .split_once('/')
+            .unwrap_or(("", &o.api_version));
         let gvk = kube::api::GroupVersionKind::gvk(group, version, &o.kind);
         let (resource, _) = discovery
             .resolve_gvk(&gvk)
-            .unwrap_or_else(|| panic!("{api_version} {} is not served", o.kind));
-        object["metadata"]["namespace"] = json!(NAMESPACE);
+            .unwrap_or_else(|| panic!("{} {} is not served", o.api_version, o.kind));
         let api: Api<DynamicObject> = Api::namespaced_with(admin.clone(), NAMESPACE, &resource);
         api.patch(
             &o.name,
             &PatchParams::apply("kqueen-test"),
-            &Patch::Apply(&object),
+            &Patch::Apply(&o.object),
         )
         .await
         .unwrap_or_else(|e| panic!("{} {}: {e}", o.kind, o.name));
@@ -281,6 +306,14 @@ async fn three_replicas_on_a_real_node_provision_every_cluster_once_though_one_i
     let Some(binaries) = Binaries::or_skip() else {
         return;
     };
+    if std::process::Command::new("kubectl")
+        .args(["version", "--client"])
+        .output()
+        .is_err()
+    {
+        println!("skipped: kubectl (its Kustomize renders the manifests) is not installed");
+        return;
+    }
     let Some(db) = TestDatabase::postgres().await else {
         return;
     };
