@@ -58,16 +58,12 @@ impl ClusterAdmin {
         cluster: &Cluster,
     ) -> Result<(kube::Client, crate::kubernetes::ParsedKubeconfig)> {
         let admin = self.stored_kubeconfig(cluster).await?;
-        let text = std::str::from_utf8(admin.expose())
-            .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
         // Checked again at every use: the provider may no longer allow credential plugins.
         let allow_exec = self
             .provisioner_of(cluster)
             .await?
             .is_some_and(|(p, config)| p.allows_exec(&config));
-        let parsed = crate::kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
-            Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
-        })?;
+        let parsed = parse_stored(&admin, allow_exec)?;
         let client = crate::kubernetes::client(&parsed, self.deps.settings.request_check_timeout)
             .await
             .map_err(|e| Error::Conflict(format!("cannot reach the cluster: {e}")))?;
@@ -89,6 +85,17 @@ impl ClusterAdmin {
             .await?
             .ok_or_else(|| Error::Conflict("no kubeconfig is stored for this cluster".into()))
     }
+}
+
+/// A stored admin kubeconfig, parsed (credential plugins accepted when `allow_exec`).
+pub(crate) fn parse_stored(
+    admin: &Secret,
+    allow_exec: bool,
+) -> Result<crate::kubernetes::ParsedKubeconfig> {
+    let text = std::str::from_utf8(admin.expose())
+        .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
+    crate::kubernetes::parse_kubeconfig(text, None, allow_exec)
+        .map_err(|e| Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message)))
 }
 
 /// What a failure of the cluster's access API means to the caller.

@@ -79,27 +79,10 @@ impl Access {
     }
 
     async fn admin_credential(&self, actor: &Actor, id: &str) -> Result<ClusterCredential> {
-        let cluster = self
-            .clusters
-            .visible_cluster(actor, id, action::KUBECONFIG_ADMIN)
-            .await?;
-        self.guard
-            .authorize(
-                actor,
-                Permission::AdminKubeconfig,
-                action::KUBECONFIG_ADMIN,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-            )
-            .await?;
-        let yaml = self.admin.stored_kubeconfig(&cluster).await?;
-        let text = std::str::from_utf8(yaml.expose())
-            .map_err(|_| Error::Corrupt("stored kubeconfig is not UTF-8".into()))?;
+        let (cluster, yaml) = self.authorized_admin_kubeconfig(actor, id).await?;
         // Credential plugins are parsed (they may be allowed on the server) only to be refused
         // below: the plugin's command would run on the operator's machine instead.
-        let parsed = crate::kubernetes::parse_kubeconfig(text, None, true).map_err(|e| {
-            Error::Conflict(format!("the stored kubeconfig is unusable: {}", e.message))
-        })?;
+        let parsed = crate::service::cluster_admin::parse_stored(&yaml, true)?;
         let secret = parsed.static_credential().ok_or_else(|| {
             Error::Conflict(format!(
                 "the cluster's admin kubeconfig authenticates with {}, which only works where \

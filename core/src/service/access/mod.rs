@@ -90,6 +90,24 @@ impl Access {
 impl Access {
     /// The admin kubeconfig of a cluster (operators). Audited.
     pub async fn admin_kubeconfig(&self, actor: &Actor, id: &str) -> Result<KubeconfigDownload> {
+        let (cluster, yaml) = self.authorized_admin_kubeconfig(actor, id).await?;
+        let audit = AuditEvent::success(actor, action::KUBECONFIG_ADMIN, cluster.name.as_str())
+            .in_tenant(cluster.tenant_id);
+        self.deps.store.record_audit(&audit).await?;
+        Ok(KubeconfigDownload {
+            file_name: format!("{}-{}-admin.kubeconfig", cluster.tenant_slug, cluster.name),
+            yaml,
+            expires_at: None,
+        })
+    }
+
+    /// Cluster `id` and its stored admin kubeconfig, once `actor` may see the one and have
+    /// the other (refusals audited as `kubeconfig.admin`); the caller audits what it hands out.
+    async fn authorized_admin_kubeconfig(
+        &self,
+        actor: &Actor,
+        id: &str,
+    ) -> Result<(crate::cluster::Cluster, crate::vault::Secret)> {
         let cluster = self
             .clusters
             .visible_cluster(actor, id, action::KUBECONFIG_ADMIN)
@@ -104,14 +122,7 @@ impl Access {
             )
             .await?;
         let yaml = self.admin.stored_kubeconfig(&cluster).await?;
-        let audit = AuditEvent::success(actor, action::KUBECONFIG_ADMIN, cluster.name.as_str())
-            .in_tenant(cluster.tenant_id);
-        self.deps.store.record_audit(&audit).await?;
-        Ok(KubeconfigDownload {
-            file_name: format!("{}-{}-admin.kubeconfig", cluster.tenant_slug, cluster.name),
-            yaml,
-            expires_at: None,
-        })
+        Ok((cluster, yaml))
     }
 
     /// The caller's kubeconfig: operators get the stored admin kubeconfig; tenant members a
