@@ -103,6 +103,23 @@ impl Laptop {
         self.run(kubectl, &all, None).await
     }
 
+    /// kubectl `args`, again while the API server answers Forbidden (at most 30 s): its RBAC
+    /// cache may lag bindings just made, longer on a loaded machine (a 403 does not make
+    /// kubectl ask the credential plugin again).
+    pub(crate) async fn kubectl_once_allowed(&self, kubectl: &Path, args: &[&str]) -> Ran {
+        let started = std::time::Instant::now();
+        loop {
+            let ran = self.kubectl(kubectl, args).await;
+            if ran.code == 0
+                || !ran.stderr.contains("Forbidden")
+                || started.elapsed() > Duration::from_secs(30)
+            {
+                return ran;
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
     /// `kqueen login` with a fresh API token of `who`.
     pub(crate) async fn login(&self, app: &TestApp, who: &reqwest::Client) {
         let (status, created) = call(
@@ -271,20 +288,9 @@ async fn the_cli_requests_a_cluster_and_kubectl_logs_in_through_get_token() {
     );
     assert_eq!(credential_issues(&app, "amy").await, 1);
     for _ in 0..2 {
-        // The API server's RBAC cache may lag the bindings just made by a moment (a 403
-        // does not make kubectl ask the plugin again).
-        let mut ran = laptop
-            .kubectl(&kubectl, &["get", "configmaps", "-n", "default"])
+        let ran = laptop
+            .kubectl_once_allowed(&kubectl, &["get", "configmaps", "-n", "default"])
             .await;
-        for _ in 0..20 {
-            if ran.code == 0 || !ran.stderr.contains("Forbidden") {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(250)).await;
-            ran = laptop
-                .kubectl(&kubectl, &["get", "configmaps", "-n", "default"])
-                .await;
-        }
         assert_eq!(ran.code, 0, "{ran:?}");
     }
     // Both runs used the cached credential: no new token was asked for.

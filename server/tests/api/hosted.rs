@@ -209,15 +209,7 @@ async fn members_get_hosted_clusters_and_their_join_command() {
             laptop.login(&app, who).await;
             let ran = laptop.kqueen(&["kubeconfig", &id, "--exec"]).await;
             assert_eq!(ran.code, 0, "{ran:?}");
-            // The API server's RBAC cache may lag the bindings just made by a moment.
-            let mut ran = laptop.kubectl(&kubectl, &check).await;
-            for _ in 0..20 {
-                if ran.code == 0 || !ran.stderr.contains("Forbidden") {
-                    break;
-                }
-                tokio::time::sleep(std::time::Duration::from_millis(250)).await;
-                ran = laptop.kubectl(&kubectl, &check).await;
-            }
+            let ran = laptop.kubectl_once_allowed(&kubectl, &check).await;
             assert_eq!(ran.code, 0, "{ran:?}");
         }
     }
