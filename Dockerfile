@@ -26,13 +26,15 @@ RUN apt-get update -qq \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --gid 10001 kqueen \
  && useradd --uid 10001 --gid 10001 --home-dir /var/lib/kqueen --no-create-home \
-      --shell /sbin/nologin kqueen
+      --shell /sbin/nologin kqueen \
+ && install -d -o 10001 -g 10001 -m 0700 /var/lib/kqueen
 COPY --from=build /out/kqueen /usr/local/bin/kqueen
 COPY --from=build /out/site /usr/share/kqueen/site
 ENV KQUEEN_SITE_ROOT=/usr/share/kqueen/site \
     KQUEEN_DATA_DIR=/var/lib/kqueen \
     KQUEEN_LISTEN=0.0.0.0:3000
 USER 10001:10001
+VOLUME /var/lib/kqueen
 EXPOSE 3000
 ENTRYPOINT ["/usr/local/bin/kqueen"]
 CMD ["serve"]

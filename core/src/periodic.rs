@@ -1,11 +1,13 @@
 //! Periodic work on one replica at a time. Every replica runs the same timers (inventory
-//! syncs, the time-to-live and access sweeps, session purges, planner statistics); at each
-//! turn a replica asks for the job's lease in the database and runs the job only when it
-//! holds it. The holder renews the lease at every turn, so the job stays where it is; when
-//! the holder stops (gracefully: it gives its leases up; killed: its leases run out) another
-//! replica takes the job at its next turn.
+//! syncs, the time-to-live sweep, session purges, planner statistics); at each turn a replica
+//! asks for the job's lease in the database and runs the job only when it holds it. The
+//! holder renews the lease at every turn and every half period while the job runs (a job
+//! that loses its lease stops), so the job stays where it is and never runs twice at once;
+//! when the holder stops (gracefully: it gives its leases up; killed: its leases run out,
+//! 2.5 periods at most) another replica takes the job at its next turn.
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -43,8 +45,9 @@ impl Job {
     }
 
     /// How long a lease taken at a turn lasts, for a job that runs `every`: two periods
-    /// and a half, so that the holder's next turn (even a late one) renews it, and a
-    /// replica that stopped hands the job over within three periods.
+    /// and a half, so that the holder's next turn (even a late one) renews it; a replica
+    /// killed right after renewing hands the job over within three and a half periods (its
+    /// lease, then the others' next turn).
     pub fn hold(every: Duration) -> Duration {
         every.saturating_mul(5) / 2
     }
@@ -87,8 +90,9 @@ impl JobLeases {
         {
             Ok(holds) => holds,
             Err(e) => {
+                // Whether the lease is still ours is unknown: not this turn.
                 tracing::warn!(job = job.name(), error = %e, "cannot take a periodic job's lease");
-                false
+                return false;
             }
         };
         let before = {
@@ -109,25 +113,94 @@ impl JobLeases {
         holds
     }
 
-    /// Gives up every lease this replica holds (it is stopping): the others take the jobs at
-    /// their next turn.
-    pub async fn release_all(&self) {
-        let held: Vec<Job> = {
-            let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
-            std::mem::take(&mut *held).into_iter().collect()
-        };
-        for job in held {
-            if let Err(e) = self.store.drop_job_lease(job.name(), &self.owner).await {
-                tracing::warn!(job = job.name(), error = %e, "cannot give a periodic job's lease up");
+    /// Runs `work` if this replica's turn at `job` comes (see [`Self::turn`]), renewing the
+    /// lease every half period while it runs: a job longer than its lease still runs on one
+    /// replica only. When a renewal fails (another replica took the job, or the database
+    /// does not answer) `work` is dropped, which stops it. `None`: not run or stopped.
+    pub async fn run<T>(
+        &self,
+        job: Job,
+        every: Duration,
+        work: impl Future<Output = T>,
+    ) -> Option<T> {
+        if !self.turn(job, every).await {
+            return None;
+        }
+        let mut renew = tokio::time::interval((every / 2).max(Duration::from_millis(100)));
+        renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        renew.tick().await;
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                out = &mut work => return Some(out),
+                _ = renew.tick() => {
+                    if !self.turn(job, every).await {
+                        tracing::warn!(job = job.name(), "the job's lease was lost: stopping it");
+                        return None;
+                    }
+                }
             }
+        }
+    }
+
+    /// Gives up every lease this replica holds (it is stopping; its jobs must have ended):
+    /// the others take the jobs at their next turn.
+    pub async fn release_all(&self) {
+        self.held.lock().unwrap_or_else(|e| e.into_inner()).clear();
+        if let Err(e) = self.store.drop_job_leases(&self.owner).await {
+            tracing::warn!(error = %e, "cannot give the periodic jobs' leases up");
         }
     }
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
-    use super::Job;
+    use super::{Job, JobLeases};
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::Arc;
     use std::time::Duration;
+
+    /// A long job keeps its lease while it runs (renewed every half period), so another
+    /// replica's turns find it taken; once it has ended and been given up, the other runs it.
+    #[tokio::test]
+    async fn a_job_longer_than_its_lease_still_runs_on_one_replica() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("kq.db").display());
+        let store: Arc<dyn crate::store::Store> =
+            Arc::new(crate::store::connect(&url).await.unwrap());
+        let (a, b) = (
+            JobLeases::new(store.clone(), "a"),
+            JobLeases::new(store.clone(), "b"),
+        );
+        let every = Duration::from_millis(400);
+        let runs = Arc::new(AtomicUsize::new(0));
+        let long = {
+            let (a, runs) = (a.clone(), runs.clone());
+            tokio::spawn(async move {
+                a.run(Job::InventorySync, every, async {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    // Five periods: twice the lease.
+                    tokio::time::sleep(every * 5).await;
+                })
+                .await
+            })
+        };
+        tokio::task::yield_now().await;
+        for _ in 0..8 {
+            tokio::time::sleep(every / 2).await;
+            let ran = b
+                .run(Job::InventorySync, every, async {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                })
+                .await;
+            assert!(ran.is_none());
+        }
+        assert_eq!(long.await.unwrap(), Some(()));
+        assert_eq!(runs.load(Ordering::SeqCst), 1);
+        a.release_all().await;
+        assert!(b.run(Job::InventorySync, every, async {}).await.is_some());
+    }
 
     #[test]
     fn a_lease_outlasts_the_next_turn_and_names_are_distinct() {

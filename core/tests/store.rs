@@ -632,11 +632,25 @@ async fn job_leases_go_to_one_replica_at_a_time(s: &dyn Store) {
         .take_job_lease("sweeps", "a", at(17), at(27))
         .await
         .unwrap());
-    // Given up by someone who does not hold it: nothing changes; by its holder: free.
-    s.drop_job_lease(job, "a").await.unwrap();
+    // Given up by someone who holds another: nothing changes for this one; by its holder
+    // (all it holds): free.
+    assert!(s
+        .take_job_lease("statistics", "c", at(17), at(27))
+        .await
+        .unwrap());
+    s.drop_job_leases("a").await.unwrap();
     assert!(!s.take_job_lease(job, "a", at(18), at(28)).await.unwrap());
-    s.drop_job_lease(job, "b").await.unwrap();
+    assert!(s
+        .take_job_lease("sweeps", "c", at(18), at(28))
+        .await
+        .unwrap());
+    s.drop_job_leases("b").await.unwrap();
     assert!(s.take_job_lease(job, "a", at(18), at(28)).await.unwrap());
+    assert!(!s
+        .take_job_lease("statistics", "a", at(18), at(28))
+        .await
+        .unwrap());
+    s.drop_job_leases("c").await.unwrap();
     // Eight replicas at once for a new job: one wins.
     let asks = (0..8).map(|n| {
         let owner = format!("r{n}");

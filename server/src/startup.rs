@@ -203,10 +203,15 @@ pub async fn run(
     if let Some(engine) = engine {
         let _ = engine.await;
     }
+    // Stopped and ended before their leases are given up (a turn in flight must not take
+    // one back afterwards).
     purge.abort();
     statistics.abort();
+    let _ = purge.await;
+    let _ = statistics.await;
     if let Some(inventory) = inventory {
         inventory.abort();
+        let _ = inventory.await;
     }
     leases.release_all().await;
     kqueen.shutdown().await;
@@ -232,12 +237,11 @@ async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration, leases: JobL
     timer.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         timer.tick().await;
-        if !leases.turn(Job::InventorySync, every).await {
-            continue;
-        }
         let started = std::time::Instant::now();
-        match kqueen.fleet().sync_inventory().await {
-            Ok(results) => {
+        let sync = leases.run(Job::InventorySync, every, kqueen.fleet().sync_inventory());
+        match sync.await {
+            None => {}
+            Some(Ok(results)) => {
                 let failed = results.iter().filter(|r| r.error.is_some()).count();
                 tracing::info!(
                     clusters = results.len(),
@@ -246,7 +250,7 @@ async fn sync_inventory(kqueen: Kqueen, every: std::time::Duration, leases: JobL
                     "inventory synced"
                 );
             }
-            Err(e) => tracing::warn!(error = %e, "inventory sync failed"),
+            Some(Err(e)) => tracing::warn!(error = %e, "inventory sync failed"),
         }
     }
 }
@@ -257,10 +261,8 @@ async fn purge_sessions(store: Arc<dyn Store>, leases: JobLeases) {
     let mut every = tokio::time::interval(period);
     loop {
         every.tick().await;
-        if !leases.turn(Job::SessionPurge, period).await {
-            continue;
-        }
-        if let Err(e) = store.sessions_purge_expired(chrono::Utc::now()).await {
+        let purge = store.sessions_purge_expired(chrono::Utc::now());
+        if let Some(Err(e)) = leases.run(Job::SessionPurge, period, purge).await {
             tracing::warn!(error = %e, "cannot purge expired sessions");
         }
     }
@@ -274,15 +276,15 @@ async fn refresh_statistics(store: Arc<dyn Store>, leases: JobLeases) {
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         every.tick().await;
-        if !leases.turn(Job::Statistics, period).await {
-            continue;
-        }
-        match store.refresh_statistics().await {
-            Ok(tables) if !tables.is_empty() => {
+        match leases
+            .run(Job::Statistics, period, store.refresh_statistics())
+            .await
+        {
+            Some(Ok(tables)) if !tables.is_empty() => {
                 tracing::info!(tables = %tables.join(","), "planner statistics refreshed");
             }
-            Ok(_) => {}
-            Err(e) => tracing::warn!(error = %e, "cannot refresh planner statistics"),
+            Some(Err(e)) => tracing::warn!(error = %e, "cannot refresh planner statistics"),
+            _ => {}
         }
     }
 }

@@ -87,8 +87,9 @@ impl Engine {
             if last_sweep.is_none_or(|t| t.elapsed() >= self.config.ttl_sweep_interval) {
                 last_sweep = Some(tokio::time::Instant::now());
                 let every = self.config.ttl_sweep_interval;
-                if leases.turn(crate::periodic::Job::Sweeps, every).await {
-                    if let Err(e) = self.sweep_expired().await {
+                let sweep = leases.run(crate::periodic::Job::Sweeps, every, self.sweep_expired());
+                if let Some(swept) = sweep.await {
+                    if let Err(e) = swept {
                         tracing::warn!(error = %e, "time-to-live sweep failed");
                     }
                     // In the background: clusters that do not answer must not hold up

@@ -639,8 +639,8 @@ pub trait Store:
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool>;
-    /// Gives `job`'s lease up if `owner` holds it.
-    async fn drop_job_lease(&self, job: &str, owner: &str) -> Result<()>;
+    /// Gives up every job lease `owner` holds.
+    async fn drop_job_leases(&self, owner: &str) -> Result<()>;
     /// Waits for open connections to finish and closes them (graceful shutdown).
     async fn close(&self);
 }

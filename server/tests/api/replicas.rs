@@ -1,13 +1,14 @@
 //! KQueen as an operator runs it: its image (the offline build of the Dockerfile's layout,
 //! the test kit's `kqueen_image`, with this build's binary) as the three replicas of
 //! `deploy/kubernetes` (an overlay of the `kubernetes-1.20` one, rendered by the real
-//! Kustomize) on a real kubelet (the node lab, joined with `kubeadm
-//! join` to an admin cluster KQueen made), all on one PostgreSQL. 100 clusters are requested
-//! at once through the replicas' API; one replica is killed mid-way as `kubectl delete pod
-//! --grace-period 0 --force` would; every cluster still ends Ready, each provisioned by
-//! exactly one Jenkins build, no operation is left pending or running (those the killed
-//! replica held were finished by another), the inventory sync ran on one living replica
-//! only, and the Deployment is back to three ready replicas.
+//! Kustomize) on a real kubelet (the node lab, joined with `kubeadm join` to an admin
+//! cluster KQueen made), all on one PostgreSQL. 100 clusters are requested at once through
+//! the replicas' API; mid-way the replica holding the most operations is killed (SIGKILL, no
+//! graceful stop) and its pod deleted as `kubectl delete pod --grace-period 0 --force` does;
+//! every cluster still ends Ready, each provisioned by exactly one Jenkins build, no
+//! operation is left pending or running (those the killed replica held were finished by
+//! another), the inventory sync runs on one living replica only, and the Deployment is back
+//! to three ready replicas.
 //!
 //! Traffic stays on this machine: the pods reach PostgreSQL (127.0.0.1:5432) and the fake
 //! Jenkins through relays on the lab's bridge; the test reaches the pods at their addresses
@@ -78,14 +79,12 @@ where
 /// operator's first steps do (`user create`, `tenant create`).
 fn kqueen_on_host(db_url: &str, args: &[&str], stdin: Option<&str>) {
     use std::io::Write;
+    let data = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kqueen"))
         .args(args)
         .env("KQUEEN_DATABASE_URL", db_url)
         .env("KQUEEN_VAULT_KEYS", VAULT_KEYS)
-        .env(
-            "KQUEEN_DATA_DIR",
-            std::env::temp_dir().join("kqueen-replicas-host"),
-        )
+        .env("KQUEEN_DATA_DIR", data.path())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -493,12 +492,22 @@ async fn three_replicas_on_a_real_node_provision_every_cluster_once_though_one_i
             .await;
             println!("{victim} holds {} running operations", held.len());
             in_flight = held;
+            // Killed outright (no graceful stop: nothing is given up, its leases must run
+            // out), then deleted as `kubectl delete pod --grace-period 0 --force` does.
+            let pod = pods.get(&victim).await.unwrap();
+            let container = pod.status.unwrap().container_statuses.unwrap()[0]
+                .container_id
+                .clone()
+                .unwrap();
+            let task = container.trim_start_matches("containerd://");
+            lab.ctr(&["tasks", "kill", "--signal", "SIGKILL", task])
+                .unwrap();
             let force = DeleteParams {
                 grace_period_seconds: Some(0),
                 ..DeleteParams::default()
             };
             pods.delete(&victim, &force).await.unwrap();
-            println!("killed {victim} after 30 answers");
+            println!("killed {victim} (SIGKILL) after 30 answers");
             killed = Some(victim);
         }
     }
@@ -583,35 +592,44 @@ async fn three_replicas_on_a_real_node_provision_every_cluster_once_though_one_i
         pods.get_opt(&killed).await.unwrap().is_none(),
         "{killed} is gone"
     );
-    // Periodic work on one replica at a time: the inventory sync's lease names one of the
-    // living pods, and of the living pods only that one ever ran the sync (its log says when
-    // it took the job).
-    let (holder,): (String,) =
-        sqlx::query_as("SELECT owner FROM job_leases WHERE job = 'inventory-sync'")
-            .fetch_one(&pool)
-            .await
-            .unwrap();
-    let mut ran = Vec::new();
-    for pod in pods
-        .list(&ListParams::default().labels("app.kubernetes.io/name=kqueen"))
-        .await
-        .unwrap()
-        .items
-    {
-        let name = pod.metadata.name.unwrap();
-        let log = pods.logs(&name, &Default::default()).await.unwrap();
-        if log
-            .lines()
-            .any(|l| l.contains("this replica runs the job") && l.contains("inventory-sync"))
-        {
-            ran.push(name);
-        }
-    }
-    assert_eq!(ran.len(), 1, "{ran:?}");
-    assert!(
-        holder.starts_with(&format!("{}-", ran[0])),
-        "{holder} {ran:?}"
-    );
+    // Periodic work on one replica at a time: the inventory sync's lease comes to name a
+    // living pod (the killed one's runs out), and of the living pods only that one ever took
+    // the job (its log says when).
+    let ran = within(
+        Duration::from_secs(90),
+        "inventory sync on one living pod",
+        || async {
+            let (holder,): (String,) =
+                sqlx::query_as("SELECT owner FROM job_leases WHERE job = 'inventory-sync'")
+                    .fetch_one(&pool)
+                    .await
+                    .map_err(|e| e.to_string())?;
+            let mut ran = Vec::new();
+            let living = pods
+                .list(&ListParams::default().labels("app.kubernetes.io/name=kqueen"))
+                .await
+                .map_err(|e| e.to_string())?
+                .items;
+            for pod in living {
+                let name = pod.metadata.name.unwrap_or_default();
+                let log = pods
+                    .logs(&name, &Default::default())
+                    .await
+                    .map_err(|e| e.to_string())?;
+                if log.lines().any(|l| {
+                    l.contains("this replica runs the job") && l.contains("inventory-sync")
+                }) {
+                    ran.push(name);
+                }
+            }
+            match ran.as_slice() {
+                [one] if holder.starts_with(&format!("{one}-")) => Ok(ran),
+                _ => Err(format!("held by {holder}; taken by {ran:?}")),
+            }
+        },
+    )
+    .await;
+    assert_ne!(ran[0], killed, "the killed pod cannot run anything");
     pool.close().await;
     let deployment = Api::<Deployment>::namespaced(admin.clone(), NAMESPACE)
         .get("kqueen")
@@ -623,7 +641,8 @@ async fn three_replicas_on_a_real_node_provision_every_cluster_once_though_one_i
         "{after:?}"
     );
 
-    // The Namespace goes first (its pods stop before the lab does), then the admin cluster.
+    // The Namespace is deleted (the lab, dropped last, stops whatever still runs), then the
+    // admin cluster's engine stops.
     Api::<Namespace>::all(admin.clone())
         .delete(NAMESPACE, &DeleteParams::default())
         .await

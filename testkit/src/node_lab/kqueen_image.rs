@@ -46,9 +46,13 @@ pub fn spec(reference: &str, binary: &Path, site: Option<&Path>) -> std::io::Res
             format!("root:x:0:\nkqueen:x:{UID}:\n").into_bytes(),
             0o644,
         );
-    if Path::new(CA_BUNDLE).is_file() {
-        spec = spec.data(CA_BUNDLE, std::fs::read(CA_BUNDLE)?, 0o644);
-    }
+    // Providers answer over HTTPS: an image without the bundle would fail them all.
+    let bundle = std::fs::read(CA_BUNDLE).map_err(|e| {
+        std::io::Error::other(format!(
+            "{CA_BUNDLE}: {e} (install Debian's ca-certificates)"
+        ))
+    })?;
+    spec = spec.data(CA_BUNDLE, bundle, 0o644);
     for library in shared_libraries(binary)? {
         let host = std::fs::canonicalize(&library)?;
         spec = spec.file(&host.display().to_string(), &library.display().to_string());
@@ -67,7 +71,9 @@ pub fn spec(reference: &str, binary: &Path, site: Option<&Path>) -> std::io::Res
 pub fn shared_libraries(binary: &Path) -> std::io::Result<Vec<PathBuf>> {
     let out = Command::new("ldd").arg(binary).output()?;
     let text = String::from_utf8_lossy(&out.stdout);
-    if text.contains("not a dynamic executable") || text.contains("statically linked") {
+    // glibc's ldd says so on stderr (exit 1) for a static binary, musl's on stdout.
+    let said = format!("{text}{}", String::from_utf8_lossy(&out.stderr));
+    if said.contains("not a dynamic executable") || said.contains("statically linked") {
         return Ok(Vec::new());
     }
     if !out.status.success() {
@@ -150,5 +156,19 @@ mod tests {
             ]
         );
         assert!(parse_ldd("\tlibfoo.so.1 => not found\n").is_err());
+    }
+
+    #[test]
+    fn a_static_binary_needs_no_libraries() {
+        // Debian's busybox-static, where installed (the node lab's images are made of it).
+        let busybox = std::path::Path::new("/bin/busybox");
+        let static_build = std::fs::read(busybox)
+            .is_ok_and(|b| !b.windows(b"ld-linux".len()).any(|w| w == b"ld-linux"));
+        if static_build {
+            assert_eq!(
+                super::shared_libraries(busybox).unwrap(),
+                Vec::<std::path::PathBuf>::new()
+            );
+        }
     }
 }

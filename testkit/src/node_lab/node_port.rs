@@ -6,7 +6,7 @@
 
 use k8s_openapi::api::core::v1::{Endpoints, Service};
 use kube::Api;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpListener;
 
 /// Forwards `127.0.0.1:<node port>` until dropped.
 pub struct NodePort {
@@ -32,20 +32,10 @@ impl NodePort {
         let services: Api<Service> = Api::namespaced(client.clone(), namespace);
         let endpoints: Api<Endpoints> = Api::namespaced(client, namespace);
         let name = name.to_owned();
-        let task = tokio::spawn(async move {
-            while let Ok((inbound, _)) = listener.accept().await {
-                let target = endpoint(&services, &endpoints, &name, port).await;
-                tokio::spawn(async move {
-                    if let Some(target) = target {
-                        if let Ok(mut outbound) = TcpStream::connect(target).await {
-                            let mut inbound = inbound;
-                            let _ =
-                                tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
-                        }
-                    }
-                });
-            }
-        });
+        let task = tokio::spawn(super::relay::serve(listener, move || {
+            let (services, endpoints, name) = (services.clone(), endpoints.clone(), name.clone());
+            async move { endpoint(&services, &endpoints, &name, port).await }
+        }));
         Ok(Self { port, task })
     }
 }

@@ -33,12 +33,12 @@ impl SqlStore {
         Ok(row.is_some())
     }
 
-    /// Gives `job`'s lease up if `owner` holds it (a replica stopping), so another takes the
-    /// job at its next turn rather than after the lease runs out.
-    pub(super) async fn release_job(&self, job: &str, owner: &str) -> Result<()> {
-        const SQL: &str = "DELETE FROM job_leases WHERE job = $1 AND owner = $2";
+    /// Gives up every lease `owner` holds (a replica stopping), so that another takes its
+    /// jobs at their next turn rather than after the leases run out.
+    pub(super) async fn release_jobs(&self, owner: &str) -> Result<()> {
+        const SQL: &str = "DELETE FROM job_leases WHERE owner = $1";
         on_pool!(self, p => {
-            sqlx::query(SQL).bind(job).bind(owner).execute(p).await?;
+            sqlx::query(SQL).bind(owner).execute(p).await?;
         });
         Ok(())
     }

@@ -326,8 +326,8 @@ impl Store for SqlStore {
         self.lease_job(job, owner, now, until).await
     }
 
-    async fn drop_job_lease(&self, job: &str, owner: &str) -> Result<()> {
-        self.release_job(job, owner).await
+    async fn drop_job_leases(&self, owner: &str) -> Result<()> {
+        self.release_jobs(owner).await
     }
 
     async fn close(&self) {
