@@ -22,7 +22,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -35,28 +35,9 @@ use kqueen_testkit::hosted::HostedKqueen;
 use kqueen_testkit::node_lab::cluster::{join_until_ready, Binaries};
 use kqueen_testkit::node_lab::{NodeLab, NodePort, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
+use kqueen_testkit::wait::within;
 use kube::api::{Api, PostParams};
 use support::kube_client::client_of;
-
-/// Waits (the engine runs in the background) until `done` gives a value, within `limit`;
-/// prints how long it took, or fails with what `done` said last.
-async fn within<T, F, Fut>(limit: Duration, what: &str, mut done: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let started = Instant::now();
-    loop {
-        match done().await {
-            Ok(v) => {
-                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
-                return v;
-            }
-            Err(e) if started.elapsed() > limit => panic!("{what} not within {limit:?}: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(250)).await,
-        }
-    }
-}
 
 async fn state_of(k: &Kqueen, id: &str) -> Option<ClusterState> {
     let ops = Actor::cli(Some("ops".into()));

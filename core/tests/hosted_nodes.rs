@@ -16,7 +16,7 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
@@ -32,28 +32,10 @@ use kqueen_testkit::hosted::HostedKqueen;
 use kqueen_testkit::node_lab::cluster::{join_until_ready, node_ready, Binaries};
 use kqueen_testkit::node_lab::{NodeLab, BUSYBOX_IMAGE, NODE_NAME};
 use kqueen_testkit::tls_etcd::TlsEtcd;
+use kqueen_testkit::wait::within;
 use kube::api::{Api, PostParams};
 use support::converge::converge;
 use support::kube_client::client_of;
-
-/// Polls `check` every half second until it gives a value, at most `limit`.
-async fn within<T, F, Fut>(limit: Duration, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let started = Instant::now();
-    loop {
-        match check().await {
-            Ok(v) => {
-                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
-                return v;
-            }
-            Err(e) if started.elapsed() > limit => panic!("{what} not within {limit:?}: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
-}
 
 fn kubectl(kubeconfig: &std::path::Path, args: &[&str]) -> Result<String, String> {
     let out = std::process::Command::new("timeout")

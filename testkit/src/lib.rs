@@ -28,6 +28,8 @@ pub mod process;
 /// A real etcd with TLS, client certificates and auth on (hosted control planes).
 pub mod tls_etcd;
 pub mod vault;
+/// Bounded waits for what a test cannot be told about.
+pub mod wait;
 
 use sqlx::{Connection, PgConnection};
 

@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Namespace, Pod, Secret};
@@ -29,6 +29,7 @@ use kqueen_testkit::hosted::HostedKqueen;
 use kqueen_testkit::node_lab::cluster::{join_until_ready, Binaries};
 use kqueen_testkit::node_lab::{kqueen_image, NodeLab, Relay};
 use kqueen_testkit::tls_etcd::TlsEtcd;
+use kqueen_testkit::wait::within;
 use kqueen_testkit::TestDatabase;
 use kube::api::{Api, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use reqwest::{Method, StatusCode};
@@ -54,25 +55,6 @@ async fn client_of(kubeconfig: &str) -> kube::Client {
             .await
             .unwrap();
     kube::Client::try_from(config).unwrap()
-}
-
-/// Waits until `done` gives a value, at most `limit`; prints how long it took.
-async fn within<T, F, Fut>(limit: Duration, what: &str, mut done: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, String>>,
-{
-    let started = Instant::now();
-    loop {
-        match done().await {
-            Ok(v) => {
-                println!("{what}: {:.1} s", started.elapsed().as_secs_f64());
-                return v;
-            }
-            Err(e) if started.elapsed() > limit => panic!("{what} not within {limit:?}: {e}"),
-            Err(_) => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
 }
 
 /// Runs the `kqueen` binary on this machine against the replicas' database, as an
