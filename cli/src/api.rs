@@ -14,7 +14,8 @@ use crate::error::{CliError, Result};
 #[derive(Clone)]
 pub struct Api {
     url: String,
-    token: String,
+    /// None: the open routes only (logging in).
+    token: Option<String>,
     http: reqwest::Client,
 }
 
@@ -29,6 +30,13 @@ impl std::fmt::Debug for Api {
 impl Api {
     /// A client with `url` and `token`.
     pub fn new(url: &str, token: &str) -> Result<Self> {
+        let mut api = Self::anonymous(url)?;
+        api.token = Some(token.to_owned());
+        Ok(api)
+    }
+
+    /// A client of `url` without a token, for the routes that log one in.
+    pub fn anonymous(url: &str) -> Result<Self> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .timeout(Duration::from_secs(120))
@@ -37,7 +45,7 @@ impl Api {
             .map_err(|e| CliError::local("cannot build an HTTP client", e))?;
         Ok(Self {
             url: url.to_owned(),
-            token: token.to_owned(),
+            token: None,
             http,
         })
     }
@@ -76,12 +84,30 @@ impl Api {
             .map_err(|e| CliError::Unreachable(format!("{}: {e}", self.url)))
     }
 
+    /// `POST` whose successful answers differ by status (202 "not yet", 200 "done").
+    pub async fn post_with_status<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> Result<(StatusCode, T)> {
+        self.call_with_status(Method::POST, path, Some(body)).await
+    }
+
     async fn call<T: DeserializeOwned>(
         &self,
         method: Method,
         path: &str,
         body: Option<&impl Serialize>,
     ) -> Result<T> {
+        Ok(self.call_with_status(method, path, body).await?.1)
+    }
+
+    async fn call_with_status<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&impl Serialize>,
+    ) -> Result<(StatusCode, T)> {
         let res = self.send(method, path, body).await?;
         let status = res.status();
         let bytes = res
@@ -90,13 +116,14 @@ impl Api {
             .map_err(|e| CliError::Unreachable(format!("{}: {e}", self.url)))?;
         // 204 and other empty answers read as JSON null (for `()` and `Option`s).
         let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
-        serde_json::from_slice(bytes).map_err(|e| {
+        let answer = serde_json::from_slice(bytes).map_err(|e| {
             CliError::Server(format!(
                 "HTTP {status} with an answer this client cannot read ({e}); is {} a KQueen \
                  portal of the same version?",
                 self.url
             ))
-        })
+        })?;
+        Ok((status, answer))
     }
 
     async fn send(
@@ -111,10 +138,10 @@ impl Api {
                 "{path:?} holds a name that is only dots"
             )));
         }
-        let mut req = self
-            .http
-            .request(method, format!("{}{path}", self.url))
-            .bearer_auth(&self.token);
+        let mut req = self.http.request(method, format!("{}{path}", self.url));
+        if let Some(token) = &self.token {
+            req = req.bearer_auth(token);
+        }
         if let Some(body) = body {
             req = req.json(body);
         }

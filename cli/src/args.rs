@@ -8,9 +8,11 @@ use crate::output::Format;
 
 #[derive(Debug, Subcommand)]
 pub enum ClientCommand {
-    /// Save a portal's URL and a personal API token for the commands below.
+    /// Log in to a portal and save its URL and a personal API token for the commands below.
     ///
-    /// Create the token on the portal's Tokens page; it is read from standard input, or
+    /// On a terminal, with a portal whose identity provider offers a device login, this shows
+    /// a page and a code: sign in there and the portal issues this machine a token. Otherwise
+    /// give a token made on the portal's Tokens page: it is read from standard input, or
     /// prompted for without echo.
     Login(LoginArgs),
     /// Forget the saved token and every cached cluster credential.
@@ -50,8 +52,14 @@ pub struct LoginArgs {
     /// The portal's URL, such as https://kqueen.example.com.
     pub url: String,
     /// Read the token from standard input without prompting (for scripts).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "sso")]
     pub token_stdin: bool,
+    /// Sign in at the identity provider (its device login), even without a terminal.
+    #[arg(long)]
+    pub sso: bool,
+    /// Days the token a device login issues stays valid (1 to 365).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=365))]
+    pub days: u32,
 }
 
 /// A cluster: its UUID, `tenant/name`, or its name when no other visible cluster has it.

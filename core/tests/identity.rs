@@ -313,6 +313,51 @@ async fn api_tokens_are_shown_once_and_stop_working_when_revoked(db: TestDatabas
     );
 }
 
+async fn a_device_login_signs_in_and_issues_a_token(db: TestDatabase) {
+    let db = &db;
+    let k = kqueen(db).await;
+    let dora = sso("dora", &["team-a"]);
+    // Unacceptable token input is refused before anyone is signed in.
+    for (name, days) in [("", 30), ("\u{7}", 30), ("cli", 0), ("cli", 366)] {
+        let refused = k.tokens().sign_in_for_token(&dora, name, days, None).await;
+        assert!(matches!(refused, Err(Error::Invalid(_))), "{name:?} {days}");
+    }
+    assert!(
+        events(&k, "auth.login").await.is_empty(),
+        "nobody signed in"
+    );
+    let (who, issued) = k
+        .tokens()
+        .sign_in_for_token(&dora, " kqueen CLI ", 7, Some("10.2.2.2".into()))
+        .await
+        .unwrap();
+    assert_eq!(who.username, "dora");
+    assert_eq!(
+        who.memberships.len(),
+        1,
+        "groups mapped as at any SSO login"
+    );
+    assert_eq!(issued.token.name, "kqueen CLI");
+    assert_eq!(
+        (issued.token.expires_at - issued.token.created_at).num_days(),
+        7
+    );
+    let bearer = k
+        .tokens()
+        .authenticate_token(&issued.secret)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(bearer.user_id, who.user_id);
+    assert_eq!(
+        events(&k, "auth.login").await,
+        [("dora".into(), "dora".into(), Outcome::Success)]
+    );
+    let created = events(&k, "token.create").await;
+    assert_eq!(created.len(), 1);
+    assert_eq!(created[0].0, "dora", "the token is the user's own");
+}
+
 /// Tenant A's people try everything on tenant B; members try admin and operator actions.
 async fn wrong_tenant_and_wrong_role_are_refused_and_audited(db: TestDatabase) {
     let db = &db;
@@ -525,6 +570,7 @@ on_both_databases!(
     manual_memberships_survive_sso_logins,
     local_accounts_log_in_with_the_right_password_only,
     api_tokens_are_shown_once_and_stop_working_when_revoked,
+    a_device_login_signs_in_and_issues_a_token,
     wrong_tenant_and_wrong_role_are_refused_and_audited,
     audit_filters_by_actor_action_prefix_and_time,
 );

@@ -205,8 +205,9 @@ export async function startProvider(options = {}) {
       redirect_uris: redirectUris,
       post_logout_redirect_uris: postLogoutRedirectUris,
       response_types: ['code'],
-      // refresh_token only matters when offline_access is requested+granted.
-      grant_types: ['authorization_code', 'refresh_token'],
+      // refresh_token only matters when offline_access is requested+granted; the device
+      // code grant (RFC 8628) is what `kqueen login` uses through the portal.
+      grant_types: ['authorization_code', 'refresh_token', 'urn:ietf:params:oauth:grant-type:device_code'],
       token_endpoint_auth_method: 'client_secret_basic',
       id_token_signed_response_alg: 'RS256',
     }],
@@ -236,6 +237,27 @@ export async function startProvider(options = {}) {
     features: {
       devInteractions: { enabled: false }, // we render our own pages below
       userinfo: { enabled: true },
+      // RFC 8628 device authorization grant. Our own pages, so that a plain HTTP client finds
+      // stable ids: the form holds its buttons (POST /device  xsrf, user_code, confirm|abort).
+      deviceFlow: {
+        enabled: env.OIDC_DEVICE_FLOW !== '0',
+        async userCodeInputSource(ctx, form, out, err) {
+          const error = err ? `<p id="error" role="alert">${escapeHtml(err.userCode ? 'The code you entered is incorrect.' : (err.message ?? 'error'))}</p>` : '';
+          ctx.type = 'html';
+          ctx.body = page('Enter the code shown on your device', `${error}\n${form.replace('</form>', '<button id="submit" type="submit">Continue</button></form>')}`);
+        },
+        async userCodeConfirmSource(ctx, form, client, deviceInfo, userCode) {
+          const buttons = '<button id="submit" type="submit">Continue</button>'
+            + '<button id="abort" type="submit" name="abort" value="yes">Abort</button></form>';
+          ctx.type = 'html';
+          ctx.body = page('Confirm the device', html`<p>Client <strong id="client">${client.clientId}</strong> shows the code <code id="user-code">${userCode}</code>.</p>
+${raw(form.replace('</form>', buttons))}`);
+        },
+        async successSource(ctx) {
+          ctx.type = 'html';
+          ctx.body = page('Signed in', '<p id="device-success">You are signed in on your device; you can close this page.</p>');
+        },
+      },
       resourceIndicators: { enabled: false }, // keep access tokens opaque + userinfo-usable
       rpInitiatedLogout: {
         enabled: true,
@@ -288,6 +310,7 @@ export async function startProvider(options = {}) {
       Session: 3600,
       Grant: 3600,
       RefreshToken: 3600,
+      DeviceCode: Number(env.OIDC_DEVICE_CODE_TTL ?? 600),
     },
   };
 
@@ -314,7 +337,8 @@ export async function startProvider(options = {}) {
   };
 
   for (const event of ['server_error', 'authorization.error', 'grant.error', 'userinfo.error',
-    'end_session.error', 'end_session_confirm.error', 'discovery.error', 'jwks.error']) {
+    'end_session.error', 'end_session_confirm.error', 'discovery.error', 'jwks.error',
+    'device_authorization.error', 'code_verification.error']) {
     provider.on(event, (ctx, err) => log(`${event}: ${err?.error ?? err?.name ?? ''} ${err?.error_description ?? err?.message ?? ''}`.trim()));
   }
 

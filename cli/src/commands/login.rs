@@ -1,9 +1,10 @@
-//! `login`, `logout`, `whoami`.
+//! `login` (a personal token, or the device login of [`device_login`]), `logout`, `whoami`.
 
 use std::io::{BufRead, IsTerminal};
 
 use serde_json::Value;
 
+use super::device_login;
 use crate::api::Api;
 use crate::args::LoginArgs;
 use crate::config::{cache_dir, normalize_url, ClientConfig};
@@ -31,15 +32,38 @@ fn read_token(from_stdin: bool) -> Result<String> {
 
 pub async fn login(args: LoginArgs) -> Result<()> {
     let url = normalize_url(&args.url)?;
-    let token = read_token(args.token_stdin)?;
-    let me: Value = Api::new(&url, &token)?.get("/api/v1/whoami").await?;
+    // A device login where asked for, or on a terminal when the portal offers one; a token
+    // otherwise (scripts pipe theirs in).
+    let device = args.sso || (!args.token_stdin && std::io::stdin().is_terminal());
+    let anonymous = Api::anonymous(&url)?;
+    let started = if device {
+        device_login::start(&anonymous).await?
+    } else {
+        None
+    };
+    let (token, name) = match started {
+        Some(started) => {
+            let done = device_login::finish(&anonymous, started, args.days).await?;
+            (done.token, done.username)
+        }
+        None if args.sso => {
+            return Err(CliError::NotFound(format!(
+                "{url} offers no single sign-on from a terminal; use a personal API token"
+            )))
+        }
+        None => {
+            let token = read_token(args.token_stdin)?;
+            let me: Value = Api::new(&url, &token)?.get("/api/v1/whoami").await?;
+            let name = me.get("username").and_then(Value::as_str).unwrap_or("?");
+            (token, name.to_owned())
+        }
+    };
     let mut config = ClientConfig::load()?;
     // A new login starts without the previous one's cached cluster credentials.
     let _ = std::fs::remove_dir_all(cache_dir()?);
     config.url = Some(url.clone());
     config.token = Some(token);
     let path = config.save()?;
-    let name = me.get("username").and_then(Value::as_str).unwrap_or("?");
     print_line(&format!(
         "Logged in to {url} as {name} (saved in {}).",
         path.display()

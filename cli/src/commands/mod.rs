@@ -3,6 +3,7 @@
 mod addons;
 mod apps;
 mod clusters;
+mod device_login;
 mod fleet;
 mod kubeconfig;
 mod login;

@@ -3,7 +3,7 @@
 use chrono::Duration;
 use uuid::Uuid;
 
-use super::auth::Auth;
+use super::auth::{Auth, ExternalLogin};
 use super::guard::Guard;
 use super::identity_cache::TokenCache;
 use crate::audit::{action, AuditEvent};
@@ -17,6 +17,18 @@ use std::sync::Arc;
 
 /// Longest token lifetime.
 pub const MAX_TOKEN_DAYS: u32 = 365;
+
+/// A token's name, trimmed, when it and the lifetime are acceptable.
+fn checked_token_input(name: &str, days: u32) -> Result<&str> {
+    let name = name.trim();
+    if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
+        return Err(ValidationError::new("name", "must be 1 to 100 printable characters").into());
+    }
+    if !(1..=MAX_TOKEN_DAYS).contains(&days) {
+        return Err(ValidationError::new("days", "must be between 1 and 365").into());
+    }
+    Ok(name)
+}
 
 /// API tokens: create, list, revoke, and authenticate a bearer.
 #[derive(Clone)]
@@ -51,15 +63,7 @@ impl Tokens {
             )
             .await?;
         let owner = actor.identity().ok_or(Error::Unauthenticated)?;
-        let name = name.trim();
-        if name.is_empty() || name.chars().count() > 100 || name.chars().any(char::is_control) {
-            return Err(
-                ValidationError::new("name", "must be 1 to 100 printable characters").into(),
-            );
-        }
-        if !(1..=MAX_TOKEN_DAYS).contains(&days) {
-            return Err(ValidationError::new("days", "must be between 1 and 365").into());
-        }
+        let name = checked_token_input(name, days)?;
         let secret = secret::random_secret(TOKEN_PREFIX);
         let now = crate::clock::now();
         let token = ApiToken {
@@ -79,6 +83,24 @@ impl Tokens {
             .create_token(&token, &secret::token_hash(&secret), &audit)
             .await?;
         Ok(IssuedToken { token, secret })
+    }
+
+    /// Signs in a user the identity provider verified for a device login (`kqueen login` on
+    /// a terminal: the provider's device flow, RFC 8628) and issues them a personal token
+    /// named `name`, valid `days` days. The input is checked before anyone is signed in; the
+    /// login and the token are audited as any other.
+    pub async fn sign_in_for_token(
+        &self,
+        login: &ExternalLogin,
+        name: &str,
+        days: u32,
+        source_ip: Option<String>,
+    ) -> Result<(Identity, IssuedToken)> {
+        checked_token_input(name, days)?;
+        let identity = self.auth.login_external(login, source_ip.clone()).await?;
+        let actor = Actor::user(identity.clone()).with_source_ip(source_ip);
+        let issued = self.create_token(&actor, name, days).await?;
+        Ok((identity, issued))
     }
 
     /// The acting user's tokens, newest first.

@@ -108,3 +108,62 @@ pub struct ErrorOut {
 // Tenants and members are sent as the portal sends them (one type, `kqueen_dto`).
 pub use kqueen_dto::tenants::{Member as MemberOut, Tenant as TenantOut};
 pub use kqueen_dto::tokens::Token as TokenOut;
+
+/// A device login started (RFC 8628): show the user `verification_uri` and `user_code`, then
+/// poll `POST /api/v1/login/device/token` with `device_code` every `interval` seconds.
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct DeviceLoginOut {
+    /// What the user enters at `verification_uri`.
+    pub user_code: String,
+    /// The identity provider's page where the user signs in and enters the code.
+    pub verification_uri: String,
+    /// The same page with the code filled in, when the provider offers one.
+    pub verification_uri_complete: Option<String>,
+    /// Seconds the codes stay valid.
+    pub expires_in: u64,
+    /// Seconds to wait between polls.
+    pub interval: u64,
+    /// Sent back with each poll; whoever holds it gets the token: keep it to yourself.
+    pub device_code: String,
+}
+
+/// A poll of a device login.
+#[derive(Deserialize, ToSchema)]
+pub struct DeviceTokenIn {
+    /// From `POST /api/v1/login/device`.
+    #[schema(min_length = 1, max_length = 1024, pattern = "^[!-~]+$")]
+    pub device_code: String,
+    /// The personal token's name (default "kqueen CLI"): 1 to 100 printable characters.
+    #[schema(max_length = 100)]
+    pub name: Option<String>,
+    /// The personal token's validity in days (default 30).
+    #[schema(minimum = 1, maximum = 365)]
+    pub days: Option<u32>,
+}
+
+impl std::fmt::Debug for DeviceTokenIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceTokenIn")
+            .field("name", &self.name)
+            .field("days", &self.days)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The user has not finished signing in at the identity provider yet: poll again after
+/// `interval` seconds.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DevicePendingOut {
+    /// `pending`, or `slow_down` (polled too often: the interval grew).
+    pub status: String,
+    /// Seconds to wait before the next poll.
+    pub interval: u64,
+}
+
+/// The user signed in: their new personal token (its secret is in this answer only).
+#[derive(Serialize, Deserialize, ToSchema)]
+pub struct DeviceLoggedIn {
+    pub username: String,
+    pub token: TokenOut,
+    pub secret: String,
+}

@@ -6,6 +6,7 @@ mod addons;
 mod apps;
 mod audit;
 mod clusters;
+mod device_login;
 mod dto;
 mod extract;
 mod fleet;
@@ -112,6 +113,14 @@ pub fn router() -> Router<AppState> {
         .split_for_parts();
     // Authentication first, before any body is read: nobody learns more than "401".
     let router = router.route_layer(axum::middleware::from_fn(require_identity));
+    // How one logs in from a terminal: open to all.
+    let (open, open_doc) = OpenApiRouter::<AppState>::new()
+        .routes(routes!(device_login::start))
+        .routes(routes!(device_login::poll))
+        .split_for_parts();
+    let router = router.merge(open);
+    let mut doc = doc;
+    doc.merge(open_doc);
     let doc = std::sync::Arc::new(openapi::finish(&doc));
     // The provider bodies depend on the provisioners of this installation (its state).
     let finished = std::sync::Arc::new(std::sync::OnceLock::new());

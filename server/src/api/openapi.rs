@@ -1,7 +1,8 @@
 //! The answers every operation can give besides its own, added to the OpenAPI document in one
 //! place so that the document names each status the middlewares and extractors answer:
 //!
-//! - 401: every operation, without a session or a valid token (`require_identity`);
+//! - 401: every operation but the open login routes, without a session or a valid token
+//!   (`require_identity`);
 //! - 403: every write, with a session cookie from another origin (`csrf::same_origin`);
 //! - 400, 413, 415: every operation with a body (`ApiJson`: malformed JSON, over the limit,
 //!   not JSON); 400 also every operation with query parameters (`ApiQuery`);
@@ -69,7 +70,12 @@ fn add_shared_answers(method: &str, op: &mut Map<String, Value>) {
         })
         .unwrap_or_default();
     let has_body = op.contains_key("requestBody");
-    let mut add = vec![(401, "Not logged in: no session and no valid token")];
+    // `security: [{}]`: open to all (the login routes), no "not logged in" answer.
+    let open = op.get("security") == Some(&json!([{}]));
+    let mut add = Vec::new();
+    if !open {
+        add.push((401, "Not logged in: no session and no valid token"));
+    }
     if method != "get" {
         add.push((
             403,

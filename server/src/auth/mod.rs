@@ -2,6 +2,7 @@
 //! (API and CLI) or from the session cookie (portal), with the peer address as source IP.
 //! Pages and server functions read it from there; nothing else decides identity.
 
+pub mod device_flow;
 pub mod oidc;
 pub mod routes;
 pub mod session_store;

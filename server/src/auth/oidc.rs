@@ -13,10 +13,10 @@ use openidconnect::core::{
     CoreJweKeyManagementAlgorithm, CoreResponseMode, CoreResponseType, CoreSubjectIdentifierType,
 };
 use openidconnect::{
-    AdditionalClaims, AdditionalProviderMetadata, AuthenticationFlow, AuthorizationCode, ClientId,
-    ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet, EndpointSet, IssuerUrl, Nonce,
-    OAuth2TokenResponse, PkceCodeChallenge, PkceCodeVerifier, ProviderMetadata, RedirectUrl, Scope,
-    TokenResponse,
+    AccessToken, AdditionalClaims, AdditionalProviderMetadata, AuthenticationFlow,
+    AuthorizationCode, ClientId, ClientSecret, CsrfToken, EndpointMaybeSet, EndpointNotSet,
+    EndpointSet, IssuerUrl, Nonce, OAuth2TokenResponse, PkceCodeChallenge, PkceCodeVerifier,
+    ProviderMetadata, RedirectUrl, Scope, TokenResponse,
 };
 use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
@@ -26,8 +26,10 @@ use url::Url;
 
 /// Provider metadata KQueen reads beyond the core set.
 #[derive(Clone, Debug, Default, Deserialize, Serialize)]
-struct ExtraMetadata {
+pub(super) struct ExtraMetadata {
     end_session_endpoint: Option<Url>,
+    /// RFC 8628: where a device flow starts (providers that offer one say so).
+    pub(super) device_authorization_endpoint: Option<Url>,
     #[serde(default)]
     authorization_response_iss_parameter_supported: bool,
 }
@@ -48,7 +50,7 @@ type Metadata = ProviderMetadata<
     CoreSubjectIdentifierType,
 >;
 
-type Client = CoreClient<
+pub(super) type Client = CoreClient<
     EndpointSet,
     EndpointNotSet,
     EndpointNotSet,
@@ -99,16 +101,16 @@ pub enum OidcError {
     Config(String),
 }
 
-struct Discovered {
-    client: Client,
-    extra: ExtraMetadata,
+pub(super) struct Discovered {
+    pub(super) client: Client,
+    pub(super) extra: ExtraMetadata,
 }
 
 /// The portal's OpenID Connect relying party. Discovery happens at the first login (and is
 /// retried at the next one if the provider was down).
 pub struct Oidc {
-    config: OidcConfig,
-    http: reqwest::Client,
+    pub(super) config: OidcConfig,
+    pub(super) http: reqwest::Client,
     discovered: OnceCell<Discovered>,
 }
 
@@ -151,7 +153,7 @@ impl Oidc {
         &self.config.issuer
     }
 
-    async fn discovered(&self) -> Result<&Discovered, OidcError> {
+    pub(super) async fn discovered(&self) -> Result<&Discovered, OidcError> {
         self.discovered
             .get_or_try_init(|| async {
                 let issuer = IssuerUrl::new(self.config.issuer.clone())
@@ -235,13 +237,25 @@ impl Oidc {
         let id_token = response
             .id_token()
             .ok_or_else(|| OidcError::IdToken("missing".into()))?;
-        let mut login = self
+        let login = self
             .verify_id_token(&id_token.to_string(), &pending.nonce)
             .await?;
+        self.with_userinfo(response.access_token().clone(), login)
+            .await
+    }
+
+    /// `login` completed from the userinfo endpoint (groups, e-mail, username), when the
+    /// configuration asks for it and the provider has one.
+    pub(super) async fn with_userinfo(
+        &self,
+        access_token: AccessToken,
+        mut login: ExternalLogin,
+    ) -> Result<ExternalLogin, OidcError> {
+        let d = self.discovered().await?;
         if self.config.userinfo && d.client.user_info_url().is_some() {
             let claims = d
                 .client
-                .user_info(response.access_token().clone(), None)
+                .user_info(access_token, None)
                 .map_err(|e| OidcError::UserInfo(e.to_string()))?
                 .request_async::<AllClaims, _, CoreGenderClaim>(&self.http)
                 .await
@@ -272,10 +286,20 @@ impl Oidc {
         raw: &str,
         nonce: &str,
     ) -> Result<ExternalLogin, OidcError> {
+        self.verify_id_token_with(raw, &Nonce::new(nonce.to_owned()))
+            .await
+    }
+
+    /// [`Self::verify_id_token`] with any nonce check (a device flow has no nonce).
+    pub(super) async fn verify_id_token_with(
+        &self,
+        raw: &str,
+        nonce: impl openidconnect::NonceVerifier,
+    ) -> Result<ExternalLogin, OidcError> {
         let d = self.discovered().await?;
         let token = CoreIdToken::from_str(raw).map_err(|e| OidcError::IdToken(e.to_string()))?;
         let claims = token
-            .claims(&d.client.id_token_verifier(), &Nonce::new(nonce.to_owned()))
+            .claims(&d.client.id_token_verifier(), nonce)
             .map_err(|e| OidcError::IdToken(error_chain(&e)))?;
         // The payload's signature was just verified: read the (custom) groups claim from it.
         let payload = raw.split('.').nth(1).unwrap_or_default();
@@ -324,7 +348,7 @@ fn groups_of(v: &Value) -> Vec<String> {
     }
 }
 
-fn error_chain(e: &dyn std::error::Error) -> String {
+pub(super) fn error_chain(e: &dyn std::error::Error) -> String {
     let mut out = e.to_string();
     let mut source = e.source();
     while let Some(s) = source {

@@ -92,6 +92,17 @@ impl Laptop {
         .unwrap()
     }
 
+    /// `kqueen args` running on its own, its standard output and error piped (for commands
+    /// that wait on a person, such as a device login).
+    pub(crate) fn spawn_kqueen(&self, args: &[&str]) -> std::process::Child {
+        let mut cmd = self.command(Path::new(env!("CARGO_BIN_EXE_kqueen")));
+        cmd.args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd.spawn().unwrap()
+    }
+
     pub(crate) async fn kqueen(&self, args: &[&str]) -> Ran {
         self.run(Path::new(env!("CARGO_BIN_EXE_kqueen")), args, None)
             .await

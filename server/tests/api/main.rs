@@ -11,6 +11,7 @@ mod cli;
 mod cluster_api;
 mod clusters;
 mod contract;
+mod device_login;
 mod fleet;
 mod helpers;
 mod hosted;

@@ -15,7 +15,7 @@ use crate::provider::{browser, walk, Provider};
 
 const GROUP_MAP: &str = "team-a=team-a:member,team-b=team-b:member,kaas-admins=*:operator";
 
-async fn sso_app(provider: &Provider) -> TestApp {
+pub(crate) async fn sso_app(provider: &Provider) -> TestApp {
     let issuer = provider.issuer.clone();
     TestApp::spawn(TestDatabase::sqlite(), move |s, addr| {
         s.oidc_issuer_url = Some(issuer);

@@ -80,7 +80,19 @@ async fn every_operation_documents_the_answers_it_can_give() {
                     "{method} {path} {status}: {a}"
                 );
             };
-            has("401");
+            // Open to all: only the routes that log one in (no 401 to document).
+            if op.get("security") == Some(&json!([{}])) {
+                assert!(
+                    path.starts_with("/api/v1/login/"),
+                    "{method} {path} is open"
+                );
+                assert!(
+                    !answers.contains_key("401") || path.ends_with("/token"),
+                    "{path}"
+                );
+            } else {
+                has("401");
+            }
             if op.get("requestBody").is_some() {
                 for status in ["400", "413", "415"] {
                     has(status);
@@ -101,6 +113,13 @@ async fn every_operation_documents_the_answers_it_can_give() {
     for p in list {
         assert_eq!(p["in"], "query", "{p}");
     }
+    // The login routes are the open ones, and they are open.
+    let open: Vec<&String> = paths
+        .iter()
+        .filter(|(_, item)| item["post"]["security"] == json!([{}]))
+        .map(|(path, _)| path)
+        .collect();
+    assert_eq!(open, ["/api/v1/login/device", "/api/v1/login/device/token"]);
     // A write with no credential at all answers 401 (it has nothing a forger could use).
     let res = app
         .client
