@@ -29,6 +29,17 @@ async fn poll(app: &TestApp, body: Value) -> (StatusCode, Value) {
     (res.status(), res.json().await.unwrap())
 }
 
+/// `GET path` with a bearer token, as JSON.
+async fn bearer_get(app: &TestApp, token: &str, path: &str) -> Value {
+    let res = reqwest::Client::new()
+        .get(format!("{}{path}", app.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    res.json().await.unwrap()
+}
+
 async fn logins(app: &TestApp) -> Vec<(String, Outcome, String)> {
     let q = AuditQuery {
         action: Some("auth.login".into()),
@@ -75,26 +86,10 @@ async fn a_device_login_ends_in_a_personal_token_of_the_person_who_signed_in() {
     assert_eq!(done["username"], "alice");
     assert_eq!(done["token"]["name"], "laptop of alice");
     let secret = done["secret"].as_str().unwrap();
-    let me: Value = reqwest::Client::new()
-        .get(format!("{}/api/v1/whoami", app.url))
-        .bearer_auth(secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let me = bearer_get(&app, secret, "/api/v1/whoami").await;
     assert_eq!(me["username"], "alice");
     assert_eq!(me["tenants"][0]["tenant"], "team-a", "groups mapped: {me}");
-    let tokens: Value = reqwest::Client::new()
-        .get(format!("{}/api/v1/tokens", app.url))
-        .bearer_auth(secret)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let tokens = bearer_get(&app, secret, "/api/v1/tokens").await;
     let created = chrono::DateTime::parse_from_rfc3339(tokens[0]["created_at"].as_str().unwrap());
     let expires = chrono::DateTime::parse_from_rfc3339(tokens[0]["expires_at"].as_str().unwrap());
     assert_eq!((expires.unwrap() - created.unwrap()).num_days(), 7);

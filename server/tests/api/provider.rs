@@ -78,6 +78,27 @@ fn location(res: &reqwest::Response) -> String {
     )
 }
 
+/// Posts the provider's login form at `page`; `Err` holds the login page shown again when the
+/// password is refused.
+async fn sign_in(
+    client: &reqwest::Client,
+    page: &str,
+    user: &str,
+    password: &str,
+) -> Result<reqwest::Response, String> {
+    let action = absolute(page, &format!("{}/login", page.trim_end_matches('/')));
+    let r = client
+        .post(action)
+        .form(&[("login", user), ("password", password)])
+        .send()
+        .await
+        .unwrap();
+    if r.status() == StatusCode::OK {
+        return Err(r.text().await.unwrap());
+    }
+    Ok(r)
+}
+
 /// Starting at `url`, follows redirects and fills the provider's login (as `user`, with
 /// `password`) and consent pages, until a redirect leaves for a URL starting with `stop_at`.
 /// Returns that URL. Panics if the provider shows a page it does not expect; returns the
@@ -103,17 +124,7 @@ pub async fn walk(
         let page = res.url().to_string();
         let html = res.text().await.unwrap();
         let res = if html.contains(r#"name="password""#) {
-            let action = absolute(&page, &format!("{}/login", page.trim_end_matches('/')));
-            let r = client
-                .post(action)
-                .form(&[("login", user), ("password", password)])
-                .send()
-                .await
-                .unwrap();
-            if r.status() == StatusCode::OK {
-                return Err(r.text().await.unwrap());
-            }
-            r
+            sign_in(client, &page, user, password).await?
         } else if html.contains("/confirm") {
             client
                 .post(format!("{}/confirm", page.trim_end_matches('/')))
@@ -190,17 +201,7 @@ pub async fn walk_device(
             return Ok(());
         }
         res = if html.contains(r#"name="password""#) {
-            let action = format!("{}/login", page.trim_end_matches('/'));
-            let r = client
-                .post(action)
-                .form(&[("login", user), ("password", password)])
-                .send()
-                .await
-                .unwrap();
-            if r.status() == StatusCode::OK {
-                return Err(r.text().await.unwrap());
-            }
-            r
+            sign_in(client, &page, user, password).await?
         } else if html.contains("/interaction/") && html.contains("/confirm") {
             client
                 .post(format!("{}/confirm", page.trim_end_matches('/')))

@@ -101,6 +101,18 @@ const CLUSTER_COLS: &str = "c.id, c.tenant_id, t.slug AS tenant_slug, c.name, c.
      c.endpoint, c.provisioner_state, c.error, c.expires_at, c.created_by, c.created_at, \
      c.updated_at";
 
+/// A live cluster by id, with its tenant's slug. The id is looked up alone, in a subquery with
+/// a LIMIT (a fence the planner does not flatten), and `deleted_at IS NULL` is checked on the
+/// one row found: beside the id, that predicate let Postgres with stale statistics (the minute
+/// after a bulk import) prefer a partial index of live clusters to the primary key, reading every
+/// live cluster to find one. `plans.rs` checks the plan.
+pub(super) fn cluster_by_id_sql() -> String {
+    format!(
+        "SELECT {CLUSTER_COLS} FROM (SELECT * FROM clusters WHERE id = $1 LIMIT 1) c \
+         JOIN tenants t ON t.id = c.tenant_id WHERE c.deleted_at IS NULL"
+    )
+}
+
 impl TryFrom<ClusterRow> for Cluster {
     type Error = Error;
     fn try_from(r: ClusterRow) -> Result<Self> {
@@ -304,10 +316,7 @@ impl ClusterStore for SqlStore {
     }
 
     async fn cluster(&self, id: Uuid) -> Result<Cluster> {
-        let sql = format!(
-            "SELECT {CLUSTER_COLS} FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
-             WHERE c.id = $1 AND c.deleted_at IS NULL"
-        );
+        let sql = cluster_by_id_sql();
         let row: Option<ClusterRow> = on_pool!(self, p => {
             sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
         });
@@ -347,8 +356,11 @@ impl ClusterStore for SqlStore {
         audited_tx!(self, audit, |tx| {
             if let Some(nodes) = scale_to {
                 // Tenant first, then the cluster: the order a new cluster takes them in.
+                // The id alone under a LIMIT, as in `cluster_by_id_sql`.
                 let found: Option<(Uuid, i32)> = sqlx::query_as(
-                    "SELECT tenant_id, node_count FROM clusters WHERE id = $1 AND deleted_at IS NULL",
+                    "SELECT tenant_id, node_count FROM \
+                     (SELECT tenant_id, node_count, deleted_at FROM clusters WHERE id = $1 LIMIT 1) c \
+                     WHERE c.deleted_at IS NULL",
                 )
                 .bind(op.cluster_id)
                 .fetch_optional(&mut *tx)

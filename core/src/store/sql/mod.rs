@@ -141,6 +141,8 @@ mod inventory;
 mod job_leases;
 mod list_cache;
 mod people;
+#[cfg(test)]
+mod plans;
 mod secrets;
 mod sessions;
 mod shared_storage;
