@@ -57,8 +57,8 @@ pub struct LoginArgs {
     /// Sign in at the identity provider (its device login), even without a terminal.
     #[arg(long)]
     pub sso: bool,
-    /// Days the token a device login issues stays valid (1 to 365).
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=365))]
+    /// Days the token a device login issues stays valid (1 to 90).
+    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u32).range(1..=90))]
     pub days: u32,
 }
 

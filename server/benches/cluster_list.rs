@@ -206,8 +206,21 @@ impl TableReads {
 
     /// Per table: sequential scans, rows they read, index scans, rows those fetched.
     async fn snapshot(&self) -> Reads {
-        // Backends report their counters within a second of finishing a transaction.
-        tokio::time::sleep(Duration::from_millis(1_100)).await;
+        // Backends report their counters up to 10 s after going idle: read until two readings
+        // a second apart agree (at most 15 s).
+        let mut last = self.read().await;
+        for _ in 0..15 {
+            tokio::time::sleep(Duration::from_secs(1)).await;
+            let now = self.read().await;
+            if now == last {
+                break;
+            }
+            last = now;
+        }
+        last
+    }
+
+    async fn read(&self) -> Reads {
         let rows: Vec<(String, i64, i64, i64, i64)> = sqlx::query_as(
             "SELECT relname::text, coalesce(seq_scan, 0), coalesce(seq_tup_read, 0), \
              coalesce(idx_scan, 0), coalesce(idx_tup_fetch, 0) FROM pg_stat_user_tables",

@@ -72,10 +72,18 @@ pub async fn finish(api: &Api, started: Started, days: u32) -> Result<DeviceLogi
     });
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_secs(interval)).await;
-        let (status, polled) = api
+        let (status, polled) = match api
             .post_with_status::<Polled>("/api/v1/login/device/token", &body)
             .await
-            .map_err(refused_login)?;
+        {
+            Ok(answer) => answer,
+            // The portal or its provider failing for a moment: the code lives on.
+            Err(e @ (CliError::Unreachable(_) | CliError::Server(_))) => {
+                progress(&format!("{e}; trying again"));
+                continue;
+            }
+            Err(e) => return Err(refused_login(e)),
+        };
         if status == StatusCode::OK {
             return match (polled.username, polled.secret) {
                 (Some(username), Some(token)) => Ok(DeviceLogin { username, token }),
@@ -84,22 +92,31 @@ pub async fn finish(api: &Api, started: Started, days: u32) -> Result<DeviceLogi
                 )),
             };
         }
-        if polled.status.as_deref() == Some("slow_down") {
-            interval += 5;
-        }
-        interval = polled.interval.unwrap_or(interval).clamp(interval, 60);
+        interval = next_interval(interval, polled.status.as_deref(), polled.interval);
     }
     Err(CliError::Refused(
         "the code expired before you signed in; run `kqueen login` again".into(),
     ))
 }
 
+/// Seconds to the next poll: never shorter than before, 5 more after "slow down" (RFC 8628
+/// section 3.5), the portal's figure when longer, at most a minute.
+fn next_interval(now: u64, status: Option<&str>, asked: Option<u64>) -> u64 {
+    let slower = if status == Some("slow_down") {
+        now + 5
+    } else {
+        now
+    };
+    slower.max(asked.unwrap_or(0)).min(60)
+}
+
 /// A login the portal refused, said as such (not "run `kqueen login` again" for a 401).
 fn refused_login(e: CliError) -> CliError {
     match e {
-        CliError::NotLoggedIn(m) | CliError::Forbidden(m) => {
-            CliError::Forbidden(format!("login refused: {m}"))
+        CliError::NotLoggedIn(_) => {
+            CliError::Forbidden("login refused: your account is disabled on the portal".into())
         }
+        CliError::Forbidden(m) => CliError::Forbidden(format!("login refused: {m}")),
         other => other,
     }
 }
@@ -125,6 +142,20 @@ fn token_name() -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_polling_interval_only_grows_and_stays_under_a_minute() {
+        assert_eq!(super::next_interval(5, Some("pending"), Some(5)), 5);
+        assert_eq!(super::next_interval(5, Some("slow_down"), Some(10)), 10);
+        assert_eq!(
+            super::next_interval(10, Some("pending"), Some(5)),
+            10,
+            "never faster"
+        );
+        assert_eq!(super::next_interval(58, Some("slow_down"), Some(10)), 60);
+        assert_eq!(super::next_interval(60, Some("slow_down"), None), 60);
+        assert_eq!(super::next_interval(3, None, Some(600)), 60);
+    }
+
     #[test]
     fn tokens_are_named_after_the_machine_within_the_limit() {
         let name = super::token_name();

@@ -103,6 +103,12 @@ impl Tokens {
         Ok((identity, issued))
     }
 
+    /// Whether a token named `name` and valid `days` days could be issued (what
+    /// [`Self::create_token`] checks), for callers that spend something before issuing one.
+    pub fn check_input(&self, name: &str, days: u32) -> Result<()> {
+        checked_token_input(name, days).map(|_| ())
+    }
+
     /// The acting user's tokens, newest first.
     pub async fn list(&self, actor: &Actor) -> Result<Vec<ApiToken>> {
         self.guard

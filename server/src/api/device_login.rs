@@ -18,6 +18,9 @@ use crate::state::AppState;
 const DEFAULT_NAME: &str = "kqueen CLI";
 /// Its validity when the client says nothing.
 const DEFAULT_DAYS: u32 = 30;
+/// The longest validity of a device login's token (a code confirmed on someone's behalf
+/// should not give a year).
+const MAX_DAYS: u32 = 90;
 /// Seconds a poll is told to wait more after the provider said "slow down" (RFC 8628 3.5).
 const SLOW_DOWN_STEP: u64 = 5;
 /// Seconds between polls when the client did not keep the start's interval.
@@ -34,15 +37,14 @@ pub async fn start(State(state): State<AppState>) -> Response {
         return no_sso();
     };
     match oidc.device_start().await {
-        Ok(s) => Json(DeviceLoginOut {
+        Ok(s) => no_store(Json(DeviceLoginOut {
             user_code: s.user_code,
             verification_uri: s.verification_uri,
             verification_uri_complete: s.verification_uri_complete,
             expires_in: s.expires_in,
             interval: s.interval,
             device_code: s.device_code,
-        })
-        .into_response(),
+        })),
         Err(e) => refusal(&e),
     }
 }
@@ -73,15 +75,25 @@ pub async fn poll(
     let Some(oidc) = state.auth.oidc.clone() else {
         return no_sso();
     };
+    let name = input.name.as_deref().unwrap_or(DEFAULT_NAME);
+    let days = input.days.unwrap_or(DEFAULT_DAYS);
+    // Before the provider is asked: a finished sign-in is spent by the poll that sees it.
+    if let Err(e) = state.kqueen.tokens().check_input(name, days) {
+        return super::ApiError(e).into_response();
+    }
+    if days > MAX_DAYS {
+        return error_response(
+            StatusCode::BAD_REQUEST,
+            "days: a device login's token lasts 1 to 90 days",
+        );
+    }
     let login = match oidc.device_poll(code).await {
         Ok(DevicePoll::Done(login)) => login,
         Ok(DevicePoll::Pending) => return pending("pending", POLL_INTERVAL),
         Ok(DevicePoll::SlowDown) => return pending("slow_down", POLL_INTERVAL + SLOW_DOWN_STEP),
         Err(e) => {
-            if matches!(
-                e,
-                DeviceError::Denied | DeviceError::Oidc(OidcError::IdToken(_))
-            ) {
+            // Every failed sign-in, but codes that never were or ran out.
+            if !matches!(e, DeviceError::Expired | DeviceError::UnknownCode) {
                 let auth = state.kqueen.auth();
                 let _ = auth
                     .login_refused(&actor, "device login", &e.to_string())
@@ -90,8 +102,6 @@ pub async fn poll(
             return refusal(&e);
         }
     };
-    let name = input.name.as_deref().unwrap_or(DEFAULT_NAME);
-    let days = input.days.unwrap_or(DEFAULT_DAYS);
     let signed_in = state
         .kqueen
         .tokens()
@@ -100,15 +110,24 @@ pub async fn poll(
     match signed_in {
         Ok((identity, issued)) => {
             tracing::info!(user = %identity.username, "logged in (device login)");
-            Json(DeviceLoggedIn {
+            no_store(Json(DeviceLoggedIn {
                 username: identity.username,
                 token: TokenOut::from(issued.token),
                 secret: issued.secret,
-            })
-            .into_response()
+            }))
         }
         Err(e) => super::ApiError(e).into_response(),
     }
+}
+
+/// An answer holding a secret, which no cache may keep (RFC 6749 section 5.1).
+fn no_store(body: impl IntoResponse) -> Response {
+    let mut res = body.into_response();
+    res.headers_mut().insert(
+        axum::http::header::CACHE_CONTROL,
+        axum::http::HeaderValue::from_static("no-store"),
+    );
+    res
 }
 
 /// The answer when there is no identity provider.

@@ -137,7 +137,7 @@ pub struct DeviceTokenIn {
     #[schema(max_length = 100)]
     pub name: Option<String>,
     /// The personal token's validity in days (default 30).
-    #[schema(minimum = 1, maximum = 365)]
+    #[schema(minimum = 1, maximum = 90)]
     pub days: Option<u32>,
 }
 
@@ -151,7 +151,7 @@ impl std::fmt::Debug for DeviceTokenIn {
 }
 
 /// The user has not finished signing in at the identity provider yet: poll again after
-/// `interval` seconds.
+/// `interval` seconds (or your own interval when it is longer: it only ever grows).
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct DevicePendingOut {
     /// `pending`, or `slow_down` (polled too often: the interval grew).

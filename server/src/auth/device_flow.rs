@@ -15,8 +15,9 @@ use super::oidc::{error_chain, Oidc, OidcError};
 /// The grant type of a device code (RFC 8628 section 3.4).
 const DEVICE_CODE_GRANT: &str = "urn:ietf:params:oauth:grant-type:device_code";
 
-/// What the user is shown and what the terminal keeps (RFC 8628 section 3.2).
-#[derive(Debug, Clone, Deserialize)]
+/// What the user is shown and what the terminal keeps (RFC 8628 section 3.2). `Debug` leaves
+/// the device code out.
+#[derive(Clone, Deserialize)]
 pub struct DeviceStart {
     pub device_code: String,
     pub user_code: String,
@@ -26,6 +27,15 @@ pub struct DeviceStart {
     /// Seconds between polls (5 when the provider does not say).
     #[serde(default = "default_interval")]
     pub interval: u64,
+}
+
+impl std::fmt::Debug for DeviceStart {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceStart")
+            .field("user_code", &self.user_code)
+            .field("verification_uri", &self.verification_uri)
+            .finish_non_exhaustive()
+    }
 }
 
 fn default_interval() -> u64 {
@@ -58,8 +68,9 @@ pub enum DeviceError {
     Oidc(#[from] OidcError),
 }
 
-/// A token endpoint's answer: a token, or an error code (RFC 6749 section 5.2).
-#[derive(Debug, Deserialize)]
+/// A token endpoint's answer: a token, or an error code (RFC 6749 section 5.2). No `Debug`:
+/// it holds tokens.
+#[derive(Deserialize)]
 struct TokenAnswer {
     access_token: Option<String>,
     id_token: Option<String>,
@@ -76,7 +87,16 @@ impl Oidc {
             .device_authorization_endpoint
             .clone()
             .ok_or(DeviceError::NotOffered)?;
-        let scopes = self.config.scopes.join(" ");
+        // `openid` always (the browser login's library adds it too): no ID token without it.
+        let mut scopes = vec!["openid"];
+        scopes.extend(
+            self.config
+                .scopes
+                .iter()
+                .map(String::as_str)
+                .filter(|s| *s != "openid"),
+        );
+        let scopes = scopes.join(" ");
         let res = self
             .client_request(endpoint.as_str())
             .form(&[
@@ -143,6 +163,11 @@ impl Oidc {
                 return Err(
                     OidcError::Exchange(format!("{other} {description}").trim().into()).into(),
                 );
+            }
+            None if !status.is_success() => {
+                return Err(
+                    OidcError::Exchange(format!("HTTP {status} without an error code")).into(),
+                )
             }
             None => {}
         }

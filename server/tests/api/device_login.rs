@@ -26,6 +26,13 @@ async fn poll(app: &TestApp, body: Value) -> (StatusCode, Value) {
         .send()
         .await
         .unwrap();
+    if res.status() == StatusCode::OK {
+        assert_eq!(
+            res.headers()["cache-control"],
+            "no-store",
+            "a secret is not cached"
+        );
+    }
     (res.status(), res.json().await.unwrap())
 }
 
@@ -161,12 +168,25 @@ async fn refused_unknown_and_malformed_device_logins_get_no_token() {
     )
     .await
     .unwrap();
-    let (status, answer) = poll(&app, json!({"device_code": code, "days": 400})).await;
-    assert_eq!(status, StatusCode::BAD_REQUEST, "{answer}");
-    assert!(
-        answer["error"].as_str().unwrap().contains("days"),
-        "{answer}"
-    );
+    for bad in [
+        json!({"days": 400}),
+        json!({"days": 91}),
+        json!({"name": ""}),
+    ] {
+        let mut body = bad.clone();
+        body["device_code"] = json!(code);
+        let (status, answer) = poll(&app, body).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{bad} -> {answer}");
+        let field = bad.as_object().unwrap().keys().next().unwrap().clone();
+        assert!(
+            answer["error"].as_str().unwrap().contains(&field),
+            "{answer}"
+        );
+    }
+    // Checked before the provider was asked: the sign-in is still there to be had.
+    let (status, done) = poll(&app, json!({"device_code": code, "days": 90})).await;
+    assert_eq!(status, StatusCode::OK, "{done}");
+    assert_eq!(done["username"], "carol");
     app.stop().await;
 }
 
