@@ -62,15 +62,20 @@ impl TryFrom<AppRow> for Application {
 
 /// Claims the cluster for a workload operation: it must be live and Ready, and no operation
 /// on the cluster itself (create, delete, scale, upgrade) may be unfinished.
+/// Takes a Ready, live cluster's row lock (the id looked up through the primary key).
+pub(super) fn claim_ready_sql() -> String {
+    format!(
+        "UPDATE clusters SET updated_at = updated_at WHERE id = {} AND state = 'ready'",
+        super::clusters::LIVE_CLUSTER_ID
+    )
+}
+
 macro_rules! claim_ready_cluster {
     ($tx:ident, $cluster:expr, $now:expr) => {{
-        let done = sqlx::query(
-            "UPDATE clusters SET updated_at = updated_at WHERE id = $1 \
-             AND deleted_at IS NULL AND state = 'ready'",
-        )
-        .bind($cluster)
-        .execute(&mut *$tx)
-        .await?;
+        let done = sqlx::query(&$crate::store::sql::applications::claim_ready_sql())
+            .bind($cluster)
+            .execute(&mut *$tx)
+            .await?;
         if done.rows_affected() == 0 {
             return Err(Error::Conflict(
                 "the cluster is not Ready; applications and addons change on Ready clusters".into(),

@@ -113,6 +113,17 @@ pub(super) fn cluster_by_id_sql() -> String {
     )
 }
 
+/// `$1` when it names a live cluster, else NULL: an id to compare with `clusters.id` in a
+/// write, looked up as in [`cluster_by_id_sql`] (beside the id, `deleted_at IS NULL` let the
+/// planner scan a partial index of all live clusters).
+pub(super) const LIVE_CLUSTER_ID: &str = "(SELECT x.id FROM (SELECT id, deleted_at FROM \
+     clusters WHERE id = $1 LIMIT 1) x WHERE x.deleted_at IS NULL)";
+
+/// Claims a live cluster for an operation: its state `$2`, updated at `$3`.
+pub(super) fn claim_cluster_sql() -> String {
+    format!("UPDATE clusters SET state = $2, updated_at = $3 WHERE id = {LIVE_CLUSTER_ID}")
+}
+
 impl TryFrom<ClusterRow> for Cluster {
     type Error = Error;
     fn try_from(r: ClusterRow) -> Result<Self> {
@@ -372,14 +383,12 @@ impl ClusterStore for SqlStore {
                 }
             }
             // Claim the cluster first (the row write serialises concurrent requests).
-            let done = sqlx::query(
-                "UPDATE clusters SET state = $2, updated_at = $3 WHERE id = $1 AND deleted_at IS NULL",
-            )
-            .bind(op.cluster_id)
-            .bind(state.as_str())
-            .bind(op.created_at)
-            .execute(&mut *tx)
-            .await?;
+            let done = sqlx::query(&claim_cluster_sql())
+                .bind(op.cluster_id)
+                .bind(state.as_str())
+                .bind(op.created_at)
+                .execute(&mut *tx)
+                .await?;
             if done.rows_affected() == 0 {
                 return Err(Error::NotFound("cluster"));
             }

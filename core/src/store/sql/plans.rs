@@ -6,7 +6,9 @@
 
 use uuid::Uuid;
 
-use super::{clusters::cluster_by_id_sql, Pool};
+use super::applications::claim_ready_sql;
+use super::clusters::{claim_cluster_sql, cluster_by_id_sql};
+use super::Pool;
 use crate::store::ClusterStore;
 
 /// 300 live clusters in 3 tenants, never analysed; returns one cluster's id.
@@ -81,6 +83,20 @@ async fn one_cluster_is_read_through_its_primary_key_whatever_the_statistics_say
     )
     .await;
     println!("without the fence:\n{naive}");
+    // The writes that claim a cluster by id: the same fence, the same key.
+    for (what, sql) in [
+        ("claim", claim_cluster_sql()),
+        ("claim ready", claim_ready_sql()),
+    ] {
+        let explain = format!("EXPLAIN (COSTS OFF) {sql}");
+        let mut query = sqlx::query_scalar::<_, String>(&explain).bind(id);
+        if sql.contains("$2") {
+            query = query.bind("updating").bind(chrono::Utc::now());
+        }
+        let plan = query.fetch_all(pool).await.unwrap().join("\n");
+        assert!(plan.contains("clusters_pkey"), "{what}: {plan}");
+        assert!(!plan.contains("clusters_by_expiry"), "{what}: {plan}");
+    }
     // And the store finds it (and not a deleted one).
     assert_eq!(store.cluster(id).await.unwrap().id, id);
     sqlx::query("UPDATE clusters SET deleted_at = now() WHERE id = $1")
