@@ -39,5 +39,5 @@ pub use service::{
     Addons, AdoptRequest, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView,
     ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync, DeployPreview, DeployRequest,
     ExternalLogin, FleetMetrics, FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo,
-    Kqueen, KubeconfigDownload, Overview, Tally, TemplateView, Users,
+    Kqueen, KubeconfigDownload, Overview, Tally, TemplateView, Users, ATTENTION_SHOWN,
 };

@@ -347,7 +347,7 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
                 .unwrap();
             let overview = k
                 .fleet()
-                .fleet_overview(ops, &FleetFilter::default())
+                .fleet_overview(ops, &FleetFilter::default(), false, Page::default())
                 .await
                 .unwrap();
             let reasons: Vec<String> = overview

@@ -167,10 +167,15 @@ async fn over_its_storage_quota_a_tenants_hosted_cluster_refuses_writes_until_it
     // and among the clusters needing attention. A tenant member sees none of it.
     let fleet = k
         .fleet()
-        .fleet_overview(ops, &FleetFilter::default())
+        .fleet_overview(ops, &FleetFilter::default(), false, Page::default())
         .await
         .unwrap();
-    let row = fleet.clusters.iter().find(|c| c.name == "dev").unwrap();
+    let row = fleet
+        .clusters
+        .iter()
+        .map(|a| &a.cluster)
+        .find(|c| c.name == "dev")
+        .unwrap();
     assert!(row
         .shared_storage
         .is_some_and(|s| !s.usage.writable && s.usage.bytes > 1024));

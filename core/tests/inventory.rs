@@ -480,7 +480,7 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
     // The dashboard: states, versions, totals, and who needs attention.
     let overview =
         f.k.fleet()
-            .fleet_overview(&f.ops, &FleetFilter::default())
+            .fleet_overview(&f.ops, &FleetFilter::default(), false, Page::default())
             .await
             .unwrap();
     assert_eq!(overview.by_state, [("Ready".to_owned(), 2)]);
@@ -500,6 +500,44 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
         overview.attention
     );
     assert!(attention("prod").contains("1 of 2 nodes not Ready"));
+    assert_eq!(overview.attention_total, 2);
+    // The totals are those of the clusters, and the clusters come one page at a time (by
+    // tenant and name), or only those needing attention, each with its reasons.
+    assert_eq!(overview.clusters_total, 2);
+    let listed: Vec<&kqueen_core::inventory::fleet::FleetCluster> =
+        overview.clusters.iter().map(|a| &a.cluster).collect();
+    assert_eq!(
+        overview.totals.nodes,
+        listed.iter().map(|c| u64::from(c.nodes)).sum::<u64>()
+    );
+    let mut capacity = kqueen_core::inventory::Resources::default();
+    listed.iter().for_each(|c| capacity.add(c.capacity));
+    assert_eq!(overview.totals.capacity, capacity);
+    for (attention_only, offset) in [(false, 0), (false, 1), (true, 0), (true, 1)] {
+        let one =
+            f.k.fleet()
+                .fleet_overview(
+                    &f.ops,
+                    &FleetFilter::default(),
+                    attention_only,
+                    Page::new(1, offset),
+                )
+                .await
+                .unwrap();
+        assert_eq!((one.clusters.len(), one.clusters_total), (1, 2));
+        assert_eq!(one.clusters[0].cluster.id, listed[offset as usize].id);
+        assert!(!one.clusters[0].reasons.is_empty() || !attention_only);
+        assert_eq!(
+            (one.totals.clone(), one.attention_total),
+            (overview.totals.clone(), 2)
+        );
+    }
+    let none =
+        f.k.fleet()
+            .fleet_overview(&f.ops, &FleetFilter::default(), false, Page::new(1, 2))
+            .await
+            .unwrap();
+    assert!(none.clusters.is_empty() && none.clusters_total == 2);
 
     // Tenants see their own clusters only, in every query.
     let (theirs, _) =
@@ -549,13 +587,13 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
     // The dashboard is for operators and tenant admins.
     let admins =
         f.k.fleet()
-            .fleet_overview(&f.adam, &FleetFilter::default())
+            .fleet_overview(&f.adam, &FleetFilter::default(), false, Page::default())
             .await
             .unwrap();
     assert_eq!(admins.totals.clusters, 1);
     assert!(matches!(
         f.k.fleet()
-            .fleet_overview(&f.alice, &FleetFilter::default())
+            .fleet_overview(&f.alice, &FleetFilter::default(), false, Page::default())
             .await,
         Err(Error::Forbidden)
     ));
@@ -780,10 +818,15 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         .all(|n| n.capacity.memory_bytes == MAX_QUANTITY && n.capacity.cpu_millis == MAX_QUANTITY));
     let overview = k
         .fleet()
-        .fleet_overview(&f.ops, &FleetFilter::default())
+        .fleet_overview(&f.ops, &FleetFilter::default(), false, Page::default())
         .await
         .unwrap();
-    let evil_row = overview.clusters.iter().find(|c| c.name == "evil").unwrap();
+    let evil_row = overview
+        .clusters
+        .iter()
+        .map(|a| &a.cluster)
+        .find(|c| c.name == "evil")
+        .unwrap();
     assert_eq!(evil_row.capacity.memory_bytes, 3 * MAX_QUANTITY);
     assert!(overview.totals.capacity.memory_bytes > 3 * MAX_QUANTITY);
     assert!(k.fleet().sync_inventory().await.is_ok());
@@ -818,10 +861,15 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
             .unwrap();
         let o = k
             .fleet()
-            .fleet_overview(&f.ops, &FleetFilter::default())
+            .fleet_overview(&f.ops, &FleetFilter::default(), false, Page::default())
             .await
             .unwrap();
-        let row = o.clusters.iter().find(|c| c.name == "evil").unwrap();
+        let row = o
+            .clusters
+            .iter()
+            .map(|a| &a.cluster)
+            .find(|c| c.name == "evil")
+            .unwrap();
         assert_eq!(row.nodes, 9000);
         assert_eq!(row.capacity.memory_bytes, 9000 * MAX_QUANTITY);
         assert_eq!(row.used.unwrap().cpu_millis, 9000 * MAX_QUANTITY);
@@ -865,7 +913,7 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         .await;
     let o = floor
         .fleet()
-        .fleet_overview(&f.ops, &FleetFilter::default())
+        .fleet_overview(&f.ops, &FleetFilter::default(), false, Page::default())
         .await
         .unwrap();
     assert_eq!(o.newest_offered.as_deref(), Some("1.34"));
@@ -881,6 +929,9 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
     );
     assert!(!reasons(&o, "evil").contains("behind"));
     assert_eq!(reasons(&o, "fresh"), "never synced");
+    // What the database counts and lists as needing attention is what the reasons say.
+    assert_attention_agrees(&floor, &f.ops).await;
+    assert_attention_agrees(&k, &f.ops).await;
 
     // Image usages follow the cluster and tenant filters, not only the image search.
     let search = |tenant: Option<&str>, cluster: Option<&str>| FleetFilter {
@@ -1001,6 +1052,47 @@ async fn hostile_fleet(db: TestDatabase, postgres: bool) {
         .unwrap();
     assert!(total >= 4, "{mine:?}");
     assert!(mine.iter().all(|h| h.tenant == "team-a"), "{mine:?}");
+}
+
+/// The clusters the dashboard counts and lists as needing attention (selected by the
+/// database) are exactly those whose reasons (written by the service) are not empty.
+async fn assert_attention_agrees(k: &Kqueen, actor: &Actor) {
+    let filter = FleetFilter::default();
+    let all = k
+        .fleet()
+        .fleet_overview(actor, &filter, false, Page::new(Page::MAX_LIMIT, 0))
+        .await
+        .unwrap();
+    let mut flagged: Vec<String> = all
+        .clusters
+        .iter()
+        .filter(|a| !a.reasons.is_empty())
+        .map(|a| a.cluster.name.clone())
+        .collect();
+    let only = k
+        .fleet()
+        .fleet_overview(actor, &filter, true, Page::new(Page::MAX_LIMIT, 0))
+        .await
+        .unwrap();
+    let mut selected: Vec<String> = only
+        .clusters
+        .iter()
+        .map(|a| a.cluster.name.clone())
+        .collect();
+    let mut shown: Vec<String> = only
+        .attention
+        .iter()
+        .map(|a| a.cluster.name.clone())
+        .collect();
+    flagged.sort();
+    selected.sort();
+    shown.sort();
+    assert!(!flagged.is_empty());
+    assert_eq!(selected, flagged, "{all:?}");
+    assert_eq!(shown, flagged);
+    assert_eq!(only.attention_total, flagged.len() as u64);
+    assert_eq!(only.clusters_total, flagged.len() as u64);
+    assert!(only.clusters.iter().all(|a| !a.reasons.is_empty()));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -147,6 +147,25 @@ test('the fleet dashboard draws its charts and lists what needs attention (JavaS
   assert.match(await page.locator('#newest-offered .stat-note').textContent(), /no template offers a version/);
   assert.ok(!(await page.locator('#fleet-stats').textContent()).includes('unknown'));
   assert.match(await page.locator('#attention tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready since \d{4}-\d\d-\d\d \d\d:\d\d UTC/);
+  assert.equal(await page.locator('#attention-heading').textContent(), 'Needs attention (1)');
+  // The cluster list comes a page at a time; or only the clusters needing attention, with why.
+  assert.equal(await page.locator('#fleet-clusters-heading').textContent(), 'Clusters (1)');
+  assert.equal(await page.locator('nav.pager .muted').textContent(), '1–1 of 1');
+  await page.goto(server.url + '/fleet?attention=true');
+  await page.waitForSelector('main[data-hydrated=true]');
+  assert.equal(await page.locator('#fleet-clusters-heading').textContent(), 'Clusters needing attention (1)');
+  assert.ok((await page.locator('#fleet-clusters thead').textContent()).includes('Why'));
+  assert.match(await page.locator('#fleet-clusters tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready/);
+  await page.click('#all-clusters');
+  await page.waitForFunction(() => document.querySelector('#fleet-clusters-heading')?.textContent === 'Clusters (1)');
+  assert.ok(!(await page.locator('#fleet-clusters thead').textContent()).includes('Why'));
+  await page.goto(server.url + '/fleet?offset=50');
+  await page.waitForSelector('main[data-hydrated=true]');
+  assert.equal(await page.locator('#fleet-clusters-heading').textContent(), 'Clusters (1)');
+  assert.equal(await page.locator('#fleet-clusters').count(), 0);
+  assert.match(await page.getAttribute('nav.pager a[rel=prev]', 'href'), /^\/fleet\?offset=0$/);
+  await page.goto(server.url + '/fleet');
+  await page.waitForSelector('main[data-hydrated=true]');
   // An imported cluster keeps nothing in the shared etcd: no etcd column, no etcd card.
   assert.equal(await page.locator('#fleet-storage').count(), 0);
   assert.ok(!(await page.locator('#fleet-clusters thead').textContent()).includes('Shared etcd'));

@@ -287,7 +287,7 @@ async fn queries(backend: &str, db: TestDatabase, samples: usize) {
     }
     let figures = time(samples, || async {
         k.fleet()
-            .fleet_overview(&ops, &FleetFilter::default())
+            .fleet_overview(&ops, &FleetFilter::default(), false, Page::default())
             .await
             .unwrap();
     })

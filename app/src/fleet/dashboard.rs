@@ -3,17 +3,24 @@
 use leptos::prelude::*;
 use leptos_meta::Title;
 
-use super::{use_fleet_query, FleetTabs};
+use leptos_router::hooks::use_query_map;
+
+use super::{use_fleet_query, FleetTabs, Pager};
 use crate::components::{ErrorNote, ListCard, Stat, TableHead};
-use crate::fleet::dto::{FleetClusterDto, FleetPageDto, TenantStorageDto};
+use crate::fleet::dto::{AttentionDto, FleetPageDto, TenantStorageDto};
 use crate::fleet::inventory::Chart;
 use crate::fleet::sfn;
 
 #[component]
 pub fn Fleet() -> impl IntoView {
-    let (filter, _) = use_fleet_query();
+    let (filter, offset) = use_fleet_query();
+    let query = use_query_map();
+    let attention = move || query.read().get("attention").is_some_and(|a| a == "true");
     let tenant = move || Some(filter().tenant).filter(|t| !t.is_empty());
-    let page = Resource::new(tenant, sfn::fleet_page);
+    let page = Resource::new(
+        move || (tenant(), attention(), offset()),
+        |(t, a, o)| sfn::fleet_page(t, Some(a), Some(o)),
+    );
     view! {
         <Title text="Fleet" />
         <h1>"Fleet"</h1>
@@ -25,6 +32,10 @@ pub fn Fleet() -> impl IntoView {
 #[component]
 fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
     let p = page;
+    let more_attention = (p.attention_total > p.attention.len() as u64)
+        .then(|| with_tenant("/fleet?attention=true", &tenant));
+    let all_clusters = p.attention_only.then(|| with_tenant("/fleet", &tenant));
+    let pager_query = pager_query(&tenant, p.attention_only);
     view! {
         <form method="get" action="/fleet" class="filter" id="fleet-filter">
             <label for="f-tenant">"Tenant"</label>
@@ -35,6 +46,7 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
                     view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
                 }).collect_view()}
             </select>
+            {p.attention_only.then(|| view! { <input type="hidden" name="attention" value="true" /> })}
             <button type="submit">"Show"</button>
         </form>
         <section class="stats" aria-label="Fleet figures" id="fleet-stats">
@@ -58,11 +70,61 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
             <Chart svg=p.cpu_chart.clone() id="chart-fleet-cpu" />
             <Chart svg=p.memory_chart.clone() id="chart-fleet-memory" />
         </div>
-        <ListCard name="attention" heading=format!("Needs attention ({})", p.attention.len()) empty="Every cluster is well." is_empty=p.attention.is_empty()>
+        // Under "only those needing attention", the list below is that list.
+        {(!p.attention_only).then(|| view! { <AttentionCard rows=p.attention total=p.attention_total more=more_attention /> }.into_any())}
+        // Type-erased: the dashboard's view type is deep enough for the release wasm build.
+        {(!p.storage.is_empty()).then(|| view! { <StorageCard tenants=p.storage.clone() chart=p.storage_chart.clone().unwrap_or_default() /> }.into_any())}
+        <section class="card" aria-labelledby="fleet-clusters-heading">
+            <div class="card-head">
+                <h2 id="fleet-clusters-heading">{if p.attention_only {
+                    format!("Clusters needing attention ({})", p.total)
+                } else {
+                    format!("Clusters ({})", p.total)
+                }}</h2>
+                {all_clusters.map(|href| view! { <a id="all-clusters" href=href>"All clusters"</a> })}
+            </div>
+            <ClusterTable rows=p.rows why=p.attention_only />
+            <Pager path="/fleet" query=pager_query offset=p.offset limit=p.limit total=p.total />
+        </section>
+    }
+}
+
+/// `path` for the tenant picked in the filter (none: every tenant).
+fn with_tenant(path: &str, tenant: &str) -> String {
+    if tenant.is_empty() {
+        return path.to_owned();
+    }
+    let sep = if path.contains('?') { '&' } else { '?' };
+    format!(
+        "{path}{sep}tenant={}",
+        crate::query::encode_query_value(tenant)
+    )
+}
+
+/// The dashboard's filters as the pager's query string.
+fn pager_query(tenant: &str, attention: bool) -> String {
+    let mut q = Vec::new();
+    if !tenant.is_empty() {
+        q.push(format!(
+            "tenant={}",
+            crate::query::encode_query_value(tenant)
+        ));
+    }
+    if attention {
+        q.push("attention=true".to_owned());
+    }
+    q.join("&")
+}
+
+/// The first clusters needing attention, with why, and a link to all of them (`more`).
+#[component]
+fn AttentionCard(rows: Vec<AttentionDto>, total: u64, more: Option<String>) -> impl IntoView {
+    view! {
+        <ListCard name="attention" heading=format!("Needs attention ({})", total) empty="Every cluster is well." is_empty=rows.is_empty()>
             <table class="table" id="attention">
                 <TableHead cols=vec!["Cluster", "Tenant", "State", "Why"] />
                 <tbody>
-                    {p.attention.into_iter().map(|a| view! {
+                    {rows.into_iter().map(|a| view! {
                         <tr data-cluster=a.cluster.name.clone()>
                             <th scope="row"><a href=format!("/clusters/{}", a.cluster.id)>{a.cluster.name.clone()}</a></th>
                             <td>{a.cluster.tenant.clone()}</td>
@@ -72,13 +134,11 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
                     }).collect_view()}
                 </tbody>
             </table>
+            {more.map(|href| view! {
+                <p><a id="attention-all" href=href>
+                    {format!("All {} clusters needing attention →", total)}</a></p>
+            })}
         </ListCard>
-        // Type-erased: the dashboard's view type is deep enough for the release wasm build.
-        {(!p.storage.is_empty()).then(|| view! { <StorageCard tenants=p.storage.clone() chart=p.storage_chart.clone().unwrap_or_default() /> }.into_any())}
-        <section class="card" aria-labelledby="fleet-clusters-heading">
-            <div class="card-head"><h2 id="fleet-clusters-heading">{format!("Clusters ({})", p.rows.len())}</h2></div>
-            <ClusterTable rows=p.rows />
-        </section>
     }
 }
 
@@ -135,13 +195,14 @@ fn StorageCard(tenants: Vec<TenantStorageDto>, chart: String) -> impl IntoView {
     .into_any()
 }
 
+/// One page of the clusters; with `why`, the reasons each needs attention.
 #[component]
-fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
+fn ClusterTable(rows: Vec<AttentionDto>, why: bool) -> impl IntoView {
     if rows.is_empty() {
         return view! { <p class="empty">"No clusters."</p> }.into_any();
     }
     // The etcd column only where someone sees it (operators) and a cluster has a key space.
-    let etcd = rows.iter().any(|c| c.etcd.is_some());
+    let etcd = rows.iter().any(|a| a.cluster.etcd.is_some());
     let mut cols = vec![
         "Cluster",
         "Tenant",
@@ -156,12 +217,15 @@ fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
     if etcd {
         cols.push("Shared etcd");
     }
+    if why {
+        cols.push("Why");
+    }
     view! {
         <div class="table-scroll">
             <table class="table" id="fleet-clusters">
                 <TableHead cols=cols />
                 <tbody>
-                    {rows.into_iter().map(|c| view! {
+                    {rows.into_iter().map(|AttentionDto { cluster: c, reasons }| view! {
                         <tr data-cluster=c.name.clone()>
                             <th scope="row"><a href=format!("/clusters/{}", c.id)>{c.name.clone()}</a></th>
                             <td>{c.tenant}</td>
@@ -176,6 +240,9 @@ fn ClusterTable(rows: Vec<FleetClusterDto>) -> impl IntoView {
                             {etcd.then(|| view! {
                                 <td class="etcd">{c.etcd.unwrap_or_else(|| "–".into())}
                                     {c.etcd_read_only.then(|| view! { " " <span class="badge state-error">"read-only"</span> })}</td>
+                            })}
+                            {why.then(|| view! {
+                                <td><ul class="plain">{reasons.into_iter().map(|r| view! { <li>{r}</li> }).collect_view()}</ul></td>
                             })}
                         </tr>
                     }).collect_view()}

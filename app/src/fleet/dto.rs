@@ -161,8 +161,17 @@ pub struct FleetPageDto {
     pub version_chart: String,
     pub cpu_chart: String,
     pub memory_chart: String,
+    /// The first clusters needing attention, and how many do.
     pub attention: Vec<AttentionDto>,
-    pub rows: Vec<FleetClusterDto>,
+    pub attention_total: u64,
+    /// Whether `rows` lists only the clusters needing attention.
+    pub attention_only: bool,
+    /// One page of the clusters, each with why it needs attention (empty: it does not).
+    pub rows: Vec<AttentionDto>,
+    /// How many clusters the page is of.
+    pub total: u64,
+    pub offset: u32,
+    pub limit: u32,
     /// Tenants the caller may filter by.
     pub tenants: Vec<String>,
     /// Operators: shared etcd per tenant with hosted clusters (empty for everyone else),

@@ -103,7 +103,7 @@ fn FindingList(page: FindingsPageDto, filter: FleetQuery) -> impl IntoView {
                     </table>
                 }.into_any()
             }}
-            <Pager path="/fleet/findings" filter offset=list.offset limit=list.limit total=list.total />
+            <Pager path="/fleet/findings" query=filter.to_query() offset=list.offset limit=list.limit total=list.total />
         </section>
     }
 }

@@ -131,21 +131,15 @@ fn QueryCard(
             } else {
                 children().into_any()
             }}
-            <Pager path filter offset=page.offset limit=page.limit total=page.total />
+            <Pager path query=filter.to_query() offset=page.offset limit=page.limit total=page.total />
         </section>
     }
 }
 
-/// Newer/older links of a paged list at `path` with `filter`.
+/// Newer/older links of a paged list at `path` with its filters' `query` string.
 #[component]
-fn Pager(
-    path: &'static str,
-    filter: FleetQuery,
-    offset: u32,
-    limit: u32,
-    total: u64,
-) -> impl IntoView {
-    let base = filter.to_query();
+fn Pager(path: &'static str, query: String, offset: u32, limit: u32, total: u64) -> impl IntoView {
+    let base = query;
     let link = move |o: u32| {
         if base.is_empty() {
             format!("{path}?offset={o}")

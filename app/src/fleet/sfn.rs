@@ -174,7 +174,11 @@ pub(crate) async fn cluster_inventory(
 
 /// The fleet dashboard (operators; tenant admins see their tenants).
 #[server(prefix = "/sfn", endpoint = "fleet")]
-pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError> {
+pub async fn fleet_page(
+    tenant: Option<String>,
+    attention: Option<bool>,
+    offset: Option<u32>,
+) -> Result<FleetPageDto, AppError> {
     use kqueen_charts::figures::{count_chart, storage_chart, totals_chart, Measure};
 
     use crate::fleet::dto::AttentionDto;
@@ -184,7 +188,16 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
         tenant: tenant.unwrap_or_default(),
         ..FleetQuery::default()
     })?;
-    let o = k.fleet().fleet_overview(&actor, &filter).await?;
+    let page = kqueen_core::page::Page::requested(None, offset);
+    let attention = attention.unwrap_or(false);
+    let o = k
+        .fleet()
+        .fleet_overview(&actor, &filter, attention, page)
+        .await?;
+    let explain = |a: kqueen_core::Attention| AttentionDto {
+        cluster: map::fleet_cluster(a.cluster),
+        reasons: a.reasons,
+    };
     let t = &o.totals;
     Ok(FleetPageDto {
         clusters: t.clusters,
@@ -206,15 +219,13 @@ pub async fn fleet_page(tenant: Option<String>) -> Result<FleetPageDto, AppError
             t.used,
             Measure::Memory,
         ),
-        attention: o
-            .attention
-            .into_iter()
-            .map(|a| AttentionDto {
-                cluster: map::fleet_cluster(a.cluster),
-                reasons: a.reasons,
-            })
-            .collect(),
-        rows: o.clusters.into_iter().map(map::fleet_cluster).collect(),
+        attention: o.attention.into_iter().map(explain).collect(),
+        attention_total: o.attention_total,
+        attention_only: attention,
+        rows: o.clusters.into_iter().map(explain).collect(),
+        total: o.clusters_total,
+        offset: page.offset(),
+        limit: page.limit(),
         tenants: crate::ssr::request_tenants(&k, &actor).await?,
         storage_chart: (!o.storage.is_empty()).then(|| storage_chart(&o.storage)),
         storage: o.storage.iter().map(map::tenant_storage).collect(),

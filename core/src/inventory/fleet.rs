@@ -85,6 +85,42 @@ pub struct FleetCluster {
     pub shared_storage: Option<crate::provisioner::SharedStorageReading>,
 }
 
+/// What makes a cluster need attention on the fleet dashboard, as the store selects it; the
+/// fleet service words the reasons from the same rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttentionRule {
+    /// A Ready cluster never synced, whose last sync failed, or whose last good sync is older
+    /// than this, needs attention.
+    pub stale_before: DateTime<Utc>,
+    /// Whether read-only shared storage counts (operators only: nobody else sees it).
+    pub storage: bool,
+    /// API versions, as clusters report them, that are behind the newest offered.
+    pub behind: Vec<String>,
+}
+
+/// The live clusters of one state, provider and reported API version.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FleetGroup {
+    pub state: ClusterState,
+    pub provider: String,
+    pub api_version: Option<String>,
+    pub clusters: u64,
+    /// Of them, those the rule says need attention, its `behind` versions aside.
+    pub attention: u64,
+}
+
+/// Node figures summed over clusters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NodeTotals {
+    pub nodes: u64,
+    pub nodes_ready: u64,
+    pub capacity: Resources,
+    pub allocatable: Resources,
+    pub requested: Resources,
+    /// Over the nodes that report usage; none when no node does.
+    pub used: Option<Resources>,
+}
+
 /// An image and how widely it runs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ImageSummary {

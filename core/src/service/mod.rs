@@ -50,7 +50,7 @@ pub use auth::{Auth, ExternalLogin};
 pub use clusters::{AdoptRequest, ClusterDetail, Clusters};
 pub use fleet::{
     Attention, ClusterSync, Fleet, FleetMetrics, FleetOverview, FleetTotals, InventorySettings,
-    Tally,
+    Tally, ATTENTION_SHOWN,
 };
 pub use providers::{Catalog, KindInfo};
 pub use templates::TemplateView;

@@ -377,15 +377,46 @@ pub trait InventoryStore: Send + Sync {
     async fn cluster_inventory(&self, cluster_id: Uuid) -> Result<inv::ClusterInventory>;
 }
 
-/// The fleet queries over the inventory rows. `tenants` restricts every query to those
-/// tenants' clusters (None: all).
+/// The fleet's live clusters with their sync status and node figures: the dashboard's
+/// counts and totals computed in the database, its pages, and every cluster (metrics).
+/// `tenants` restricts every query to those tenants' clusters (None: all).
 #[async_trait]
-pub trait FleetStore: Send + Sync {
+pub trait FleetClusterStore: Send + Sync {
+    /// Every cluster of the filter, by tenant and name.
     async fn fleet_clusters(
         &self,
         filter: &inv::FleetFilter,
         tenants: Option<&[Uuid]>,
     ) -> Result<Vec<inv::FleetCluster>>;
+    /// The clusters counted by state, provider and reported API version, each group with how
+    /// many of it need attention by `rule` (whose `behind` this ignores: the caller knows
+    /// which groups' versions are behind).
+    async fn fleet_groups(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+        rule: &inv::AttentionRule,
+    ) -> Result<Vec<inv::FleetGroup>>;
+    /// The node figures of the clusters, summed.
+    async fn fleet_node_totals(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+    ) -> Result<inv::NodeTotals>;
+    /// A page of the clusters by tenant and name; with a rule, only those needing attention.
+    async fn fleet_page(
+        &self,
+        filter: &inv::FleetFilter,
+        tenants: Option<&[Uuid]>,
+        attention: Option<&inv::AttentionRule>,
+        page: Page,
+    ) -> Result<Vec<inv::FleetCluster>>;
+}
+
+/// The fleet queries over the inventory rows. `tenants` restricts every query to those
+/// tenants' clusters (None: all).
+#[async_trait]
+pub trait FleetStore: Send + Sync {
     /// Images running now, by reference, with the total count.
     async fn list_images(
         &self,
@@ -617,6 +648,7 @@ pub trait Store:
     + OperationStore
     + InventoryStore
     + FleetStore
+    + FleetClusterStore
     + ApplicationStore
     + AddonStore
     + crate::vault::SecretBackend

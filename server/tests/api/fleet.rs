@@ -269,6 +269,48 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         json!(["Kubernetes 1.33 is behind 1.34, the newest offered"]),
         "{body}"
     );
+    // One page of the clusters, each with its reasons; the attention count and its pages.
+    assert_eq!(
+        (&body["attention_total"], &body["total"], &body["limit"]),
+        (&json!(1), &json!(1), &json!(50)),
+        "{body}"
+    );
+    assert_eq!(body["items"][0]["reasons"], body["attention"][0]["reasons"]);
+    for (query, total, items) in [
+        ("?attention=true&limit=1", 1, 1),
+        ("?attention=true&offset=1", 1, 0),
+        ("?offset=1", 1, 0),
+        ("?tenant=nobody-here&attention=true", 0, 0),
+    ] {
+        let (status, body) = call(
+            &olga,
+            &app,
+            Method::GET,
+            &format!("/api/v1/fleet{query}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{query}: {body}");
+        assert_eq!(
+            (
+                body["total"].as_u64(),
+                body["items"].as_array().map(Vec::len)
+            ),
+            (Some(total), Some(items)),
+            "{query}: {body}"
+        );
+    }
+    for query in ["?attention=maybe", "?limit=-1", "?offset=x"] {
+        let (status, body) = call(
+            &olga,
+            &app,
+            Method::GET,
+            &format!("/api/v1/fleet{query}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+    }
     let (status, body) = call(&adam, &app, Method::GET, "/api/v1/fleet", None).await;
     assert_eq!(
         (status, body["clusters"].clone()),

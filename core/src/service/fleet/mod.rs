@@ -1,7 +1,10 @@
 //! Use cases of the fleet inventory: syncing clusters, the cluster page's inventory, the fleet
 //! dashboard, the fleet audit queries (images, versions, findings) and the metrics scrape.
 
+mod dashboard;
 mod metrics;
+
+pub use dashboard::ATTENTION_SHOWN;
 
 pub use metrics::FleetMetrics;
 mod storage_quota;
@@ -82,7 +85,7 @@ pub struct FleetTotals {
     pub used: Option<Resources>,
 }
 
-/// A cluster and why it needs attention.
+/// A cluster and why it needs attention (no reasons: it does not).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attention {
     pub cluster: FleetCluster,
@@ -97,7 +100,10 @@ pub struct FleetOverview {
     /// By Kubernetes minor version (`1.33`), `unknown` for clusters never synced.
     pub by_version: Tally,
     pub totals: FleetTotals,
+    /// The first [`ATTENTION_SHOWN`] clusters needing attention, by tenant and name.
     pub attention: Vec<Attention>,
+    /// How many clusters need attention.
+    pub attention_total: u64,
     /// The highest version any synced cluster's API server reports (`v1.33.2`), as it
     /// reports it; none before a cluster was synced. Shown, never measured against: any
     /// cluster could claim v1.99.
@@ -106,16 +112,21 @@ pub struct FleetOverview {
     /// is newer (`1.34`); none when no template offers a version and no minimum is set.
     /// "Behind" (a reason for attention) is measured against this one only.
     pub newest_offered: Option<String>,
-    pub clusters: Vec<FleetCluster>,
+    /// One page of the clusters (or of those needing attention), each with its reasons
+    /// (none when it is well).
+    pub clusters: Vec<Attention>,
+    /// How many clusters that page is of.
+    pub clusters_total: u64,
     /// Operators: per tenant (of the filter), what its clusters keep in shared storage
     /// against its quota. Empty for everyone else.
     pub storage: Vec<TenantStorage>,
 }
 
-fn tally(items: impl IntoIterator<Item = String>) -> Tally {
+/// Sums counts by label.
+fn tally(items: impl IntoIterator<Item = (String, u64)>) -> Tally {
     let mut map: BTreeMap<String, u64> = BTreeMap::new();
-    for i in items {
-        *map.entry(i).or_default() += 1;
+    for (label, count) in items {
+        *map.entry(label).or_default() += count;
     }
     let mut v: Tally = map.into_iter().collect();
     v.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));

@@ -1,20 +1,17 @@
-//! What the fleet pages read: a cluster's inventory, the dashboard, and the audit queries
+//! What the fleet pages read: a cluster's inventory and the audit queries
 //! (images, versions, findings), each within what the actor may see.
 
 use std::collections::BTreeMap;
 
-use chrono::Utc;
 use uuid::Uuid;
 
-use super::{format_minor, newest_running, tally, Attention, Fleet, FleetOverview, FleetTotals};
+use super::Fleet;
 use crate::audit::action;
-use crate::cluster::ClusterState;
 use crate::identity::Role;
 use crate::inventory::fleet::{
     ClusterInventory, FindingCount, FindingRow, FleetFilter, ImageHistoryRow, ImageRow, ImageUsage,
     VersionRow,
 };
-use crate::inventory::{minor_version, Resources};
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::{Actor, Error, Result};
@@ -66,119 +63,6 @@ impl Fleet {
                 Err(e)
             }
         }
-    }
-
-    /// The fleet dashboard: operators see every cluster, tenant admins their tenants'.
-    pub async fn fleet_overview(
-        &self,
-        actor: &Actor,
-        filter: &FleetFilter,
-    ) -> Result<FleetOverview> {
-        let scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
-        let mut clusters = self
-            .deps
-            .store
-            .fleet_clusters(filter, scope.as_deref())
-            .await?;
-        // Shared storage is the operators' business, as on the cluster page.
-        let storage = if policy::check(actor, Permission::ListAllTenants).is_ok() {
-            let mut storage = self.deps.store.tenant_storage().await?;
-            storage.retain(|t| filter.tenant.as_ref().is_none_or(|f| *f == t.tenant));
-            storage
-        } else {
-            for c in &mut clusters {
-                c.shared_storage = None;
-            }
-            Vec::new()
-        };
-        let newest = self.newest_offered().await?;
-        let now = Utc::now();
-        let stale_after =
-            chrono::Duration::from_std(self.settings.stale_after).unwrap_or(chrono::Duration::MAX);
-        let mut totals = FleetTotals {
-            clusters: clusters.len() as u64,
-            ..FleetTotals::default()
-        };
-        let mut attention = Vec::new();
-        for c in &clusters {
-            totals.nodes += u64::from(c.nodes);
-            totals.nodes_ready += u64::from(c.nodes_ready);
-            totals.capacity.add(c.capacity);
-            totals.allocatable.add(c.allocatable);
-            totals.requested.add(c.requested);
-            if let Some(u) = c.used {
-                totals.used.get_or_insert_with(Resources::default).add(u);
-            }
-            let mut reasons = Vec::new();
-            if c.state == ClusterState::Error {
-                reasons.push(match &c.error {
-                    Some(e) => format!("Error: {e}"),
-                    None => "Error".to_owned(),
-                });
-            }
-            if c.state == ClusterState::Ready {
-                match (c.synced_at, &c.sync_error) {
-                    (None, None) => reasons.push("never synced".to_owned()),
-                    (_, Some(e)) => reasons.push(format!("last sync failed: {e}")),
-                    (Some(at), None) if now - at > stale_after => {
-                        reasons.push(format!(
-                            "stale: last synced {}",
-                            at.format("%Y-%m-%d %H:%M UTC")
-                        ));
-                    }
-                    _ => {}
-                }
-            }
-            if c.shared_storage.is_some_and(|s| !s.usage.writable) {
-                reasons.push(
-                    "read-only in the shared etcd (tenant over its storage quota)".to_owned(),
-                );
-            }
-            if c.nodes_ready < c.nodes {
-                let since = c
-                    .not_ready_since
-                    .map(|t| format!(" since {}", t.format("%Y-%m-%d %H:%M UTC")))
-                    .unwrap_or_default();
-                reasons.push(format!(
-                    "{} of {} nodes not Ready{since}",
-                    c.nodes - c.nodes_ready,
-                    c.nodes
-                ));
-            }
-            if let (Some(n), Some(v)) = (newest, c.api_version.as_deref().and_then(minor_version)) {
-                if v < n {
-                    reasons.push(format!(
-                        "Kubernetes {} is behind {}, the newest offered",
-                        format_minor(v),
-                        format_minor(n)
-                    ));
-                }
-            }
-            if !reasons.is_empty() {
-                attention.push(Attention {
-                    cluster: c.clone(),
-                    reasons,
-                });
-            }
-        }
-        Ok(FleetOverview {
-            by_state: tally(clusters.iter().map(|c| c.state.label().to_owned())),
-            by_provider: tally(clusters.iter().map(|c| c.provider.clone())),
-            by_version: tally(clusters.iter().map(|c| {
-                c.api_version
-                    .as_deref()
-                    .and_then(minor_version)
-                    .map_or_else(|| "unknown".to_owned(), format_minor)
-            })),
-            totals,
-            attention,
-            newest_running: newest_running(
-                clusters.iter().filter_map(|c| c.api_version.as_deref()),
-            ),
-            newest_offered: newest.map(format_minor),
-            clusters,
-            storage,
-        })
     }
 
     /// Images running in the visible clusters, with where each runs.

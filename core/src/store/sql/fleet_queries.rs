@@ -1,4 +1,4 @@
-//! The fleet queries over the inventory rows ([`FleetStore`]): clusters, images and where
+//! The fleet queries over the inventory rows ([`FleetStore`]): images and where
 //! they run, image history, Kubernetes versions, findings. Every query restricts to live
 //! clusters and, when given, to the caller's tenants.
 
@@ -9,15 +9,12 @@ use uuid::Uuid;
 
 use super::inventory::{finding_of, u32_of, u64_of};
 use super::{contains_pattern, limit_offset, Pool, SqlStore};
-use crate::cluster::{ClusterFilter, ClusterState};
+use crate::cluster::ClusterFilter;
 use crate::inventory::checks::Severity;
 use crate::inventory::fleet::{
-    FindingCount, FindingRow, FleetCluster, FleetFilter, ImageHistoryRow, ImageSummary, ImageUsage,
-    VersionRow,
+    FindingCount, FindingRow, FleetFilter, ImageHistoryRow, ImageSummary, ImageUsage, VersionRow,
 };
-use crate::inventory::Resources;
 use crate::page::Page;
-use crate::provisioner::{SharedStorage, SharedStorageReading};
 use crate::store::FleetStore;
 use crate::{Error, Result};
 
@@ -25,7 +22,7 @@ use crate::{Error, Result};
 /// its placeholder, value)`), then live clusters of the filter's tenant / name and of the
 /// caller's `tenants`. Placeholders are numbered from `$first`; bind the returned texts, then
 /// the tenant ids, in that order.
-fn fleet_where(
+pub(super) fn fleet_where(
     filter: &FleetFilter,
     tenants: Option<&[Uuid]>,
     first: usize,
@@ -78,35 +75,6 @@ macro_rules! page_and_total {
 }
 
 #[derive(FromRow)]
-struct FleetRow {
-    id: Uuid,
-    name: String,
-    tenant: String,
-    state: String,
-    provider: String,
-    error: Option<String>,
-    attempted_at: Option<DateTime<Utc>>,
-    synced_at: Option<DateTime<Utc>>,
-    sync_error: Option<String>,
-    api_version: Option<String>,
-    nodes: Option<i64>,
-    nodes_ready: Option<i64>,
-    not_ready_since: Option<DateTime<Utc>>,
-    cpu_capacity: Option<f64>,
-    mem_capacity: Option<f64>,
-    cpu_allocatable: Option<f64>,
-    mem_allocatable: Option<f64>,
-    cpu_requested: Option<f64>,
-    mem_requested: Option<f64>,
-    cpu_used: Option<f64>,
-    mem_used: Option<f64>,
-    storage_keys: Option<i64>,
-    storage_bytes: Option<i64>,
-    storage_writable: Option<bool>,
-    storage_measured_at: Option<DateTime<Utc>>,
-}
-
-#[derive(FromRow)]
 struct FindingDbRow {
     cluster_id: Uuid,
     cluster: String,
@@ -142,102 +110,8 @@ fn findings_from(
     )
 }
 
-const FLEET_SQL: &str = "SELECT c.id, c.name, t.slug AS tenant, c.state, p.name AS provider, \
-     c.error, s.attempted_at, s.synced_at, s.error AS sync_error, s.api_version, \
-     n.nodes, n.nodes_ready, n.not_ready_since, n.cpu_capacity, n.mem_capacity, n.cpu_allocatable, \
-     n.mem_allocatable, n.cpu_requested, n.mem_requested, n.cpu_used, n.mem_used, \
-     ss.keys AS storage_keys, ss.bytes AS storage_bytes, ss.writable AS storage_writable, \
-     ss.measured_at AS storage_measured_at \
-     FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
-     JOIN providers p ON p.id = c.provider_id \
-     LEFT JOIN inventory_syncs s ON s.cluster_id = c.id \
-     LEFT JOIN shared_storage_usage ss ON ss.cluster_id = c.id \
-     LEFT JOIN (SELECT cluster_id, COUNT(*) AS nodes, \
-        CAST(SUM(CASE WHEN ready THEN 1 ELSE 0 END) AS BIGINT) AS nodes_ready, \
-        MIN(not_ready_since) AS not_ready_since, \
-        SUM(CAST(cpu_capacity AS DOUBLE PRECISION)) AS cpu_capacity, \
-        SUM(CAST(mem_capacity AS DOUBLE PRECISION)) AS mem_capacity, \
-        SUM(CAST(cpu_allocatable AS DOUBLE PRECISION)) AS cpu_allocatable, \
-        SUM(CAST(mem_allocatable AS DOUBLE PRECISION)) AS mem_allocatable, \
-        SUM(CAST(cpu_requested AS DOUBLE PRECISION)) AS cpu_requested, \
-        SUM(CAST(mem_requested AS DOUBLE PRECISION)) AS mem_requested, \
-        SUM(CAST(cpu_used AS DOUBLE PRECISION)) AS cpu_used, \
-        SUM(CAST(mem_used AS DOUBLE PRECISION)) AS mem_used \
-        FROM inventory_nodes GROUP BY cluster_id) n ON n.cluster_id = c.id";
-
-/// A sum read as DOUBLE PRECISION (sums are never computed in integers, which overflow),
-/// saturated into `u64`.
-fn sum_of(v: Option<f64>) -> Option<u64> {
-    // `as` saturates and maps NaN to 0.
-    v.map(|f| f.max(0.0) as u64)
-}
-
 #[async_trait]
 impl FleetStore for SqlStore {
-    async fn fleet_clusters(
-        &self,
-        filter: &FleetFilter,
-        tenants: Option<&[Uuid]>,
-    ) -> Result<Vec<FleetCluster>> {
-        let (wh, texts, ids) = fleet_where(filter, tenants, 1, Vec::new());
-        let sql = format!("{FLEET_SQL} WHERE {wh} ORDER BY t.slug, c.name");
-        let rows: Vec<FleetRow> = on_pool!(self, p => {
-            bind_all!(sqlx::query_as(&sql), &texts, &ids).fetch_all(p).await?
-        });
-        rows.into_iter()
-            .map(|r| {
-                let state = ClusterState::parse(&r.state)
-                    .ok_or_else(|| Error::Corrupt(format!("cluster {}: state", r.id)))?;
-                let z = |v: Option<i64>| v.unwrap_or(0);
-                let sum = |v: Option<f64>| sum_of(v).unwrap_or(0);
-                let sums = |cpu: Option<f64>, mem: Option<f64>| Resources {
-                    cpu_millis: sum(cpu),
-                    memory_bytes: sum(mem),
-                };
-                Ok(FleetCluster {
-                    id: r.id,
-                    name: r.name,
-                    tenant: r.tenant,
-                    state,
-                    provider: r.provider,
-                    error: r.error,
-                    attempted_at: r.attempted_at,
-                    synced_at: r.synced_at,
-                    sync_error: r.sync_error,
-                    api_version: r.api_version,
-                    nodes: u32_of(z(r.nodes)),
-                    nodes_ready: u32_of(z(r.nodes_ready)),
-                    not_ready_since: r.not_ready_since,
-                    capacity: sums(r.cpu_capacity, r.mem_capacity),
-                    allocatable: sums(r.cpu_allocatable, r.mem_allocatable),
-                    requested: sums(r.cpu_requested, r.mem_requested),
-                    used: match (r.cpu_used, r.mem_used) {
-                        (Some(c), Some(m)) => Some(sums(Some(c), Some(m))),
-                        _ => None,
-                    },
-                    shared_storage: match (
-                        r.storage_keys,
-                        r.storage_bytes,
-                        r.storage_writable,
-                        r.storage_measured_at,
-                    ) {
-                        (Some(keys), Some(bytes), Some(writable), Some(measured_at)) => {
-                            Some(SharedStorageReading {
-                                usage: SharedStorage {
-                                    keys: u64::try_from(keys).unwrap_or(0),
-                                    bytes: u64::try_from(bytes).unwrap_or(0),
-                                    writable,
-                                },
-                                measured_at,
-                            })
-                        }
-                        _ => None,
-                    },
-                })
-            })
-            .collect()
-    }
-
     async fn list_images(
         &self,
         filter: &FleetFilter,

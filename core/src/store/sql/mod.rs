@@ -136,6 +136,7 @@ mod operations;
 mod quotas;
 
 mod clusters;
+mod fleet_clusters;
 mod fleet_queries;
 mod inventory;
 mod job_leases;

@@ -53,10 +53,16 @@ pub struct FleetParams {
     pub download: Option<bool>,
 }
 
-/// Filters of the fleet dashboard (it has no pages and no exports).
+/// Filters and page of the fleet dashboard (it has no exports).
 #[derive(Debug, Default, Deserialize, IntoParams)]
 #[into_params(parameter_in = Query)]
 pub struct FleetFilterParams {
+    /// List only the clusters needing attention (each with its reasons).
+    pub attention: Option<bool>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
+    pub limit: Option<u32>,
+    #[param(value_type = Option<u64>, maximum = 4294967295_i64)]
+    pub offset: Option<u32>,
     /// Tenant slug.
     pub tenant: Option<String>,
     /// Substring of the cluster name.

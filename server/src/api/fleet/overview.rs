@@ -1,9 +1,11 @@
-//! The fleet dashboard: every visible cluster with its figures, tallies, what needs attention.
+//! The fleet dashboard: tallies and totals of the visible clusters, what needs attention,
+//! and one page of the clusters with their figures.
 
 use axum::extract::State;
 use axum::{Extension, Json};
 use kqueen_core::inventory::fleet::FleetCluster;
-use kqueen_core::{Actor, FleetOverview};
+use kqueen_core::page::Page;
+use kqueen_core::{Actor, Attention, FleetOverview};
 use kqueen_dto::clusters::{SharedStorage as SharedStorageOut, TenantStorage as TenantStorageOut};
 use serde::Serialize;
 use utoipa::ToSchema;
@@ -75,6 +77,15 @@ pub struct AttentionOut {
     pub reasons: Vec<String>,
 }
 
+impl From<Attention> for AttentionOut {
+    fn from(a: Attention) -> Self {
+        Self {
+            cluster: a.cluster.into(),
+            reasons: a.reasons,
+        }
+    }
+}
+
 #[derive(Debug, Serialize, ToSchema)]
 pub struct FleetOut {
     pub clusters: u64,
@@ -98,15 +109,25 @@ pub struct FleetOut {
     /// newest offered").
     #[schema(example = "1.34")]
     pub newest_offered: Option<String>,
+    /// The first clusters needing attention (up to 20), by tenant and name; page through
+    /// all of them with `attention=true`.
     pub attention: Vec<AttentionOut>,
-    pub items: Vec<FleetClusterOut>,
+    /// How many clusters need attention.
+    pub attention_total: u64,
+    /// One page of the clusters (with `attention=true`, of those needing attention), by
+    /// tenant and name, each with why it needs attention (empty when it does not).
+    pub items: Vec<AttentionOut>,
+    /// How many clusters the page is of.
+    pub total: u64,
+    pub limit: u32,
+    pub offset: u32,
     /// Operators: per tenant with hosted clusters, its shared etcd usage against its quota
     /// (`max_shared_storage_bytes`). Empty for everyone else.
     pub storage: Vec<TenantStorageOut>,
 }
 
-impl From<FleetOverview> for FleetOut {
-    fn from(o: FleetOverview) -> Self {
+impl FleetOut {
+    fn new(o: FleetOverview, page: Page) -> Self {
         Self {
             clusters: o.totals.clusters,
             nodes: o.totals.nodes,
@@ -120,23 +141,21 @@ impl From<FleetOverview> for FleetOut {
             by_version: counts(o.by_version),
             newest_running: o.newest_running,
             newest_offered: o.newest_offered,
-            attention: o
-                .attention
-                .into_iter()
-                .map(|a| AttentionOut {
-                    cluster: a.cluster.into(),
-                    reasons: a.reasons,
-                })
-                .collect(),
+            attention: o.attention.into_iter().map(Into::into).collect(),
+            attention_total: o.attention_total,
             items: o.clusters.into_iter().map(Into::into).collect(),
+            total: o.clusters_total,
+            limit: page.limit(),
+            offset: page.offset(),
             storage: o.storage.iter().map(Into::into).collect(),
         }
     }
 }
 
-/// The fleet dashboard's figures: clusters by state, provider and version, node totals, and
-/// the clusters needing attention. Operators see all, with each hosted cluster's shared etcd
-/// usage and each tenant's usage against its quota; tenant admins their tenants.
+/// The fleet dashboard's figures: clusters by state, provider and version, node totals, the
+/// clusters needing attention, and one page of the clusters. Operators see all, with each
+/// hosted cluster's shared etcd usage and each tenant's usage against its quota; tenant
+/// admins their tenants.
 #[utoipa::path(get, path = "/api/v1/fleet", tag = "fleet", params(FleetFilterParams),
     responses((status = 200, body = FleetOut), (status = 403, body = ErrorOut)))]
 pub async fn overview(
@@ -145,12 +164,12 @@ pub async fn overview(
     ApiQuery(p): ApiQuery<FleetFilterParams>,
 ) -> ApiResult<Json<FleetOut>> {
     let filter = p.filter()?;
-    Ok(Json(
-        state
-            .kqueen
-            .fleet()
-            .fleet_overview(&actor, &filter)
-            .await?
-            .into(),
-    ))
+    let page = Page::requested(p.limit, p.offset);
+    let attention = p.attention.unwrap_or(false);
+    let o = state
+        .kqueen
+        .fleet()
+        .fleet_overview(&actor, &filter, attention, page)
+        .await?;
+    Ok(Json(FleetOut::new(o, page)))
 }
