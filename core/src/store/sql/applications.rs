@@ -60,6 +60,25 @@ impl TryFrom<AppRow> for Application {
     }
 }
 
+/// `$1` when it names a live application, else NULL: looked up by the primary key alone, as
+/// [`super::clusters::LIVE_CLUSTER_ID`] (beside the id, `deleted_at IS NULL` lets the planner
+/// scan a partial index of every live application when the statistics are stale).
+const LIVE_APPLICATION_ID: &str = "(SELECT x.id FROM (SELECT id, deleted_at FROM \
+     applications WHERE id = $1 LIMIT 1) x WHERE x.deleted_at IS NULL)";
+
+/// One live application by id.
+pub(super) fn application_by_id_sql() -> String {
+    format!("SELECT {APP_COLS} FROM applications WHERE id = {LIVE_APPLICATION_ID}")
+}
+
+/// Marks a live, deployed or failed application as being deleted, at `$2`.
+pub(super) fn claim_app_delete_sql() -> String {
+    format!(
+        "UPDATE applications SET state = 'deleting', error = NULL, updated_at = $2 \
+         WHERE id = {LIVE_APPLICATION_ID} AND state IN ('deployed', 'failed')"
+    )
+}
+
 /// Claims the cluster for a workload operation: it must be live and Ready, and no operation
 /// on the cluster itself (create, delete, scale, upgrade) may be unfinished.
 /// Takes a Ready, live cluster's row lock (the id looked up through the primary key).
@@ -206,14 +225,11 @@ impl ApplicationStore for SqlStore {
         let checkpoint = to_json(&op.checkpoint)?;
         audited_tx!(self, audit, |tx| {
             claim_ready_cluster!(tx, op.cluster_id, op.created_at);
-            let done = sqlx::query(
-                "UPDATE applications SET state = 'deleting', error = NULL, updated_at = $2 \
-                 WHERE id = $1 AND deleted_at IS NULL AND state IN ('deployed', 'failed')",
-            )
-            .bind(app_id)
-            .bind(op.created_at)
-            .execute(&mut *tx)
-            .await?;
+            let done = sqlx::query(&claim_app_delete_sql())
+                .bind(app_id)
+                .bind(op.created_at)
+                .execute(&mut *tx)
+                .await?;
             if done.rows_affected() == 0 {
                 return Err(Error::Conflict(
                     "this version is being deployed or deleted already".into(),
@@ -226,8 +242,7 @@ impl ApplicationStore for SqlStore {
     }
 
     async fn application(&self, id: Uuid) -> Result<Application> {
-        let sql =
-            format!("SELECT {APP_COLS} FROM applications WHERE id = $1 AND deleted_at IS NULL");
+        let sql = application_by_id_sql();
         let row: Option<AppRow> = on_pool!(self, p => {
             sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
         });

@@ -1,12 +1,13 @@
 //! The plans of hot lookups on Postgres when the statistics are stale (the minute after a bulk
-//! import, before the statistics job ran): they must still go through the primary key. Needs
+//! import, before the statistics job ran): they must still go through the primary key, for
+//! clusters and for applications. Needs
 //! the Postgres of the test machines (skips, saying so, without one).
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 use uuid::Uuid;
 
-use super::applications::claim_ready_sql;
+use super::applications::{application_by_id_sql, claim_app_delete_sql, claim_ready_sql};
 use super::clusters::{claim_cluster_sql, cluster_by_id_sql};
 use super::Pool;
 use crate::store::ClusterStore;
@@ -107,5 +108,72 @@ async fn one_cluster_is_read_through_its_primary_key_whatever_the_statistics_say
     assert!(matches!(
         store.cluster(id).await,
         Err(crate::Error::NotFound("cluster"))
+    ));
+}
+
+#[tokio::test]
+async fn one_application_is_read_and_claimed_through_its_primary_key() {
+    let Some(db) = kqueen_testkit::TestDatabase::postgres().await else {
+        println!("skipped: no Postgres");
+        return;
+    };
+    let store = super::connect(db.url()).await.unwrap();
+    let Pool::Postgres(pool) = &store.pool else {
+        panic!("a Postgres store")
+    };
+    seeded(pool).await;
+    // One application on each of the 300 clusters, never analysed.
+    sqlx::query(
+        "INSERT INTO applications (id, tenant_id, cluster_id, name, version, namespace, state, \
+         requested_by, created_at, updated_at) SELECT gen_random_uuid(), c.tenant_id, c.id, \
+         'web', '1', 'web-1', 'deployed', 'test', now(), now() FROM clusters c",
+    )
+    .execute(pool)
+    .await
+    .unwrap();
+    let id: Uuid = sqlx::query_scalar("SELECT id FROM applications LIMIT 1")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    // What it was: the id beside `deleted_at IS NULL`.
+    let naive: Vec<String> = sqlx::query_scalar(
+        "EXPLAIN (COSTS OFF) SELECT id FROM applications WHERE id = $1 AND deleted_at IS NULL",
+    )
+    .bind(id)
+    .fetch_all(pool)
+    .await
+    .unwrap();
+    println!("without the fence:\n{}", naive.join("\n"));
+    for (what, sql) in [
+        ("read", application_by_id_sql()),
+        ("claim delete", claim_app_delete_sql()),
+    ] {
+        let explain = format!("EXPLAIN (COSTS OFF) {sql}");
+        let mut query = sqlx::query_scalar::<_, String>(&explain).bind(id);
+        if sql.contains("$2") {
+            query = query.bind(chrono::Utc::now());
+        }
+        let plan = query.fetch_all(pool).await.unwrap().join("\n");
+        assert!(plan.contains("applications_pkey"), "{what}: {plan}");
+        for partial in ["applications_version", "applications_namespace"] {
+            assert!(!plan.contains(partial), "{what}: {plan}");
+        }
+    }
+    // The store still finds a live one and not a deleted one.
+    assert_eq!(
+        crate::store::ApplicationStore::application(&store, id)
+            .await
+            .unwrap()
+            .id,
+        id
+    );
+    sqlx::query("UPDATE applications SET deleted_at = now() WHERE id = $1")
+        .bind(id)
+        .execute(pool)
+        .await
+        .unwrap();
+    assert!(matches!(
+        crate::store::ApplicationStore::application(&store, id).await,
+        Err(crate::Error::NotFound("application"))
     ));
 }
