@@ -68,9 +68,16 @@ pub struct Overview {
     pub backend: Backend,
 }
 
-/// KQueen's domain services over one [`Store`], by area. Cheap to clone.
+/// KQueen's domain services over one [`Store`], by area. Cheap to clone: one reference
+/// count (every server function and page takes it from the request's context; cloning the
+/// areas themselves, dozens of reference counts, was a third of a page's CPU).
 #[derive(Clone)]
 pub struct Kqueen {
+    inner: Arc<Inner>,
+}
+
+#[derive(Clone)]
+struct Inner {
     deps: Deps,
     config: Config,
     areas: Areas,
@@ -166,143 +173,147 @@ impl Kqueen {
         };
         let areas = Areas::assemble(&deps, &config);
         Self {
-            deps,
-            config,
-            areas,
+            inner: Arc::new(Inner {
+                deps,
+                config,
+                areas,
+            }),
         }
     }
 
-    /// Assembles the areas again after a builder method changed a handle or a setting.
-    fn reassembled(mut self) -> Self {
-        self.areas = Areas::assemble(&self.deps, &self.config);
-        self
+    /// A copy with `change` applied to its handles and settings, the areas assembled again.
+    fn changed(self, change: impl FnOnce(&mut Deps, &mut Config)) -> Self {
+        let (mut deps, mut config) = (self.inner.deps.clone(), self.inner.config.clone());
+        change(&mut deps, &mut config);
+        let areas = Areas::assemble(&deps, &config);
+        Self {
+            inner: Arc::new(Inner {
+                deps,
+                config,
+                areas,
+            }),
+        }
     }
 
     /// How long a resolved identity or API token may be reused by this process (default 2 s;
     /// zero: never). Changes made through this process are seen at once; another process's
     /// within `ttl`.
-    pub fn with_identity_cache_ttl(mut self, ttl: std::time::Duration) -> Self {
-        self.config.identity_ttl = ttl;
-        self.reassembled()
+    pub fn with_identity_cache_ttl(self, ttl: std::time::Duration) -> Self {
+        self.changed(|_, config| config.identity_ttl = ttl)
     }
 
     /// Uses `vault` for kubeconfigs and provider credentials.
-    pub fn with_vault(mut self, vault: Vault) -> Self {
-        self.deps.vault = vault;
-        self.reassembled()
+    pub fn with_vault(self, vault: Vault) -> Self {
+        self.changed(|deps, _| deps.vault = vault)
     }
 
     /// Uses these provisioners.
-    pub fn with_registry(mut self, registry: Registry) -> Self {
-        self.deps.registry = Arc::new(registry);
-        self.reassembled()
+    pub fn with_registry(self, registry: Registry) -> Self {
+        self.changed(|deps, _| deps.registry = Arc::new(registry))
     }
 
-    pub fn with_cluster_settings(mut self, settings: ClusterSettings) -> Self {
-        self.deps.settings = Arc::new(settings);
-        self.reassembled()
+    pub fn with_cluster_settings(self, settings: ClusterSettings) -> Self {
+        self.changed(|deps, _| deps.settings = Arc::new(settings))
     }
 
     /// Sets how identity-provider groups map to tenants and roles at login.
-    pub fn with_group_map(mut self, map: GroupMap) -> Self {
-        self.config.group_map = Arc::new(map);
-        self.reassembled()
+    pub fn with_group_map(self, map: GroupMap) -> Self {
+        self.changed(|_, config| config.group_map = Arc::new(map))
     }
 
     /// How clusters' inventories are synced and judged.
-    pub fn with_inventory_settings(mut self, settings: InventorySettings) -> Self {
-        self.config.inventory = Arc::new(settings);
-        self.reassembled()
+    pub fn with_inventory_settings(self, settings: InventorySettings) -> Self {
+        self.changed(|_, config| config.inventory = Arc::new(settings))
     }
 
     pub fn inventory_settings(&self) -> &InventorySettings {
-        &self.config.inventory
+        &self.inner.config.inventory
     }
 
     /// Tenants, their members and quotas.
     pub fn tenancy(&self) -> &Tenancy {
-        &self.areas.tenancy
+        &self.inner.areas.tenancy
     }
 
     /// Providers and templates.
     pub fn catalog(&self) -> &Catalog {
-        &self.areas.catalog
+        &self.inner.areas.catalog
     }
 
     /// Sign-in (external and local), identities, local users.
     pub fn auth(&self) -> &Auth {
-        &self.areas.auth
+        &self.inner.areas.auth
     }
 
     /// Users as operators manage them: list, create, invite; invitations accepted.
     pub fn users(&self) -> &Users {
-        &self.areas.users
+        &self.inner.areas.users
     }
 
     /// API tokens.
     pub fn tokens(&self) -> &Tokens {
-        &self.areas.tokens
+        &self.inner.areas.tokens
     }
 
     /// The audit trail.
     pub fn audit(&self) -> &AuditLog {
-        &self.areas.audit
+        &self.inner.areas.audit
     }
 
     /// Clusters: request, view, scale, upgrade, delete.
     pub fn clusters(&self) -> &Clusters {
-        &self.areas.clusters
+        &self.inner.areas.clusters
     }
 
     /// Kubeconfigs and per-user access.
     pub fn access(&self) -> &Access {
-        &self.areas.access
+        &self.inner.areas.access
     }
 
     pub fn apps(&self) -> &Apps {
-        &self.areas.apps
+        &self.inner.areas.apps
     }
 
     pub fn addons(&self) -> &Addons {
-        &self.areas.addons
+        &self.inner.areas.addons
     }
 
     /// The background pass that keeps users' access in every cluster in line.
     pub fn access_sweep(&self) -> &AccessSweep {
-        &self.areas.sweep
+        &self.inner.areas.sweep
     }
 
     /// Inventories of the clusters and the fleet views over them.
     pub fn fleet(&self) -> &Fleet {
-        &self.areas.fleet
+        &self.inner.areas.fleet
     }
 
     pub fn vault(&self) -> &Vault {
-        &self.deps.vault
+        &self.inner.deps.vault
     }
 
     pub fn registry(&self) -> &Registry {
-        &self.deps.registry
+        &self.inner.deps.registry
     }
 
     /// The operation engine over this installation's handles, with `config`.
     pub fn engine(&self, config: crate::engine::EngineConfig) -> crate::engine::Engine {
-        crate::engine::Engine::new(self.deps.clone(), Arc::new(self.clone()), config)
+        crate::engine::Engine::new(self.inner.deps.clone(), Arc::new(self.clone()), config)
     }
 
     /// The store, for adapters that keep web-layer state in it (sessions).
     pub fn store(&self) -> &Arc<dyn Store> {
-        &self.deps.store
+        &self.inner.deps.store
     }
 
     /// Succeeds when the database is reachable (readiness).
     pub async fn ready(&self) -> Result<()> {
-        self.deps.store.ping().await
+        self.inner.deps.store.ping().await
     }
 
     /// Closes the database connections; call once at shutdown.
     pub async fn shutdown(&self) {
-        self.deps.store.close().await;
+        self.inner.deps.store.close().await;
     }
 
     pub async fn overview(&self, actor: &Actor) -> Result<Overview> {
@@ -310,12 +321,12 @@ impl Kqueen {
             return Err(Error::Unauthenticated);
         }
         let counts = match policy::check(actor, Permission::ListAllTenants) {
-            Ok(()) => Some(self.deps.store.counts().await?),
+            Ok(()) => Some(self.inner.deps.store.counts().await?),
             Err(_) => None,
         };
         Ok(Overview {
             counts,
-            backend: self.deps.store.backend(),
+            backend: self.inner.deps.store.backend(),
         })
     }
 }
