@@ -152,6 +152,12 @@ async fn run(backend: &str, db: TestDatabase, scale: &Scale) {
         ),
         ("GET /api/v1/clusters/{id}", &api[..], one.as_str()),
         ("GET /api/v1/fleet (overview)", &api[..], "/api/v1/fleet"),
+        (
+            "GET /api/v1/fleet?attention=true",
+            &api[..],
+            "/api/v1/fleet?attention=true",
+        ),
+        ("GET /fleet (dashboard page)", &browser[..], "/fleet"),
         ("GET /tokens (page floor)", &browser[..], "/tokens"),
         ("GET /clusters (page)", &browser[..], "/clusters"),
     ] {
