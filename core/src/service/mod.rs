@@ -171,6 +171,10 @@ impl Kqueen {
             inventory: Arc::new(InventorySettings::default()),
             identity_ttl: IdentityCache::DEFAULT_TTL,
         };
+        Self::assembled(deps, config)
+    }
+
+    fn assembled(deps: Deps, config: Config) -> Self {
         let areas = Areas::assemble(&deps, &config);
         Self {
             inner: Arc::new(Inner {
@@ -185,14 +189,7 @@ impl Kqueen {
     fn changed(self, change: impl FnOnce(&mut Deps, &mut Config)) -> Self {
         let (mut deps, mut config) = (self.inner.deps.clone(), self.inner.config.clone());
         change(&mut deps, &mut config);
-        let areas = Areas::assemble(&deps, &config);
-        Self {
-            inner: Arc::new(Inner {
-                deps,
-                config,
-                areas,
-            }),
-        }
+        Self::assembled(deps, config)
     }
 
     /// How long a resolved identity or API token may be reused by this process (default 2 s;

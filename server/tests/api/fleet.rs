@@ -276,20 +276,22 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         "{body}"
     );
     assert_eq!(body["items"][0]["reasons"], body["attention"][0]["reasons"]);
-    for (query, total, items) in [
-        ("?attention=true&limit=1", 1, 1),
-        ("?attention=true&offset=1", 1, 0),
-        ("?offset=1", 1, 0),
-        ("?tenant=nobody-here&attention=true", 0, 0),
+    // (query, Some((total, items on the page)), or None: refused)
+    for (query, expected) in [
+        ("?attention=true&limit=1", Some((1, 1))),
+        ("?attention=true&offset=1", Some((1, 0))),
+        ("?offset=1", Some((1, 0))),
+        ("?tenant=nobody-here&attention=true", Some((0, 0))),
+        ("?attention=maybe", None),
+        ("?limit=-1", None),
+        ("?offset=x", None),
     ] {
-        let (status, body) = call(
-            &olga,
-            &app,
-            Method::GET,
-            &format!("/api/v1/fleet{query}"),
-            None,
-        )
-        .await;
+        let path = format!("/api/v1/fleet{query}");
+        let (status, body) = call(&olga, &app, Method::GET, &path, None).await;
+        let Some((total, items)) = expected else {
+            assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
+            continue;
+        };
         assert_eq!(status, StatusCode::OK, "{query}: {body}");
         assert_eq!(
             (
@@ -299,17 +301,6 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
             (Some(total), Some(items)),
             "{query}: {body}"
         );
-    }
-    for query in ["?attention=maybe", "?limit=-1", "?offset=x"] {
-        let (status, body) = call(
-            &olga,
-            &app,
-            Method::GET,
-            &format!("/api/v1/fleet{query}"),
-            None,
-        )
-        .await;
-        assert_eq!(status, StatusCode::BAD_REQUEST, "{query}: {body}");
     }
     let (status, body) = call(&adam, &app, Method::GET, "/api/v1/fleet", None).await;
     assert_eq!(

@@ -9,7 +9,6 @@ use sqlx::FromRow;
 use uuid::Uuid;
 
 use super::fleet_queries::fleet_where;
-use super::inventory::u32_of;
 use super::{limit_offset, Pool, SqlStore};
 use crate::cluster::ClusterState;
 use crate::inventory::fleet::{AttentionRule, FleetCluster, FleetFilter, FleetGroup, NodeTotals};
@@ -31,17 +30,9 @@ struct FleetRow {
     synced_at: Option<DateTime<Utc>>,
     sync_error: Option<String>,
     api_version: Option<String>,
-    nodes: Option<i64>,
-    nodes_ready: Option<i64>,
+    #[sqlx(flatten)]
+    sums: NodeSums,
     not_ready_since: Option<DateTime<Utc>>,
-    cpu_capacity: Option<f64>,
-    mem_capacity: Option<f64>,
-    cpu_allocatable: Option<f64>,
-    mem_allocatable: Option<f64>,
-    cpu_requested: Option<f64>,
-    mem_requested: Option<f64>,
-    cpu_used: Option<f64>,
-    mem_used: Option<f64>,
     storage_keys: Option<i64>,
     storage_bytes: Option<i64>,
     storage_writable: Option<bool>,
@@ -132,7 +123,7 @@ fn used(cpu: Option<f64>, mem: Option<f64>) -> Option<Resources> {
 fn fleet_cluster(r: FleetRow) -> Result<FleetCluster> {
     let state = ClusterState::parse(&r.state)
         .ok_or_else(|| Error::Corrupt(format!("cluster {}: state", r.id)))?;
-    let z = |v: Option<i64>| v.unwrap_or(0);
+    let sums = r.sums.totals();
     Ok(FleetCluster {
         id: r.id,
         name: r.name,
@@ -144,13 +135,13 @@ fn fleet_cluster(r: FleetRow) -> Result<FleetCluster> {
         synced_at: r.synced_at,
         sync_error: r.sync_error,
         api_version: r.api_version,
-        nodes: u32_of(z(r.nodes)),
-        nodes_ready: u32_of(z(r.nodes_ready)),
+        nodes: u32::try_from(sums.nodes).unwrap_or(u32::MAX),
+        nodes_ready: u32::try_from(sums.nodes_ready).unwrap_or(u32::MAX),
         not_ready_since: r.not_ready_since,
-        capacity: resources(r.cpu_capacity, r.mem_capacity),
-        allocatable: resources(r.cpu_allocatable, r.mem_allocatable),
-        requested: resources(r.cpu_requested, r.mem_requested),
-        used: used(r.cpu_used, r.mem_used),
+        capacity: sums.capacity,
+        allocatable: sums.allocatable,
+        requested: sums.requested,
+        used: sums.used,
         shared_storage: match (
             r.storage_keys,
             r.storage_bytes,
@@ -244,14 +235,7 @@ impl FleetClusterStore for SqlStore {
         let r: NodeSums = on_pool!(self, p => {
             bind_all!(sqlx::query_as(&sql), &texts, &ids).fetch_one(p).await?
         });
-        Ok(NodeTotals {
-            nodes: u64::try_from(r.nodes).unwrap_or(0),
-            nodes_ready: u64::try_from(r.nodes_ready.unwrap_or(0)).unwrap_or(0),
-            capacity: resources(r.cpu_capacity, r.mem_capacity),
-            allocatable: resources(r.cpu_allocatable, r.mem_allocatable),
-            requested: resources(r.cpu_requested, r.mem_requested),
-            used: used(r.cpu_used, r.mem_used),
-        })
+        Ok(r.totals())
     }
 
     async fn fleet_page(
@@ -299,9 +283,10 @@ impl FleetClusterStore for SqlStore {
     }
 }
 
+/// [`NODE_SUMS`] as read: none where a cluster has no nodes.
 #[derive(FromRow)]
 struct NodeSums {
-    nodes: i64,
+    nodes: Option<i64>,
     nodes_ready: Option<i64>,
     cpu_capacity: Option<f64>,
     mem_capacity: Option<f64>,
@@ -311,4 +296,18 @@ struct NodeSums {
     mem_requested: Option<f64>,
     cpu_used: Option<f64>,
     mem_used: Option<f64>,
+}
+
+impl NodeSums {
+    fn totals(&self) -> NodeTotals {
+        let count = |v: Option<i64>| u64::try_from(v.unwrap_or(0)).unwrap_or(0);
+        NodeTotals {
+            nodes: count(self.nodes),
+            nodes_ready: count(self.nodes_ready),
+            capacity: resources(self.cpu_capacity, self.mem_capacity),
+            allocatable: resources(self.cpu_allocatable, self.mem_allocatable),
+            requested: resources(self.cpu_requested, self.mem_requested),
+            used: used(self.cpu_used, self.mem_used),
+        }
+    }
 }

@@ -12,6 +12,20 @@ use super::clusters::{claim_cluster_sql, cluster_by_id_sql};
 use super::Pool;
 use crate::store::ClusterStore;
 
+/// A store on a fresh Postgres database (kept while the returned database lives).
+async fn postgres_store() -> Option<(kqueen_testkit::TestDatabase, super::SqlStore)> {
+    let db = kqueen_testkit::TestDatabase::postgres().await?;
+    let store = super::connect(db.url()).await.unwrap();
+    Some((db, store))
+}
+
+fn pg_pool(store: &super::SqlStore) -> &sqlx::PgPool {
+    match &store.pool {
+        Pool::Postgres(pool) => pool,
+        Pool::Sqlite(_) => panic!("a Postgres store"),
+    }
+}
+
 /// 300 live clusters in 3 tenants, never analysed; returns one cluster's id.
 async fn seeded(pool: &sqlx::PgPool) -> Uuid {
     for sql in [
@@ -34,14 +48,11 @@ async fn seeded(pool: &sqlx::PgPool) -> Uuid {
 
 #[tokio::test]
 async fn one_cluster_is_read_through_its_primary_key_whatever_the_statistics_say() {
-    let Some(db) = kqueen_testkit::TestDatabase::postgres().await else {
+    let Some((_db, store)) = postgres_store().await else {
         println!("skipped: no Postgres");
         return;
     };
-    let store = super::connect(db.url()).await.unwrap();
-    let Pool::Postgres(pool) = &store.pool else {
-        panic!("a Postgres store")
-    };
+    let pool = pg_pool(&store);
     let id = seeded(pool).await;
     let explain = |sql: String, generic: bool| async move {
         let mut conn = pool.acquire().await.unwrap();
@@ -113,14 +124,11 @@ async fn one_cluster_is_read_through_its_primary_key_whatever_the_statistics_say
 
 #[tokio::test]
 async fn one_application_is_read_and_claimed_through_its_primary_key() {
-    let Some(db) = kqueen_testkit::TestDatabase::postgres().await else {
+    let Some((_db, store)) = postgres_store().await else {
         println!("skipped: no Postgres");
         return;
     };
-    let store = super::connect(db.url()).await.unwrap();
-    let Pool::Postgres(pool) = &store.pool else {
-        panic!("a Postgres store")
-    };
+    let pool = pg_pool(&store);
     seeded(pool).await;
     // One application on each of the 300 clusters, never analysed.
     sqlx::query(
