@@ -77,6 +77,24 @@ pub struct AttentionOut {
     pub reasons: Vec<String>,
 }
 
+/// A cluster of the page, its fields as in `FleetClusterOut`, with why it needs attention
+/// (empty when it does not).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct FleetItemOut {
+    #[serde(flatten)]
+    pub cluster: FleetClusterOut,
+    pub reasons: Vec<String>,
+}
+
+impl From<Attention> for FleetItemOut {
+    fn from(a: Attention) -> Self {
+        Self {
+            cluster: a.cluster.into(),
+            reasons: a.reasons,
+        }
+    }
+}
+
 impl From<Attention> for AttentionOut {
     fn from(a: Attention) -> Self {
         Self {
@@ -116,7 +134,7 @@ pub struct FleetOut {
     pub attention_total: u64,
     /// One page of the clusters (with `attention=true`, of those needing attention), by
     /// tenant and name, each with why it needs attention (empty when it does not).
-    pub items: Vec<AttentionOut>,
+    pub items: Vec<FleetItemOut>,
     /// How many clusters the page is of.
     pub total: u64,
     pub limit: u32,
