@@ -32,10 +32,10 @@ pub fn Fleet() -> impl IntoView {
 #[component]
 fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
     let p = page;
-    let more_attention = (p.attention_total > p.attention.len() as u64)
-        .then(|| with_tenant("/fleet?attention=true", &tenant));
-    let all_clusters = p.attention_only.then(|| with_tenant("/fleet", &tenant));
-    let pager_query = pager_query(&tenant, p.attention_only);
+    let more_attention =
+        (p.attention_total > p.attention.len() as u64).then(|| dashboard_href(&tenant, true));
+    let all_clusters = p.attention_only.then(|| dashboard_href(&tenant, false));
+    let pager_query = dashboard_query(&tenant, p.attention_only);
     view! {
         <form method="get" action="/fleet" class="filter" id="fleet-filter">
             <label for="f-tenant">"Tenant"</label>
@@ -89,20 +89,19 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
     }
 }
 
-/// `path` for the tenant picked in the filter (none: every tenant).
-fn with_tenant(path: &str, tenant: &str) -> String {
-    if tenant.is_empty() {
-        return path.to_owned();
+/// The dashboard for the tenant picked in the filter (none: every tenant), listing only the
+/// clusters needing attention or all of them.
+fn dashboard_href(tenant: &str, attention: bool) -> String {
+    let query = dashboard_query(tenant, attention);
+    if query.is_empty() {
+        "/fleet".to_owned()
+    } else {
+        format!("/fleet?{query}")
     }
-    let sep = if path.contains('?') { '&' } else { '?' };
-    format!(
-        "{path}{sep}tenant={}",
-        crate::query::encode_query_value(tenant)
-    )
 }
 
-/// The dashboard's filters as the pager's query string.
-fn pager_query(tenant: &str, attention: bool) -> String {
+/// The dashboard's filters as a query string (the pager's, the links').
+fn dashboard_query(tenant: &str, attention: bool) -> String {
     let mut q = Vec::new();
     if !tenant.is_empty() {
         q.push(format!(
