@@ -633,6 +633,78 @@ async fn scenario(db: TestDatabase, live_kubeconfig: &str, with_metrics: bool) {
             .unwrap();
     assert_eq!(again[0].usages[0].first_seen, Some(first_seen));
     assert!(again[0].usages[0].last_seen.unwrap() >= first_seen);
+
+    dashboard_reuse(&f, &prod, live_kubeconfig).await;
+}
+
+/// The dashboard's answers are reused while nothing this process knows of has changed, and
+/// read afresh after a cluster write (any process) or a sync of this process.
+async fn dashboard_reuse(f: &Fleet, prod: &str, kubeconfig: &str) {
+    let reasons = |k: Kqueen| async move {
+        let o = k
+            .fleet()
+            .fleet_overview(&f.ops, &FleetFilter::default(), false, Page::default())
+            .await
+            .unwrap();
+        let prod = o
+            .clusters
+            .iter()
+            .find(|a| a.cluster.name == "prod")
+            .unwrap();
+        (prod.reasons.join("; "), o.totals.clusters)
+    };
+    let fresh = f.k.clone().with_inventory_settings(InventorySettings {
+        dashboard_max_age: Duration::ZERO,
+        ..f.k.inventory_settings().clone()
+    });
+    let (before, clusters) = reasons(f.k.clone()).await;
+    assert!(!before.contains("boom"), "{before}");
+    // Another replica's sync (written to the store behind this process's back): this
+    // process keeps its answer for a few seconds; the database has the failure.
+    let id = uuid::Uuid::parse_str(prod).unwrap();
+    let store = f.k.store().clone();
+    let fail = |why: &'static str| {
+        let store = store.clone();
+        async move {
+            store
+                .save_sync_failure(id, why, chrono::Utc::now(), 1)
+                .await
+                .unwrap();
+        }
+    };
+    fail("boom").await;
+    assert_eq!(reasons(f.k.clone()).await, (before.clone(), clusters));
+    assert!(reasons(fresh.clone()).await.0.contains("boom"));
+    // A cluster written (here a new request): read afresh at once.
+    f.k.clusters()
+        .request_cluster(
+            &f.ops,
+            ClusterRequest {
+                tenant: Some("team-b".into()),
+                name: "late".into(),
+                template: "import".into(),
+                parameters: [("kubeconfig".to_owned(), kubeconfig.to_owned())].into(),
+            },
+        )
+        .await
+        .unwrap();
+    let (after_write, more) = reasons(f.k.clone()).await;
+    assert!(after_write.contains("boom"), "{after_write}");
+    assert_eq!(more, clusters + 1);
+    // This process's own sync: read afresh at once.
+    fail("bang").await;
+    assert!(reasons(f.k.clone()).await.0.contains("boom"));
+    let synced =
+        f.k.fleet()
+            .sync_cluster_inventory(&f.ops, prod)
+            .await
+            .unwrap();
+    assert_eq!(synced.error, None);
+    let (after_sync, _) = reasons(f.k.clone()).await;
+    assert!(
+        !after_sync.contains("boom") && !after_sync.contains("bang"),
+        "{after_sync}"
+    );
 }
 
 async fn with_fake(db: TestDatabase) {

@@ -115,6 +115,11 @@ pub struct Settings {
     /// A cluster not synced for this long needs attention (`KQUEEN_INVENTORY_STALE_MINUTES`).
     #[serde(default = "default_inventory_stale")]
     pub inventory_stale_minutes: u64,
+    /// Seconds a fleet dashboard answer is reused by requests with the same scope, filter
+    /// and page; 0 reads every answer afresh (`KQUEEN_FLEET_DASHBOARD_MAX_AGE_SECONDS`).
+    /// Cluster writes (any replica) and this process's syncs show at once regardless.
+    #[serde(default = "default_dashboard_max_age")]
+    pub fleet_dashboard_max_age_seconds: u64,
     /// Allowed image sources, comma-separated (`KQUEEN_ALLOWED_REGISTRIES`): a registry
     /// (`registry.k8s.io`), a registry and path (`ghcr.io/acme`) or a suffix
     /// (`*.corp.example`). Empty: the registry check is off.
@@ -140,6 +145,10 @@ fn default_inventory_timeout() -> u64 {
 
 fn default_inventory_stale() -> u64 {
     30
+}
+
+fn default_dashboard_max_age() -> u64 {
+    10
 }
 
 fn default_vault_backend() -> String {
@@ -258,6 +267,7 @@ impl Settings {
                 .map(str::to_owned)
                 .collect(),
             min_kubernetes,
+            dashboard_max_age: Duration::from_secs(self.fleet_dashboard_max_age_seconds.min(3600)),
         })
     }
 

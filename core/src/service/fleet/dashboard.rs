@@ -11,6 +11,7 @@ use crate::inventory::minor_version;
 use crate::page::Page;
 use crate::policy::{self, Permission};
 use crate::{Actor, Result};
+use uuid::Uuid;
 
 /// How many clusters needing attention the dashboard lists before the rest are paged
 /// through with `attention_only`.
@@ -19,7 +20,8 @@ pub const ATTENTION_SHOWN: u32 = 20;
 impl Fleet {
     /// The fleet dashboard: operators see every cluster, tenant admins their tenants'. The
     /// counts and totals cover every cluster of the filter; `clusters` is one page of them
-    /// (of those needing attention with `attention_only`), by tenant and name.
+    /// (of those needing attention with `attention_only`), by tenant and name. An answer is
+    /// reused for a few seconds (see [`super::dashboard_cache`]).
     pub async fn fleet_overview(
         &self,
         actor: &Actor,
@@ -27,10 +29,36 @@ impl Fleet {
         attention_only: bool,
         page: Page,
     ) -> Result<FleetOverview> {
-        let scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
-        let scope = scope.as_deref();
+        let mut scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
+        if let Some(tenants) = scope.as_mut() {
+            tenants.sort_unstable();
+        }
         // Shared storage is the operators' business, as on the cluster page.
         let operator = policy::check(actor, Permission::ListAllTenants).is_ok();
+        let key = format!(
+            "{scope:?} {operator} {attention_only} {}+{} {filter:?}",
+            page.offset(),
+            page.limit()
+        );
+        let version = self.deps.store.clusters_version().await?;
+        let answer = self
+            .dashboards
+            .get(key, version, || {
+                self.read_overview(scope.as_deref(), operator, filter, attention_only, page)
+            })
+            .await?;
+        Ok(std::sync::Arc::unwrap_or_clone(answer))
+    }
+
+    /// The dashboard as the database holds it now.
+    async fn read_overview(
+        &self,
+        scope: Option<&[Uuid]>,
+        operator: bool,
+        filter: &FleetFilter,
+        attention_only: bool,
+        page: Page,
+    ) -> Result<FleetOverview> {
         let newest = self.newest_offered().await?;
         let stale_after =
             chrono::Duration::from_std(self.settings.stale_after).unwrap_or(chrono::Duration::MAX);
@@ -70,8 +98,17 @@ impl Fleet {
                 })
                 .collect()
         };
+        let clusters = explain(
+            store
+                .fleet_page(filter, scope, attention_only.then_some(&rule), page)
+                .await?,
+        );
+        let shown = ATTENTION_SHOWN as usize;
         let attention = if attention_total == 0 {
             Vec::new()
+        } else if attention_only && page.offset() == 0 && page.limit() >= ATTENTION_SHOWN {
+            // This page starts with them.
+            clusters.iter().take(shown).cloned().collect()
         } else {
             explain(
                 store
@@ -79,11 +116,6 @@ impl Fleet {
                     .await?,
             )
         };
-        let clusters = explain(
-            store
-                .fleet_page(filter, scope, attention_only.then_some(&rule), page)
-                .await?,
-        );
         let storage = if operator {
             let mut storage = store.tenant_storage().await?;
             storage.retain(|t| filter.tenant.as_ref().is_none_or(|f| *f == t.tenant));

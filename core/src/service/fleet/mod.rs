@@ -2,6 +2,7 @@
 //! dashboard, the fleet audit queries (images, versions, findings) and the metrics scrape.
 
 mod dashboard;
+mod dashboard_cache;
 mod metrics;
 
 pub use dashboard::ATTENTION_SHOWN;
@@ -45,6 +46,8 @@ pub struct InventorySettings {
     /// version offered by a template (upstream supports three). What clusters report never
     /// counts: one cluster reporting v1.99 must not make every other cluster unsupported.
     pub min_kubernetes: Option<(u32, u32)>,
+    /// How long a fleet dashboard answer is reused (0: never); see `dashboard_cache`.
+    pub dashboard_max_age: Duration,
 }
 
 impl Default for InventorySettings {
@@ -55,6 +58,7 @@ impl Default for InventorySettings {
             stale_after: Duration::from_secs(30 * 60),
             allowed_registries: Vec::new(),
             min_kubernetes: None,
+            dashboard_max_age: Duration::from_secs(10),
         }
     }
 }
@@ -170,6 +174,8 @@ pub struct Fleet {
     settings: Arc<InventorySettings>,
     /// This process's inventory syncs by outcome (for `/metrics`).
     syncs: Arc<crate::counter::OutcomeCounter>,
+    /// Dashboard answers reused for a few seconds.
+    dashboards: Arc<dashboard_cache::AnswerCache<FleetOverview>>,
 }
 
 impl Fleet {
@@ -187,6 +193,9 @@ impl Fleet {
             clusters: clusters.clone(),
             catalog: catalog.clone(),
             admin: admin.clone(),
+            dashboards: Arc::new(dashboard_cache::AnswerCache::new(
+                settings.dashboard_max_age,
+            )),
             settings,
             syncs: Arc::default(),
         }

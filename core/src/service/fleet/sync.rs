@@ -30,6 +30,9 @@ impl Fleet {
             .collect::<Vec<_>>()
             .await;
         self.apply_storage_quotas(&clusters).await;
+        // One round, one new dashboard (not one per cluster: at 10,000 clusters a round
+        // would leave no answer to reuse).
+        self.dashboards.invalidate();
         Ok(synced)
     }
 
@@ -66,6 +69,7 @@ impl Fleet {
         }
         let checks = self.audit_checks().await?;
         let result = self.sync_one(&cluster, &checks).await;
+        self.dashboards.invalidate();
         let outcome = if result.error.is_none() {
             Outcome::Success
         } else {
@@ -110,6 +114,7 @@ impl Fleet {
                 }
             };
             let synced = fleet.sync_one(&cluster, &checks).await;
+            fleet.dashboards.invalidate();
             tracing::info!(cluster = %synced.cluster, error = ?synced.error, "first sync after Ready");
         });
     }

@@ -170,6 +170,10 @@ fn placeholders(first: usize, n: usize) -> Vec<String> {
 
 #[async_trait]
 impl FleetClusterStore for SqlStore {
+    async fn clusters_version(&self) -> Result<i64> {
+        self.list_version().await
+    }
+
     async fn fleet_clusters(
         &self,
         filter: &FleetFilter,
