@@ -87,6 +87,33 @@ pub fn described_by(input: &str, help: Option<&str>, error: &Option<String>) -> 
 
 /// A table's header row, one column per label; an empty label is a column of actions,
 /// named for screen readers only.
+/// The tenant filter of a list page: a choice among the tenants the caller sees, or, when
+/// there are too many to choose from (`tenants` is none), a field to type one in.
+#[component]
+pub fn TenantFilter(tenants: Option<Vec<String>>, selected: String) -> impl IntoView {
+    let field = match tenants {
+        Some(tenants) => view! {
+            <select id="f-tenant" name="tenant">
+                <option value="">"All"</option>
+                {tenants.into_iter().map(|t| {
+                    let chosen = t == selected;
+                    view! { <option value=t.clone() selected=chosen>{t.clone()}</option> }
+                }).collect_view()}
+            </select>
+        }
+        .into_any(),
+        None => view! {
+            <input id="f-tenant" name="tenant" value=selected maxlength="63"
+                placeholder="tenant slug (blank: all)" autocomplete="off" />
+        }
+        .into_any(),
+    };
+    view! {
+        <label for="f-tenant">"Tenant"</label>
+        {field}
+    }
+}
+
 #[component]
 pub fn TableHead(cols: Vec<&'static str>) -> impl IntoView {
     view! {

@@ -58,6 +58,24 @@ pub async fn request_tenants(
     Ok(list.into_iter().map(|t| t.slug.to_string()).collect())
 }
 
+/// Beyond this many tenants a list of choices helps no one (and weighs on every page).
+pub const TENANT_CHOICES: u32 = 50;
+
+/// The tenants a list page's tenant filter offers (those the caller sees), none when there
+/// are more than [`TENANT_CHOICES`]: the filter is then a field to type a tenant in.
+pub async fn filter_tenants(
+    k: &kqueen_core::Kqueen,
+    actor: &kqueen_core::Actor,
+) -> Result<Option<Vec<String>>, kqueen_core::Error> {
+    use kqueen_core::page::Page;
+    let list = k
+        .tenancy()
+        .list_tenants(actor, &Default::default(), Page::new(TENANT_CHOICES + 1, 0))
+        .await?;
+    Ok((list.len() <= TENANT_CHOICES as usize)
+        .then(|| list.into_iter().map(|t| t.slug.to_string()).collect()))
+}
+
 #[cfg(test)]
 mod tests {
     use chrono::{TimeZone, Utc};

@@ -1,4 +1,5 @@
-//! Cluster list benchmark: seeds 1,000 clusters across 50 tenants through the real store,
+//! Cluster list benchmark: seeds 1,000 clusters across 50 tenants through the real store
+//! (every tenth Ready and never synced, so needing attention; the others provisioning),
 //! starts the real server, and measures `GET /api/v1/clusters`, one cluster, the fleet
 //! overview and the `/clusters` page with 64 concurrent connections — p50/p99 latency and
 //! requests per second — on SQLite and, when it answers, on Postgres (127.0.0.1:5432).
@@ -8,6 +9,7 @@
 //!   KQUEEN_BENCH_SECONDS=10 cargo bench -p kqueen-server --bench cluster_list
 //!   KQUEEN_BENCH_ONLY=clusters cargo bench …   (only the cases whose name contains it)
 //!   KQUEEN_BENCH_CLUSTERS=10000 KQUEEN_BENCH_TENANTS=500 cargo bench …   (the scale)
+//!   KQUEEN_BENCH_DUMP=/tmp/answers cargo bench …   (writes one answer of each case there)
 //!
 //! On Postgres each HTTP case also prints how the tables were read during it (from
 //! `pg_stat_user_tables`: index scans, sequential scans and the rows those read, per request):
@@ -87,7 +89,7 @@ async fn run(backend: &str, db: TestDatabase, scale: &Scale) {
     let mut last = None;
     for i in 0..scale.clusters {
         let id = fleet
-            .insert_cluster(portal.kqueen(), i, ClusterState::Provisioning, 3)
+            .insert_cluster(portal.kqueen(), i, seeded_state(i), 3)
             .await;
         last = Some(id);
     }
@@ -170,7 +172,14 @@ async fn run(backend: &str, db: TestDatabase, scale: &Scale) {
             None => None,
         };
         let (start, cpu) = (Instant::now(), cpu_time());
-        let mut all = load(addr, path, headers, CONNECTIONS, length).await;
+        let (mut all, body) = load(addr, path, headers, CONNECTIONS, length).await;
+        if let Ok(dir) = std::env::var("KQUEEN_BENCH_DUMP") {
+            let file = format!(
+                "{backend}-{}.txt",
+                name.replace(|c: char| !c.is_alphanumeric(), "_")
+            );
+            std::fs::write(std::path::Path::new(&dir).join(file), &body).unwrap();
+        }
         let elapsed = start.elapsed().as_secs_f64();
         let requests = all.len();
         let cpu = match (cpu, cpu_time()) {
@@ -181,9 +190,10 @@ async fn run(backend: &str, db: TestDatabase, scale: &Scale) {
             _ => String::new(),
         };
         println!(
-            "{backend}: {name:36} {}  {:7.0} req/s  {cpu}  ({requests} requests)",
+            "{backend}: {name:36} {}  {:7.0} req/s  {cpu}  ({requests} requests, {:.1} KB each)",
             percentiles(&mut all),
             requests as f64 / elapsed,
+            body.len() as f64 / 1000.0,
         );
         if let (Some(t), Some(before)) = (&tables, before) {
             t.print_since(&before, requests).await;
@@ -265,5 +275,15 @@ impl TableReads {
             ));
         }
         println!("    per request: {}", line.join("; "));
+    }
+}
+
+/// Every tenth cluster Ready and never synced (needing attention on the fleet dashboard),
+/// the others provisioning.
+fn seeded_state(i: usize) -> ClusterState {
+    if i % 10 == 0 {
+        ClusterState::Ready
+    } else {
+        ClusterState::Provisioning
     }
 }

@@ -12,8 +12,8 @@ pub struct ClustersPageDto {
     pub total: u64,
     pub offset: u32,
     pub limit: u32,
-    /// Tenants the caller can request clusters in.
-    pub tenants: Vec<String>,
+    /// The tenants the filter offers; none when there are too many to choose from.
+    pub tenants: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

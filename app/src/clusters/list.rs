@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ClustersPageDto;
-use crate::components::{encode_query_value, ErrorNote, TableHead};
+use crate::components::{encode_query_value, ErrorNote, TableHead, TenantFilter};
 use crate::time::to_minute_utc;
 
 pub(super) fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
@@ -80,14 +80,7 @@ fn ClusterList(
         <section class="card" aria-labelledby="clusters-heading">
             <div class="card-head"><h2 id="clusters-heading">{format!("{} cluster(s)", page.total)}</h2></div>
             <form method="get" action="/clusters" class="filter wrap" id="cluster-filter">
-                <label for="f-tenant">"Tenant"</label>
-                <select id="f-tenant" name="tenant">
-                    <option value="">"All"</option>
-                    {page.tenants.iter().map(|t| {
-                        let selected = tenant.as_deref() == Some(t.as_str());
-                        view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-                    }).collect_view()}
-                </select>
+                <TenantFilter tenants=page.tenants selected=tenant.clone().unwrap_or_default() />
                 <label for="f-state">"State"</label>
                 <select id="f-state" name="state">
                     <option value="">"Any"</option>

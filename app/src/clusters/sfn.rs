@@ -26,7 +26,9 @@ pub async fn clusters_page(
         None => None,
     };
     let filter = ClusterFilter {
-        tenant: tenant.filter(|t| !t.is_empty()),
+        tenant: tenant
+            .map(|t| t.trim().to_owned())
+            .filter(|t| !t.is_empty()),
         state,
         name: name.filter(|n| !n.is_empty()),
     };
@@ -40,7 +42,7 @@ pub async fn clusters_page(
         total,
         offset,
         limit: Page::DEFAULT_LIMIT,
-        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::filter_tenants(&k, &actor).await?,
     })
 }
 

@@ -6,7 +6,7 @@ use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
 
 use super::{use_fleet_query, FleetTabs, Pager};
-use crate::components::{ErrorNote, ListCard, Stat, TableHead};
+use crate::components::{ErrorNote, ListCard, Stat, TableHead, TenantFilter};
 use crate::fleet::dto::{AttentionDto, FleetPageDto, TenantStorageDto};
 use crate::fleet::inventory::Chart;
 use crate::fleet::sfn;
@@ -38,14 +38,7 @@ fn Dashboard(page: FleetPageDto, tenant: String) -> impl IntoView {
     let pager_query = dashboard_query(&tenant, p.attention_only);
     view! {
         <form method="get" action="/fleet" class="filter" id="fleet-filter">
-            <label for="f-tenant">"Tenant"</label>
-            <select id="f-tenant" name="tenant">
-                <option value="">"All"</option>
-                {p.tenants.iter().map(|t| {
-                    let selected = *t == tenant;
-                    view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-                }).collect_view()}
-            </select>
+            <TenantFilter tenants=p.tenants.clone() selected=tenant.clone() />
             {p.attention_only.then(|| view! { <input type="hidden" name="attention" value="true" /> })}
             <button type="submit">"Show"</button>
         </form>

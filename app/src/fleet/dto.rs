@@ -172,8 +172,8 @@ pub struct FleetPageDto {
     pub total: u64,
     pub offset: u32,
     pub limit: u32,
-    /// Tenants the caller may filter by.
-    pub tenants: Vec<String>,
+    /// Tenants the caller may filter by; none when there are too many to choose from.
+    pub tenants: Option<Vec<String>>,
     /// Operators: shared etcd per tenant with hosted clusters (empty for everyone else),
     /// and its chart (used and quota per tenant).
     pub storage: Vec<TenantStorageDto>,
@@ -248,7 +248,8 @@ pub struct FleetListDto<T> {
     pub total: u64,
     pub offset: u32,
     pub limit: u32,
-    pub tenants: Vec<String>,
+    /// Tenants the caller may filter by; none when there are too many to choose from.
+    pub tenants: Option<Vec<String>>,
 }
 
 impl<T> FleetListDto<T> {

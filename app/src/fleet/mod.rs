@@ -17,6 +17,7 @@ pub use versions::FleetVersions;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_location, use_query_map};
 
+use crate::components::TenantFilter;
 use crate::fleet::dto::{FleetListDto, FleetQuery};
 use crate::shell::Me;
 
@@ -179,18 +180,15 @@ fn Exports(what: &'static str, filter: FleetQuery) -> impl IntoView {
 
 /// The tenant, cluster and text filters shared by the fleet query pages.
 #[component]
-fn FilterFields(filter: FleetQuery, tenants: Vec<String>, q_label: &'static str) -> impl IntoView {
+fn FilterFields(
+    filter: FleetQuery,
+    tenants: Option<Vec<String>>,
+    q_label: &'static str,
+) -> impl IntoView {
     view! {
         <label for="f-q">{q_label}</label>
         <input id="f-q" name="q" type="search" maxlength="200" value=filter.q.clone() />
-        <label for="f-tenant">"Tenant"</label>
-        <select id="f-tenant" name="tenant">
-            <option value="">"All"</option>
-            {tenants.into_iter().map(|t| {
-                let selected = t == filter.tenant;
-                view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-            }).collect_view()}
-        </select>
+        <TenantFilter tenants=tenants selected=filter.tenant.clone() />
         <label for="f-cluster">"Cluster"</label>
         <input id="f-cluster" name="cluster" maxlength="63" value=filter.cluster.clone() />
     }

@@ -226,7 +226,7 @@ pub async fn fleet_page(
         total: o.clusters_total,
         offset: page.offset(),
         limit: page.limit(),
-        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::filter_tenants(&k, &actor).await?,
         storage_chart: (!o.storage.is_empty()).then(|| storage_chart(&o.storage)),
         storage: o.storage.iter().map(map::tenant_storage).collect(),
     })
@@ -285,7 +285,7 @@ pub async fn fleet_images_page(
         total,
         offset,
         limit: Page::DEFAULT_LIMIT,
-        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::filter_tenants(&k, &actor).await?,
     })
 }
 
@@ -326,7 +326,7 @@ pub async fn fleet_image_history_page(
         total,
         offset,
         limit: Page::DEFAULT_LIMIT,
-        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::filter_tenants(&k, &actor).await?,
     })
 }
 
@@ -369,7 +369,7 @@ pub async fn fleet_versions_page(
         total,
         offset,
         limit: Page::DEFAULT_LIMIT,
-        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::filter_tenants(&k, &actor).await?,
     })
 }
 
@@ -411,7 +411,7 @@ pub async fn fleet_findings_page(
             total,
             offset,
             limit: Page::DEFAULT_LIMIT,
-            tenants: crate::ssr::request_tenants(&k, &actor).await?,
+            tenants: crate::ssr::filter_tenants(&k, &actor).await?,
         },
     })
 }

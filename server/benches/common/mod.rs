@@ -4,6 +4,7 @@
 
 #![allow(clippy::unwrap_used, clippy::print_stdout, dead_code)]
 
+use hyper::body::Bytes;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -289,7 +290,8 @@ pub fn cpu_time() -> Option<Duration> {
 /// Closed-loop HTTP/1.1 load, the way wrk or oha generate it: `connections` keep-alive
 /// connections, each sending `GET path` with `headers` and reading the whole answer, one
 /// request after another, for `length` (after one warm-up request each). Returns every
-/// request's latency. Built on hyper's bare connection API: the load generator shares the
+/// request's latency, and an answer's body (the last warm-up request's). Built on hyper's
+/// bare connection API: the load generator shares the
 /// machine with the server, and reqwest's pool, cookie jar and redirect handling cost it
 /// about as much CPU as a small endpoint costs the server.
 pub async fn load(
@@ -298,9 +300,8 @@ pub async fn load(
     headers: &[(&'static str, String)],
     connections: usize,
     length: Duration,
-) -> Vec<Duration> {
+) -> (Vec<Duration>, Bytes) {
     use http_body_util::{BodyExt, Empty};
-    use hyper::body::Bytes;
 
     let (path, headers) = (path.to_owned(), headers.to_vec());
     let request = move || {
@@ -312,6 +313,7 @@ pub async fn load(
         req.body(Empty::<Bytes>::new()).unwrap()
     };
     let mut senders = Vec::with_capacity(connections);
+    let mut body = Bytes::new();
     for _ in 0..connections {
         let stream = tokio::net::TcpStream::connect(addr).await.unwrap();
         stream.set_nodelay(true).unwrap();
@@ -322,7 +324,7 @@ pub async fn load(
         tokio::spawn(conn);
         let res = sender.send_request(request()).await.unwrap();
         assert!(res.status().is_success(), "{}: {}", res.status(), addr);
-        res.into_body().collect().await.unwrap();
+        body = res.into_body().collect().await.unwrap().to_bytes();
         senders.push(sender);
     }
     let start = std::time::Instant::now();
@@ -345,5 +347,5 @@ pub async fn load(
     for t in tasks {
         all.extend(t.await.unwrap());
     }
-    all
+    (all, body)
 }

@@ -204,6 +204,57 @@ async fn concurrent_requests_all_complete(app: &TestApp) {
     assert!(all.iter().all(|s| *s == StatusCode::OK), "{all:?}");
 }
 
+/// The tenant filter of the list pages offers the tenants to choose from, and a field to type
+/// one in once there are too many for a list (its options would weigh on every page).
+async fn tenant_filters_offer_choices_until_there_are_too_many(app: &TestApp) {
+    let op = app.user("root", true, &[]).await;
+    let pages = [
+        "/clusters",
+        "/fleet",
+        "/fleet/images",
+        "/fleet/versions",
+        "/fleet/findings",
+    ];
+    for i in 0..3 {
+        app.seed_tenant(&format!("t-{i:02}"), "T").await;
+    }
+    for page in pages {
+        let html = app
+            .get_as(&op, &format!("{page}?tenant=t-01"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(
+            html.contains(r#"<select id="f-tenant" name="tenant">"#),
+            "{page}: {html}"
+        );
+        assert!(html.contains(r#"<option value="t-02">"#), "{page}");
+        assert!(html.contains(r#"<option value="t-01" selected>"#), "{page}");
+    }
+    for i in 3..51 {
+        app.seed_tenant(&format!("t-{i:02}"), "T").await;
+    }
+    for page in pages {
+        let html = app
+            .get_as(&op, &format!("{page}?tenant=t-07"))
+            .await
+            .text()
+            .await
+            .unwrap();
+        assert!(!html.contains(r#"<select id="f-tenant""#), "{page}: {html}");
+        assert!(!html.contains(r#"<option value="t-02">"#), "{page}");
+        assert!(
+            html.contains(r#"<input id="f-tenant" name="tenant" value="t-07""#),
+            "{page}: {html}"
+        );
+    }
+    // A member of one tenant still chooses among their own.
+    let member = app.user("alice", false, &[("t-03", "member")]).await;
+    let html = app.get_as(&member, "/clusters").await.text().await.unwrap();
+    assert!(html.contains(r#"<option value="t-03">"#), "{html}");
+}
+
 macro_rules! on_both_databases {
     ($($name:ident),* $(,)?) => {
         mod sqlite {
@@ -232,4 +283,5 @@ on_both_databases!(
     static_files_and_not_found,
     readiness_fails_when_the_database_is_gone,
     concurrent_requests_all_complete,
+    tenant_filters_offer_choices_until_there_are_too_many,
 );
