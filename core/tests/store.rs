@@ -12,7 +12,7 @@ use kqueen_core::page::Page;
 use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::store::SqlStore;
 use kqueen_core::store::{
-    self, Backend, ClusterStore, MembershipStore, Store, TenantStore, UserStore,
+    self, Backend, CatalogStore, ClusterStore, MembershipStore, Store, TenantStore, UserStore,
 };
 use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
 use kqueen_core::user::User;
@@ -835,6 +835,43 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
     let hits = a.list_cache_hits();
     assert_eq!(tenant_slugs(a, Some(user.id)).await, ["team-b"]);
     assert_eq!(a.list_cache_hits(), hits + 1);
+
+    // The catalog's rows by id: from memory while unchanged, changed by another process.
+    let mut template = a
+        .template_by_name("small")
+        .await
+        .unwrap()
+        .expect("the catalog's template");
+    assert_eq!(a.template(template.id).await.unwrap(), template);
+    assert_eq!(a.provider(provider.id).await.unwrap(), provider);
+    let hits = a.list_cache_hits();
+    assert_eq!(a.template(template.id).await.unwrap(), template);
+    assert_eq!(a.provider(provider.id).await.unwrap(), provider);
+    assert_eq!(
+        a.list_cache_hits(),
+        hits + 2,
+        "unchanged rows come from memory"
+    );
+    template.admin_access = AdminAccess::ClusterAdmin;
+    template.tenants = vec![other.id];
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        "template.update",
+        "small",
+        Outcome::Success,
+    );
+    b.update_template(&template, &audit).await.unwrap();
+    assert_eq!(a.template(template.id).await.unwrap(), template);
+    let mut changed = provider.clone();
+    changed.description = "moved to the new lab".into();
+    changed.disabled = true;
+    let audit = AuditEvent::now(&Actor::system(), "provider.update", "lab", Outcome::Success);
+    b.update_provider(&changed, &audit).await.unwrap();
+    let read = a.provider(provider.id).await.unwrap();
+    assert_eq!(
+        (read.description, read.disabled),
+        (changed.description, true)
+    );
 }
 
 mod list_cache {

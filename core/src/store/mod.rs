@@ -382,9 +382,9 @@ pub trait InventoryStore: Send + Sync {
 /// `tenants` restricts every query to those tenants' clusters (None: all).
 #[async_trait]
 pub trait FleetClusterStore: Send + Sync {
-    /// A number that changes with every committed write to clusters, tenants and
-    /// memberships, by any process on this database: what is read after it is current for
-    /// as long as it is unchanged.
+    /// A number that changes with every committed write to clusters, tenants, memberships
+    /// and the catalog, by any process on this database: what is read after it is current
+    /// for as long as it is unchanged.
     async fn clusters_version(&self) -> Result<i64>;
     /// Every cluster of the filter, by tenant and name.
     async fn fleet_clusters(

@@ -1,4 +1,6 @@
-//! Providers and templates.
+//! Providers and templates. One provider or template by id, read by every cluster answer
+//! and page, is kept in memory while the list version is unchanged (their writes bump it:
+//! see the migration `catalog_bumps_list_version`); lists are read afresh.
 
 use std::collections::BTreeMap;
 
@@ -234,11 +236,17 @@ impl CatalogStore for SqlStore {
     }
 
     async fn provider(&self, id: Uuid) -> Result<Provider> {
-        let sql = format!("SELECT {PROVIDER_COLS} FROM providers WHERE id = $1");
-        let row: Option<ProviderRow> = on_pool!(self, p => {
-            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
-        });
-        row.ok_or(Error::NotFound("provider"))?.try_into()
+        let read = || async {
+            let sql = format!("SELECT {PROVIDER_COLS} FROM providers WHERE id = $1");
+            let row: Option<ProviderRow> = on_pool!(self, p => {
+                sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+            });
+            row.ok_or(Error::NotFound("provider"))?.try_into()
+        };
+        let provider = self
+            .cached_list(&self.lists.providers, id.to_string(), read)
+            .await?;
+        Ok(Provider::clone(&provider))
     }
 
     async fn provider_by_name(&self, name: &str) -> Result<Option<Provider>> {
@@ -332,15 +340,21 @@ impl CatalogStore for SqlStore {
     }
 
     async fn template(&self, id: Uuid) -> Result<Template> {
-        let sql = format!("SELECT {TEMPLATE_COLS} FROM templates t WHERE t.id = $1");
-        let row: Option<TemplateRow> = on_pool!(self, p => {
-            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
-        });
-        let row = row.ok_or(Error::NotFound("template"))?;
-        self.templates_from(vec![row])
-            .await?
-            .pop()
-            .ok_or(Error::NotFound("template"))
+        let read = || async {
+            let sql = format!("SELECT {TEMPLATE_COLS} FROM templates t WHERE t.id = $1");
+            let row: Option<TemplateRow> = on_pool!(self, p => {
+                sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+            });
+            let row = row.ok_or(Error::NotFound("template"))?;
+            self.templates_from(vec![row])
+                .await?
+                .pop()
+                .ok_or(Error::NotFound("template"))
+        };
+        let template = self
+            .cached_list(&self.lists.templates, id.to_string(), read)
+            .await?;
+        Ok(Template::clone(&template))
     }
 
     async fn template_by_name(&self, name: &str) -> Result<Option<Template>> {

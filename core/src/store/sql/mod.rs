@@ -19,7 +19,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{PgPool, SqlitePool};
 
 use super::{Backend, Counts, Store};
-use crate::cluster::Cluster;
+use crate::cluster::{Cluster, Provider, Template};
 use crate::page::Page;
 use crate::tenant::Tenant;
 use crate::{Error, Result};
@@ -41,12 +41,15 @@ pub struct SqlStore {
     lists: Arc<Lists>,
 }
 
-/// List pages kept in memory while the database's list version is unchanged.
+/// List pages, and the catalog's providers and templates by id, kept in memory while the
+/// database's list version is unchanged.
 #[derive(Debug, Default)]
 struct Lists {
     version: VersionReads,
     clusters: ListCache<(Vec<Cluster>, u64)>,
     tenants: ListCache<Vec<Tenant>>,
+    providers: ListCache<Provider>,
+    templates: ListCache<Template>,
 }
 
 /// Runs `$body` with `$p` bound to the concrete pool of the store's dialect.
@@ -227,7 +230,7 @@ pub async fn connect(url: &str) -> Result<SqlStore> {
 
 impl SqlStore {
     /// The version of what list pages read, bumped by every committed write to clusters,
-    /// tenants and memberships (triggers; see [`list_cache`]).
+    /// tenants, memberships, providers and templates (triggers; see [`list_cache`]).
     async fn list_version(&self) -> Result<i64> {
         const SQL: &str = "SELECT version FROM list_version";
         let query =
@@ -255,9 +258,12 @@ impl SqlStore {
         Ok(page)
     }
 
-    /// List pages answered from memory since the store was opened.
+    /// List pages (and catalog rows by id) answered from memory since the store was opened.
     pub fn list_cache_hits(&self) -> u64 {
-        self.lists.clusters.hits() + self.lists.tenants.hits()
+        self.lists.clusters.hits()
+            + self.lists.tenants.hits()
+            + self.lists.providers.hits()
+            + self.lists.templates.hits()
     }
 }
 
