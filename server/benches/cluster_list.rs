@@ -281,7 +281,7 @@ impl TableReads {
 /// Every tenth cluster Ready and never synced (needing attention on the fleet dashboard),
 /// the others provisioning.
 fn seeded_state(i: usize) -> ClusterState {
-    if i % 10 == 0 {
+    if i.is_multiple_of(10) {
         ClusterState::Ready
     } else {
         ClusterState::Provisioning

@@ -171,6 +171,7 @@ impl<V> AnswerCache<V> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
     use crate::Error;
