@@ -85,8 +85,6 @@ pub fn described_by(input: &str, help: Option<&str>, error: &Option<String>) -> 
     ids.join(" ")
 }
 
-/// A table's header row, one column per label; an empty label is a column of actions,
-/// named for screen readers only.
 /// The tenant filter of a list page: a choice among the tenants the caller sees, or, when
 /// there are too many to choose from (`tenants` is none), a field to type one in.
 #[component]
@@ -114,6 +112,41 @@ pub fn TenantFilter(tenants: Option<Vec<String>>, selected: String) -> impl Into
     }
 }
 
+/// The tenant a form acts in (`name="tenant"`, required): a choice among the tenants the caller
+/// sees, or, when there are too many to choose from (`tenants` is none), a field to type its
+/// slug in. The caller puts the label and the error (`<id>-error`) around it.
+#[component]
+pub fn TenantPick(
+    id: String,
+    tenants: Option<Vec<String>>,
+    selected: String,
+    error: Option<String>,
+) -> impl IntoView {
+    let described = described_by(&id, None, &error);
+    match tenants {
+        Some(tenants) => view! {
+            <select id=id name="tenant" required aria-invalid=invalid(&error) aria-describedby=described>
+                {tenants.into_iter().map(|t| {
+                    let chosen = t == selected;
+                    view! { <option value=t.clone() selected=chosen>{t.clone()}</option> }
+                }).collect_view()}
+            </select>
+        }
+        .into_any(),
+        // The slug's rules (lowercase letters, digits, '-' inside), checked by the browser
+        // before the server says whether the caller may use that tenant.
+        None => view! {
+            <input id=id name="tenant" required value=selected maxlength="63"
+                pattern="[a-z0-9]([a-z0-9\\-]*[a-z0-9])?" title="A tenant's slug: lowercase letters, digits and '-'"
+                placeholder="tenant slug" autocomplete="off"
+                aria-invalid=invalid(&error) aria-describedby=described />
+        }
+        .into_any(),
+    }
+}
+
+/// A table's header row, one column per label; an empty label is a column of actions,
+/// named for screen readers only.
 #[component]
 pub fn TableHead(cols: Vec<&'static str>) -> impl IntoView {
     view! {

@@ -18,6 +18,7 @@ pub mod clusters;
 mod components;
 mod error;
 pub mod fleet;
+mod hydrated;
 pub mod kept;
 mod not_found;
 pub mod overview;

@@ -45,24 +45,12 @@ pub fn time(t: chrono::DateTime<chrono::Utc>) -> String {
     s
 }
 
-/// Tenants where the caller can request clusters: their own (all for operators).
-pub async fn request_tenants(
-    k: &kqueen_core::Kqueen,
-    actor: &kqueen_core::Actor,
-) -> Result<Vec<String>, kqueen_core::Error> {
-    use kqueen_core::page::Page;
-    let list = k
-        .tenancy()
-        .list_tenants(actor, &Default::default(), Page::new(Page::MAX_LIMIT, 0))
-        .await?;
-    Ok(list.into_iter().map(|t| t.slug.to_string()).collect())
-}
-
 /// Beyond this many tenants a list of choices helps no one (and weighs on every page).
 pub const TENANT_CHOICES: u32 = 50;
 
-/// The tenants a list page's tenant filter offers (those the caller sees), none when there
-/// are more than [`TENANT_CHOICES`]: the filter is then a field to type a tenant in.
+/// The tenants a tenant filter or a form's tenant choice offers (those the caller sees: their
+/// own, every tenant for operators), none when there are more than [`TENANT_CHOICES`]: the
+/// filter or choice is then a field to type a tenant's slug in.
 pub async fn filter_tenants(
     k: &kqueen_core::Kqueen,
     actor: &kqueen_core::Actor,

@@ -153,12 +153,22 @@ test('the fleet dashboard draws its charts and lists what needs attention (JavaS
   assert.equal(await page.locator('nav.pager .muted').textContent(), '1–1 of 1');
   await page.goto(server.url + '/fleet?attention=true');
   await page.waitForSelector('main[data-hydrated=true]');
+  // Loaded directly, the charts stay as the server drew them once the page is hydrated (the
+  // page's data script does not carry them); fetched after a click below, they are redrawn.
+  assert.equal((await chart(page, 'chart-state')).title, 'Clusters by state');
+  assert.ok((await chart(page, 'chart-fleet-cpu')).visible);
   assert.equal(await page.locator('#fleet-clusters-heading').textContent(), 'Clusters needing attention (1)');
   assert.ok((await page.locator('#fleet-clusters thead').textContent()).includes('Why'));
   assert.match(await page.locator('#fleet-clusters tr[data-cluster=demo]').textContent(), /1 of 3 nodes not Ready/);
   await page.click('#all-clusters');
   await page.waitForFunction(() => document.querySelector('#fleet-clusters-heading')?.textContent === 'Clusters (1)');
+  assert.equal((await chart(page, 'chart-version')).desc, '1.33: clusters 1.');
   assert.ok(!(await page.locator('#fleet-clusters thead').textContent()).includes('Why'));
+  // The same on a cluster's page: its inventory charts stay once hydrated.
+  await page.goto(server.url + clusterPath);
+  await page.waitForSelector('main[data-hydrated=true]');
+  assert.ok((await chart(page, 'chart-cpu')).visible);
+  assert.equal((await chart(page, 'chart-pods')).title, 'Pods per namespace and phase');
   await page.goto(server.url + '/fleet?offset=50');
   await page.waitForSelector('main[data-hydrated=true]');
   assert.equal(await page.locator('#fleet-clusters-heading').textContent(), 'Clusters (1)');

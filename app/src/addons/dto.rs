@@ -45,6 +45,7 @@ pub struct FleetAddonsDto {
     pub rows: Vec<FleetAddon>,
     pub counts: Vec<VersionCount>,
     /// Clusters per addon version, as an SVG bar chart.
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub chart: String,
     /// Operators may upgrade many clusters at once.
     pub can_bulk: bool,

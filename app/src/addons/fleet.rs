@@ -10,6 +10,7 @@ use crate::addons::actions::{BulkUpgradeAddon, BULK_FORM};
 use crate::addons::dto::{BulkOutcomeDto, FleetAddonsDto};
 use crate::components::{described_by, invalid, ErrorNote, FieldError, KeptFormError, TableHead};
 use crate::fleet::inventory::Chart;
+use crate::hydrated::{self, Hydrated};
 use crate::kept::KeptForm;
 
 #[component]
@@ -19,7 +20,7 @@ pub fn FleetAddons() -> impl IntoView {
     let bulk = ServerAction::<BulkUpgradeAddon>::new();
     let page = Resource::new(
         move || (addon(), bulk.version().get()),
-        |(a, _)| crate::addons::sfn::fleet_addons_page(a),
+        |(a, _)| hydrated::fetch(crate::addons::sfn::fleet_addons_page(a)),
     );
     view! {
         <Title text="Addons · Fleet" />
@@ -28,7 +29,7 @@ pub fn FleetAddons() -> impl IntoView {
         <Transition fallback=|| view! { <p class="muted">"Loading addons…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => view! { <FleetAddonsBody page=p bulk /> }.into_any(),
+                    Ok(Hydrated(p)) => view! { <FleetAddonsBody page=p bulk /> }.into_any(),
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                 }
             })}

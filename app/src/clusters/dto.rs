@@ -18,8 +18,11 @@ pub struct ClustersPageDto {
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NewClusterPageDto {
-    pub tenants: Vec<String>,
+    /// The tenants to choose from; none when there are too many (a slug is typed instead).
+    pub tenants: Option<Vec<String>>,
     pub tenant: Option<String>,
+    /// Why the chosen tenant cannot be used (none the caller sees has that slug).
+    pub tenant_error: Option<String>,
     pub templates: Vec<Template>,
     /// The chosen template (its parameters are the form).
     pub template: Option<Template>,

@@ -9,7 +9,9 @@ use crate::clusters::actions::RequestCluster;
 use kqueen_dto::params::{ParamKind, ParamSpec};
 
 use crate::clusters::dto::NewClusterPageDto;
-use crate::components::{described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError};
+use crate::components::{
+    described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError, TenantPick,
+};
 use crate::kept::{error_at, value_or, KeptForm};
 
 use super::list::query;
@@ -46,15 +48,14 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
         .as_ref()
         .map(|t| t.name.clone())
         .unwrap_or_default();
-    let no_templates = page.tenant.is_some() && page.templates.is_empty();
-    let tenant_options = page
-        .tenants
-        .iter()
-        .map(|t| {
-            let selected = *t == tenant;
-            view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-        })
-        .collect_view();
+    // Moved into the choice form's children.
+    let pick = (
+        page.tenants.clone(),
+        tenant.clone(),
+        page.tenant_error.clone(),
+    );
+    let no_templates =
+        page.tenant.is_some() && page.tenant_error.is_none() && page.templates.is_empty();
     let template_options = page
         .templates
         .iter()
@@ -72,11 +73,12 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
         <section class="card" aria-labelledby="choose-heading">
             <div class="card-head"><h2 id="choose-heading">"1. Tenant and template"</h2></div>
             // Clusters belong to tenants: with none, say why the list is empty and who helps.
-            {page.tenants.is_empty().then(|| view! { <crate::overview::NoTenantHelp /> })}
+            {page.tenants.as_ref().is_some_and(Vec::is_empty).then(|| view! { <crate::overview::NoTenantHelp /> })}
             // The router's Form: hydrated, choosing navigates in place instead of reloading.
             <Form method="get" action="/clusters/new" attr:class="filter wrap" attr:id="choose-template">
                 <label for="r-tenant">"Tenant"</label>
-                <select id="r-tenant" name="tenant" required>{tenant_options}</select>
+                <TenantPick id="r-tenant".to_owned() tenants=pick.0.clone() selected=pick.1.clone()
+                    error=pick.2.clone() />
                 <label for="r-template">"Template"</label>
                 <select id="r-template" name="template">
                     <option value="">"Choose…"</option>
@@ -85,6 +87,7 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
                 // Named: the router's Form sends the button too (an unnamed one as `&=`).
                 <button type="submit" name="step" value="parameters">"Show the form"</button>
             </Form>
+            <FieldError input="r-tenant".to_owned() error=page.tenant_error.clone() />
             {page.quota.clone().map(|q| view! { <p class="muted" id="quota-note">"Quota of " {tenant.clone()} ": " {q}</p> })}
             {no_templates.then(|| view! { <p class="empty">"No template is offered to this tenant. Ask an operator."</p> })}
         </section>

@@ -56,13 +56,19 @@ pub async fn new_cluster_page(
     use kqueen_core::page::Page;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let tenants = crate::ssr::request_tenants(&k, &actor).await?;
+    let tenants = crate::ssr::filter_tenants(&k, &actor).await?;
+    let only = match tenants.as_deref() {
+        Some([only]) => Some(only.clone()),
+        _ => None,
+    };
     let tenant = tenant
+        .map(|t| t.trim().to_owned())
         .filter(|t| !t.is_empty())
-        .or_else(|| (tenants.len() == 1).then(|| tenants[0].clone()));
+        .or(only);
     let mut page = NewClusterPageDto {
         tenants,
         tenant: tenant.clone(),
+        tenant_error: None,
         templates: vec![],
         template: None,
         quota: None,
@@ -71,10 +77,18 @@ pub async fn new_cluster_page(
     let Some(tenant) = tenant else {
         return Ok(page);
     };
-    let offered = k
+    // A typed slug may name no tenant the caller sees: said at the field, the form stays.
+    let offered = match k
         .catalog()
         .list_templates(&actor, Some(&tenant), Page::new(Page::MAX_LIMIT, 0))
-        .await?;
+        .await
+    {
+        Err(kqueen_core::Error::NotFound(_)) => {
+            page.tenant_error = Some(format!("You have no tenant named “{tenant}”."));
+            return Ok(page);
+        }
+        other => other?,
+    };
     page.templates = offered.into_iter().map(Into::into).collect();
     let (q, u) = k.tenancy().quota(&actor, &tenant).await?;
     let limit = |v: Option<u32>| v.map_or_else(|| "unlimited".to_owned(), |v| v.to_string());

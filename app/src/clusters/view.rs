@@ -13,6 +13,7 @@ use crate::clusters::dto::ClusterPageDto;
 use crate::components::{confirming, ConfirmStep, ErrorNote, FormError, TableHead};
 use crate::fleet::actions::SyncInventory;
 use crate::fleet::inventory::Inventory;
+use crate::hydrated::{self, Hydrated};
 use crate::time::{to_clock, to_minute, to_minute_utc};
 
 use super::list::StateBadge;
@@ -26,7 +27,7 @@ pub fn ClusterView() -> impl IntoView {
     let writes = ClusterWrites::new();
     let page = Resource::new(
         move || (id(), tick.get(), writes.version()),
-        |(id, _, _)| crate::clusters::sfn::cluster_page(id),
+        |(id, _, _)| hydrated::fetch(crate::clusters::sfn::cluster_page(id)),
     );
     let busy = RwSignal::new(false);
     Effect::new(move |_| {
@@ -45,7 +46,7 @@ pub fn ClusterView() -> impl IntoView {
         <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => {
+                    Ok(Hydrated(p)) => {
                         busy.set(p.busy);
                         view! { <Cluster page=p writes /> }.into_any()
                     }

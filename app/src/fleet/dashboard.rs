@@ -10,6 +10,7 @@ use crate::components::{ErrorNote, ListCard, Stat, TableHead, TenantFilter};
 use crate::fleet::dto::{AttentionDto, FleetPageDto, TenantStorageDto};
 use crate::fleet::inventory::Chart;
 use crate::fleet::sfn;
+use crate::hydrated::{self, Hydrated};
 
 #[component]
 pub fn Fleet() -> impl IntoView {
@@ -19,13 +20,13 @@ pub fn Fleet() -> impl IntoView {
     let tenant = move || Some(filter().tenant).filter(|t| !t.is_empty());
     let page = Resource::new(
         move || (tenant(), attention(), offset()),
-        |(t, a, o)| sfn::fleet_page(t, Some(a), Some(o)),
+        |(t, a, o)| hydrated::fetch(sfn::fleet_page(t, Some(a), Some(o))),
     );
     view! {
         <Title text="Fleet" />
         <h1>"Fleet"</h1>
         <FleetTabs />
-        {loaded!(page, "Loading the fleet…", |p| view! { <Dashboard page=p tenant=filter().tenant /> })}
+        {loaded!(page, "Loading the fleet…", |Hydrated(p)| view! { <Dashboard page=p tenant=filter().tenant /> })}
     }
 }
 

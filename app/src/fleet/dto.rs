@@ -93,8 +93,11 @@ pub struct InventoryDto {
     /// The last successful sync is older than the configured staleness.
     pub stale: bool,
     pub nodes: Vec<NodeRowDto>,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub cpu_chart: String,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub memory_chart: String,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub pods_chart: String,
     pub pods: u32,
     pub namespaces: Vec<NamespaceDto>,
@@ -156,10 +159,15 @@ pub struct FleetPageDto {
     /// which "behind" is measured against; none when nothing offers a version.
     pub newest_offered: Option<String>,
     /// SVG charts: by state, by provider, by version, CPU totals, memory totals.
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub state_chart: String,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub provider_chart: String,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub version_chart: String,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub cpu_chart: String,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub memory_chart: String,
     /// The first clusters needing attention, and how many do.
     pub attention: Vec<AttentionDto>,
@@ -177,6 +185,7 @@ pub struct FleetPageDto {
     /// Operators: shared etcd per tenant with hosted clusters (empty for everyone else),
     /// and its chart (used and quota per tenant).
     pub storage: Vec<TenantStorageDto>,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub storage_chart: Option<String>,
 }
 
@@ -279,5 +288,6 @@ pub struct FindingsPageDto {
     pub list: FleetListDto<FindingRowDto>,
     /// (severity, check, count), most severe first.
     pub counts: Vec<(String, String, u64)>,
+    #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub chart: String,
 }

@@ -8,19 +8,20 @@ use crate::components::{ErrorNote, Stat, TableHead};
 use crate::fleet::dto::{FindingsPageDto, FleetQuery};
 use crate::fleet::inventory::Chart;
 use crate::fleet::sfn;
+use crate::hydrated::{self, Hydrated};
 
 #[component]
 pub fn FleetFindings() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
     let page = Resource::new(
         move || (filter(), offset()),
-        |(f, o)| sfn::fleet_findings_page(f, Some(o)),
+        |(f, o)| hydrated::fetch(sfn::fleet_findings_page(f, Some(o))),
     );
     view! {
         <Title text="Findings · Fleet" />
         <h1>"Fleet: audit findings"</h1>
         <FleetTabs />
-        {loaded!(page, "Loading findings…", |p| view! { <FindingList page=p filter=filter() /> })}
+        {loaded!(page, "Loading findings…", |Hydrated(p)| view! { <FindingList page=p filter=filter() /> })}
     }
 }
 

@@ -197,7 +197,7 @@ fn FilterFields(
 /// A page body that waits for `resource` and renders it, or the error (the page using it
 /// imports `ErrorNote`).
 macro_rules! loaded {
-    ($resource:expr, $loading:literal, |$v:ident| $body:expr) => {
+    ($resource:expr, $loading:literal, |$v:pat_param| $body:expr) => {
         view! {
             <Transition fallback=|| view! { <p class="muted">$loading</p> }>
                 {move || Suspend::new(async move {

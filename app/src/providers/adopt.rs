@@ -9,6 +9,7 @@ use leptos_router::hooks::use_params_map;
 
 use crate::components::{
     described_by, invalid, ErrorNote, FieldError, FormError, KeptFormError, ListCard, TableHead,
+    TenantPick,
 };
 use crate::kept::{error_at, value_or, KeptForm};
 use crate::providers::adopt_sfn::{provider_clusters, AdoptCluster, AdoptionPageDto, ADOPT_FORM};
@@ -145,7 +146,7 @@ fn AdoptForm(
     i: usize,
     c: AdoptableCluster,
     provider: String,
-    tenants: Vec<String>,
+    tenants: Option<Vec<String>>,
     templates: Vec<String>,
     /// This form as it was refused.
     kept: Option<KeptForm>,
@@ -171,14 +172,7 @@ fn AdoptForm(
                 <input type="hidden" name="adopting" value=c.reference />
                 <div class="field">
                     <label for=tenant_id.clone()>"Tenant"</label>
-                    <select id=tenant_id.clone() name="tenant" required
-                        aria-invalid=invalid(&tenant_error)
-                        aria-describedby=described_by(&tenant_id, None, &tenant_error)>
-                        {tenants.into_iter().map(|t| {
-                            let selected = t == tenant;
-                            view! { <option value=t.clone() selected=selected>{t.clone()}</option> }
-                        }).collect_view()}
-                    </select>
+                    <TenantPick id=tenant_id.clone() tenants selected=tenant error=tenant_error.clone() />
                     <FieldError input=tenant_id error=tenant_error />
                 </div>
                 <div class="field">

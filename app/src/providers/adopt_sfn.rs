@@ -22,8 +22,9 @@ pub struct AdoptionPageDto {
     /// Why the clusters could not be listed (the management cluster is unreachable, the
     /// provider's kind adopts nothing), in words for the operator.
     pub unlisted: Option<String>,
-    /// Tenants an adopted cluster can go to.
-    pub tenants: Vec<String>,
+    /// Tenants an adopted cluster can go to; none when there are too many to choose from (a
+    /// slug is typed instead).
+    pub tenants: Option<Vec<String>>,
     /// The provider's templates, by name.
     pub templates: Vec<String>,
     /// An adopt form as it was refused, with the error.
@@ -59,7 +60,7 @@ pub async fn provider_clusters(provider: String) -> Result<AdoptionPageDto, AppE
         kind: p.kind.to_string(),
         clusters,
         unlisted,
-        tenants: crate::ssr::request_tenants(&k, &actor).await?,
+        tenants: crate::ssr::filter_tenants(&k, &actor).await?,
         templates,
         kept: crate::kept::take().await,
     })

@@ -204,8 +204,9 @@ async fn concurrent_requests_all_complete(app: &TestApp) {
     assert!(all.iter().all(|s| *s == StatusCode::OK), "{all:?}");
 }
 
-/// The tenant filter of the list pages offers the tenants to choose from, and a field to type
-/// one in once there are too many for a list (its options would weigh on every page).
+/// The tenant filter of the list pages, and the tenant of the request form, offer the tenants
+/// to choose from, and a field to type one in once there are too many for a list (its options
+/// would weigh on every page, and past 500 some could not be chosen at all).
 async fn tenant_filters_offer_choices_until_there_are_too_many(app: &TestApp) {
     let op = app.user("root", true, &[]).await;
     let pages = [
@@ -237,6 +238,21 @@ async fn tenant_filters_offer_choices_until_there_are_too_many(app: &TestApp) {
         assert!(html.contains(r#"<option value="t-02">"#), "{page}");
         assert!(html.contains(r#"<option value="t-01" selected>"#), "{page}");
     }
+    let request = |query: &'static str| {
+        let op = &op;
+        async move {
+            let res = app.get_as(op, &format!("/clusters/new{query}")).await;
+            assert_eq!(res.status(), StatusCode::OK, "{query}");
+            // Without the markers hydration places between a text's parts.
+            res.text().await.unwrap().replace("<!>", "")
+        }
+    };
+    let html = request("?tenant=t-01").await;
+    assert!(
+        html.contains(r#"<select id="r-tenant" name="tenant" required"#),
+        "{html}"
+    );
+    assert!(html.contains(r#"<option value="t-01" selected>"#), "{html}");
     for i in 3..51 {
         app.seed_tenant(&format!("t-{i:02}"), "T").await;
     }
@@ -249,10 +265,49 @@ async fn tenant_filters_offer_choices_until_there_are_too_many(app: &TestApp) {
             "{page}: {html}"
         );
     }
-    // A member of one tenant still chooses among their own.
+    // The request form: the slug is typed, checked by the browser against the slug's rules,
+    // then by the server against the tenants the caller sees (said at the field).
+    let html = request("").await;
+    assert!(
+        html.contains(r#"<input id="r-tenant" name="tenant" required"#),
+        "{html}"
+    );
+    assert!(
+        html.contains(r#"pattern="[a-z0-9]([a-z0-9\-]*[a-z0-9])?""#),
+        "{html}"
+    );
+    let html = request("?tenant=+t-07+").await;
+    assert!(
+        html.contains(r#"name="tenant" required value="t-07""#),
+        "{html}"
+    );
+    assert!(html.contains("Quota of t-07"), "{html}");
+    assert!(!html.contains("r-tenant-error"), "{html}");
+    let html = request("?tenant=nope").await;
+    assert!(
+        html.contains(r#"<p id="r-tenant-error" role="alert" class="field-error">"#),
+        "{html}"
+    );
+    assert!(html.contains("You have no tenant named “nope”."), "{html}");
+    assert!(html.contains(r#"aria-invalid="true""#), "{html}");
+    assert!(!html.contains("Quota of"), "{html}");
+    // A member of one tenant still chooses among their own, and cannot name another.
     let member = app.user("alice", false, &[("t-03", "member")]).await;
     let html = app.get_as(&member, "/clusters").await.text().await.unwrap();
     assert!(html.contains(r#"<option value="t-03">"#), "{html}");
+    let page = |path: &'static str| {
+        let member = &member;
+        async move {
+            let html = app.get_as(member, path).await.text().await.unwrap();
+            html.replace("<!>", "")
+        }
+    };
+    let html = page("/clusters/new").await;
+    assert!(html.contains(r#"<option value="t-03" selected>"#), "{html}");
+    assert!(html.contains("Quota of t-03"), "{html}");
+    let html = page("/clusters/new?tenant=t-04").await;
+    assert!(html.contains("You have no tenant named “t-04”."), "{html}");
+    assert!(!html.contains("Quota of t-04"), "{html}");
 }
 
 macro_rules! on_both_databases {
