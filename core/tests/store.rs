@@ -779,6 +779,11 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
         ..ClusterFilter::default()
     };
     assert_eq!(listed(a, &deleting).await, v(&[], 0));
+    // The same cluster by id: from memory while unchanged, then as the other process left it.
+    assert_eq!(a.cluster(one.id).await.unwrap().state, ClusterState::Ready);
+    let hits = a.list_cache_hits();
+    assert_eq!(a.cluster(one.id).await.unwrap().state, ClusterState::Ready);
+    assert_eq!(a.list_cache_hits(), hits + 1, "an unchanged cluster");
     let now = kqueen_core::clock::now();
     let op = Operation::new(
         one.id,
@@ -799,6 +804,10 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
         .await
         .unwrap();
     assert_eq!(listed(a, &deleting).await, v(&["one"], 1));
+    assert_eq!(
+        a.cluster(one.id).await.unwrap().state,
+        ClusterState::Deleting
+    );
     // The same page from the writer itself, which had it in memory too.
     assert_eq!(listed(b, &deleting).await, v(&["one"], 1));
 

@@ -327,11 +327,18 @@ impl ClusterStore for SqlStore {
     }
 
     async fn cluster(&self, id: Uuid) -> Result<Cluster> {
-        let sql = cluster_by_id_sql();
-        let row: Option<ClusterRow> = on_pool!(self, p => {
-            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
-        });
-        row.ok_or(Error::NotFound("cluster"))?.try_into()
+        // Its row and its tenant's: every write to either bumps the list version.
+        let read = || async {
+            let sql = cluster_by_id_sql();
+            let row: Option<ClusterRow> = on_pool!(self, p => {
+                sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+            });
+            row.ok_or(Error::NotFound("cluster"))?.try_into()
+        };
+        let cluster = self
+            .cached_list(&self.lists.cluster_by_id, id.to_string(), read)
+            .await?;
+        Ok(Cluster::clone(&cluster))
     }
 
     async fn list_clusters(

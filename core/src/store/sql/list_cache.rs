@@ -7,12 +7,14 @@
 //!
 //! The database keeps one counter, `list_version`, that triggers bump in the same
 //! transaction as every write to `clusters`, `tenants` and `memberships` (see the
-//! migration), and to the catalog (`providers`, `templates`, `template_tenants`), whose rows
-//! by id are kept the same way. A page is stored with the version read *before* the page
-//! itself: if the version is still the same later, no write has been committed since that
-//! read, so the page read after it is still exactly what the database holds. A request therefore asks
-//! the database one tiny question (the counter) and answers from memory when it matches;
-//! a write by any process on the same database is visible to the next request, as before.
+//! migration), and to the catalog (`providers`, `templates`, `template_tenants`). Rows by id
+//! are kept the same way: providers, templates, and a cluster with its tenant's slug (what
+//! every cluster page and cluster API call reads first). A page is stored with the version
+//! read *before* the page itself: if the version is still the same later, no write has been
+//! committed since that read, so the page read after it is still exactly what the database
+//! holds. A request therefore asks the database one tiny question (the counter) and answers
+//! from memory when it matches; a write by any process on the same database is visible to
+//! the next request, as before.
 //! This is the Kubernetes API server's watch cache serving lists at a resourceVersion, with
 //! the database as the source of the version.
 

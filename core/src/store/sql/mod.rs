@@ -41,12 +41,13 @@ pub struct SqlStore {
     lists: Arc<Lists>,
 }
 
-/// List pages, and the catalog's providers and templates by id, kept in memory while the
-/// database's list version is unchanged.
+/// List pages, clusters by id, and the catalog's providers and templates by id, kept in memory
+/// while the database's list version is unchanged.
 #[derive(Debug, Default)]
 struct Lists {
     version: VersionReads,
     clusters: ListCache<(Vec<Cluster>, u64)>,
+    cluster_by_id: ListCache<Cluster>,
     tenants: ListCache<Vec<Tenant>>,
     providers: ListCache<Provider>,
     templates: ListCache<Template>,
@@ -258,9 +259,11 @@ impl SqlStore {
         Ok(page)
     }
 
-    /// List pages (and catalog rows by id) answered from memory since the store was opened.
+    /// List pages (and clusters and catalog rows by id) answered from memory since the store
+    /// was opened.
     pub fn list_cache_hits(&self) -> u64 {
         self.lists.clusters.hits()
+            + self.lists.cluster_by_id.hits()
             + self.lists.tenants.hits()
             + self.lists.providers.hits()
             + self.lists.templates.hits()
