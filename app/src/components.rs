@@ -93,10 +93,7 @@ pub fn TenantFilter(tenants: Option<Vec<String>>, selected: String) -> impl Into
         Some(tenants) => view! {
             <select id="f-tenant" name="tenant">
                 <option value="">"All"</option>
-                {tenants.into_iter().map(|t| {
-                    let chosen = t == selected;
-                    view! { <option value=t.clone() selected=chosen>{t.clone()}</option> }
-                }).collect_view()}
+                {tenant_options(tenants, &selected)}
             </select>
         }
         .into_any(),
@@ -126,10 +123,7 @@ pub fn TenantPick(
     match tenants {
         Some(tenants) => view! {
             <select id=id name="tenant" required aria-invalid=invalid(&error) aria-describedby=described>
-                {tenants.into_iter().map(|t| {
-                    let chosen = t == selected;
-                    view! { <option value=t.clone() selected=chosen>{t.clone()}</option> }
-                }).collect_view()}
+                {tenant_options(tenants, &selected)}
             </select>
         }
         .into_any(),
@@ -143,6 +137,17 @@ pub fn TenantPick(
         }
         .into_any(),
     }
+}
+
+/// One `<option>` per tenant slug, `selected` chosen.
+fn tenant_options(tenants: Vec<String>, selected: &str) -> impl IntoView {
+    tenants
+        .into_iter()
+        .map(|t| {
+            let chosen = t == selected;
+            view! { <option value=t.clone() selected=chosen>{t.clone()}</option> }
+        })
+        .collect_view()
 }
 
 /// A table's header row, one column per label; an empty label is a column of actions,
