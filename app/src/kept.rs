@@ -160,13 +160,7 @@ mod server {
         values: std::collections::BTreeMap<String, String>,
         error: kqueen_core::Error,
     ) {
-        // Only input the caller can correct is kept; a refusal (not logged in, not allowed, gone)
-        // is said on the page as any other write's.
-        let correctable = matches!(
-            error,
-            kqueen_core::Error::Invalid(_) | kqueen_core::Error::Conflict(_)
-        );
-        if !correctable || !keep(form, values, &error).await {
+        if !correctable(&error, &values) || !keep(form, values, &error).await {
             return crate::ssr::back(page, Err(error));
         }
         leptos_axum::redirect(page);
@@ -196,8 +190,24 @@ mod server {
         serde_json::from_slice(opened.expose()).ok()
     }
 
+    /// Whether the caller can correct `error` in the form holding `values`: invalid input, a
+    /// conflict (a name taken), or a thing named in one of its inputs that the caller has
+    /// none of (a typed tenant). A refusal (not logged in, not allowed, gone) is said on the
+    /// page as any other write's.
+    pub(super) fn correctable(
+        error: &kqueen_core::Error,
+        values: &std::collections::BTreeMap<String, String>,
+    ) -> bool {
+        match error {
+            kqueen_core::Error::Invalid(_) | kqueen_core::Error::Conflict(_) => true,
+            kqueen_core::Error::NotFound(what) => values.contains_key(*what),
+            _ => false,
+        }
+    }
+
     /// The kept form for `error`: a validation error names the input it concerns and says
-    /// what is wrong without the field's key; any other error is the form's.
+    /// what is wrong without the field's key; a thing not found is said at the input that
+    /// named it; any other error is the form's.
     pub(super) fn kept_form(
         form: &str,
         values: BTreeMap<String, String>,
@@ -208,6 +218,10 @@ mod server {
                 Some(input) => (Some(input), sentence(&v.message)),
                 None => (None, sentence(&v.to_string())),
             },
+            kqueen_core::Error::NotFound(what) if values.contains_key(*what) => (
+                Some((*what).to_owned()),
+                format!("You have no {what} named “{}”.", values[*what].trim()),
+            ),
             other => (None, sentence(&other.public().message)),
         };
         KeptForm {
@@ -298,7 +312,24 @@ mod tests {
             (kept.field, kept.message.as_str()),
             (None, "Tenant: no such tenant")
         );
-        let kept = server::kept_form("request-form", form, &Error::Conflict("name taken".into()));
+        let kept = server::kept_form(
+            "request-form",
+            form.clone(),
+            &Error::Conflict("name taken".into()),
+        );
         assert_eq!((kept.field, kept.message.as_str()), (None, "Name taken"));
+        // A thing the form names by an input, that the caller has none of, is said there; one
+        // the form does not name is no input's and not the caller's to correct.
+        let mut adopt = inputs(&["tenant", "template", "name"]);
+        adopt.insert("tenant".into(), " t-99 ".into());
+        let missing = Error::NotFound("tenant");
+        assert!(server::correctable(&missing, &adopt));
+        let kept = server::kept_form("adopt-form", adopt.clone(), &missing);
+        assert_eq!(kept.field.as_deref(), Some("tenant"));
+        assert_eq!(kept.message, "You have no tenant named “t-99”.");
+        assert!(!server::correctable(&missing, &form));
+        assert!(!server::correctable(&Error::NotFound("cluster"), &adopt));
+        assert!(!server::correctable(&Error::Forbidden, &adopt));
+        assert!(server::correctable(&Error::Conflict("x".into()), &form));
     }
 }

@@ -18,11 +18,12 @@
 //!   Nothing uses inline `style` attributes, so a strict Content-Security-Policy is fine.
 //! - **Robustness.** Non-finite values count as unknown, empty input gives a "No data" chart,
 //!   and any drawing error (or panic inside `plotters`) gives a "Chart unavailable" chart. The
-//!   output is deterministic.
+//!   output is deterministic, so a chart asked for again is handed out as drawn (`memo`).
 
 mod axes;
 pub mod figures;
 mod layout;
+mod memo;
 mod svg;
 mod text;
 
@@ -74,9 +75,15 @@ pub struct BarChart {
     pub stacked: bool,
 }
 
-/// Draws `chart` as a complete `<svg>…</svg>` string. Never panics.
+/// Draws `chart` as a complete `<svg>…</svg>` string (handed out again, not redrawn, while the
+/// same chart is asked for: [`memo`]). Never panics.
 #[must_use]
 pub fn bar_chart(chart: &BarChart) -> String {
+    static DRAWN: std::sync::LazyLock<memo::Memo> = std::sync::LazyLock::new(Default::default);
+    DRAWN.get_or_draw(chart, || draw_chart(chart))
+}
+
+fn draw_chart(chart: &BarChart) -> String {
     let id = chart_id(chart);
     if chart.categories.is_empty() || chart.series.is_empty() {
         return message_svg(&id, chart, "No data");

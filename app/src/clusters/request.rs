@@ -48,8 +48,8 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
         .as_ref()
         .map(|t| t.name.clone())
         .unwrap_or_default();
-    // Moved into the choice form's children.
-    let pick = (
+    // The tenant choice's values, cloned into the choice form's children (a closure).
+    let (pick_tenants, pick_selected, pick_error) = (
         page.tenants.clone(),
         tenant.clone(),
         page.tenant_error.clone(),
@@ -77,8 +77,8 @@ fn RequestForm(page: NewClusterPageDto, request: ServerAction<RequestCluster>) -
             // The router's Form: hydrated, choosing navigates in place instead of reloading.
             <Form method="get" action="/clusters/new" attr:class="filter wrap" attr:id="choose-template">
                 <label for="r-tenant">"Tenant"</label>
-                <TenantPick id="r-tenant".to_owned() tenants=pick.0.clone() selected=pick.1.clone()
-                    error=pick.2.clone() />
+                <TenantPick id="r-tenant".to_owned() tenants=pick_tenants.clone()
+                    selected=pick_selected.clone() error=pick_error.clone() />
                 <label for="r-template">"Template"</label>
                 <select id="r-template" name="template">
                     <option value="">"Choose…"</option>

@@ -243,10 +243,7 @@ impl CatalogStore for SqlStore {
             });
             row.ok_or(Error::NotFound("provider"))?.try_into()
         };
-        let provider = self
-            .cached_list(&self.lists.providers, id.to_string(), read)
-            .await?;
-        Ok(Provider::clone(&provider))
+        self.cached_by_id(&self.lists.providers, id, read).await
     }
 
     async fn provider_by_name(&self, name: &str) -> Result<Option<Provider>> {
@@ -351,10 +348,7 @@ impl CatalogStore for SqlStore {
                 .pop()
                 .ok_or(Error::NotFound("template"))
         };
-        let template = self
-            .cached_list(&self.lists.templates, id.to_string(), read)
-            .await?;
-        Ok(Template::clone(&template))
+        self.cached_by_id(&self.lists.templates, id, read).await
     }
 
     async fn template_by_name(&self, name: &str) -> Result<Option<Template>> {

@@ -335,10 +335,7 @@ impl ClusterStore for SqlStore {
             });
             row.ok_or(Error::NotFound("cluster"))?.try_into()
         };
-        let cluster = self
-            .cached_list(&self.lists.cluster_by_id, id.to_string(), read)
-            .await?;
-        Ok(Cluster::clone(&cluster))
+        self.cached_by_id(&self.lists.cluster_by_id, id, read).await
     }
 
     async fn list_clusters(

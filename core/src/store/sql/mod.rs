@@ -17,6 +17,7 @@ use sqlx::migrate::Migrator;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions};
 use sqlx::{PgPool, SqlitePool};
+use uuid::Uuid;
 
 use super::{Backend, Counts, Store};
 use crate::cluster::{Cluster, Provider, Template};
@@ -257,6 +258,21 @@ impl SqlStore {
         let page = Arc::new(read().await?);
         cache.put(key, version, page.clone());
         Ok(page)
+    }
+
+    /// The row `id` as [`Self::cached_list`] keeps it: a copy of the kept one while the list
+    /// version is unchanged, else read by `read`.
+    async fn cached_by_id<V: Clone, F>(
+        &self,
+        cache: &ListCache<V>,
+        id: Uuid,
+        read: impl FnOnce() -> F,
+    ) -> Result<V>
+    where
+        F: Future<Output = Result<V>>,
+    {
+        let kept = self.cached_list(cache, id.to_string(), read).await?;
+        Ok(V::clone(&kept))
     }
 
     /// List pages (and clusters and catalog rows by id) answered from memory since the store
