@@ -2,38 +2,18 @@
 //! cluster page, made of `kqueen_dto`'s clusters and templates (what `/api/v1` sends too) and
 //! what only the pages need.
 
-use kqueen_dto::clusters::{ClusterDetail, ClusterState};
-use kqueen_dto::kinds::ProviderKind;
+use kqueen_dto::clusters::{Cluster, ClusterDetail};
 use kqueen_dto::providers::Template;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClustersPageDto {
-    pub clusters: Vec<ClusterRowDto>,
+    pub clusters: Vec<Cluster>,
     pub total: u64,
     pub offset: u32,
     pub limit: u32,
     /// The tenants the filter offers; none when there are too many to choose from.
     pub tenants: Option<Vec<String>>,
-}
-
-/// A row of the clusters list: what the table shows, nothing more (the page's data travels
-/// twice, as HTML and as hydration data, 50 rows at a time).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClusterRowDto {
-    pub id: String,
-    pub name: String,
-    /// The tenant's slug.
-    pub tenant: String,
-    pub state: ClusterState,
-    /// The template's name and its provider's kind.
-    pub template: String,
-    pub kind: ProviderKind,
-    pub node_count: u32,
-    /// `2026-11-25 10:47 UTC`.
-    pub created: String,
-    /// When the tenant's time-to-live deletes it, as `created`.
-    pub expires: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

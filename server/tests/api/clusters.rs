@@ -736,11 +736,6 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     );
     let list = app.get_as(&amy, "/clusters").await.text().await.unwrap();
     assert!(list.contains("data-cluster=\"web\""));
-    // A row carries what the table shows, in the HTML and in the hydration data alike: the
-    // times as shown, not the cluster's parameters or its creator.
-    assert!(list.contains(" UTC</td>"), "{list}");
-    assert!(!list.contains("parameters"), "{list}");
-    assert!(!list.contains("created_by"), "{list}");
     // Delete through the form.
     let res = amy
         .post(format!("{}/sfn/delete_cluster", app.url))
