@@ -80,13 +80,13 @@ pub struct BarChart {
 #[must_use]
 pub fn bar_chart(chart: &BarChart) -> String {
     static DRAWN: std::sync::LazyLock<memo::Memo> = std::sync::LazyLock::new(Default::default);
-    DRAWN.get_or_draw(chart, || draw_chart(chart))
+    let id = chart_id(chart);
+    DRAWN.get_or_draw(&id, chart, || draw_chart(&id, chart))
 }
 
-fn draw_chart(chart: &BarChart) -> String {
-    let id = chart_id(chart);
+fn draw_chart(id: &str, chart: &BarChart) -> String {
     if chart.categories.is_empty() || chart.series.is_empty() {
-        return message_svg(&id, chart, "No data");
+        return message_svg(id, chart, "No data");
     }
     let plan = Plan::new(chart);
     let mut body = String::new();
@@ -97,13 +97,13 @@ fn draw_chart(chart: &BarChart) -> String {
         Ok(Ok(())) => {
             if let Some((_, rest)) = body.split_once(">\n") {
                 // Replace the backend's bare `<svg>` tag with an accessible one.
-                return svg_open(&id, chart, plan.height, &plan.desc) + rest;
+                return svg_open(id, chart, plan.height, &plan.desc) + rest;
             }
         }
         Ok(Err(error)) => tracing::warn!(%error, title = %chart.title, "chart drawing failed"),
         Err(_) => tracing::warn!(title = %chart.title, "chart drawing panicked"),
     }
-    message_svg(&id, chart, "Chart unavailable")
+    message_svg(id, chart, "Chart unavailable")
 }
 
 /// A value in words as the charts print it ("3.8 cores", "1 core", "16 GiB", "12"), for

@@ -6,7 +6,6 @@
 //! the last charts drawn are kept and handed out again while their input is equal.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use crate::BarChart;
@@ -15,22 +14,26 @@ use crate::BarChart;
 /// weighs a few KB).
 pub(crate) const KEPT: usize = 256;
 
-/// Drawn charts by a hash of their input; the input itself is kept and compared, so a hash
-/// collision is only a chart drawn again.
+/// Drawn charts by their id (a hash of what they show, `svg::chart_id`); the input itself is
+/// kept and compared, so two charts under one id only draw each other anew.
 #[derive(Default)]
 pub(crate) struct Memo {
-    drawn: Mutex<HashMap<u64, (BarChart, Arc<str>)>>,
+    drawn: Mutex<HashMap<String, (BarChart, Arc<str>)>>,
 }
 
 impl Memo {
-    /// The SVG of `chart`: the kept one when an equal chart was drawn lately, else `draw`'s
-    /// (kept from now on). Drawing happens outside the lock.
-    pub(crate) fn get_or_draw(&self, chart: &BarChart, draw: impl FnOnce() -> String) -> String {
-        let key = key(chart);
+    /// The SVG of `chart` (whose id is `id`): the kept one when an equal chart was drawn
+    /// lately, else `draw`'s (kept from now on). Drawing happens outside the lock.
+    pub(crate) fn get_or_draw(
+        &self,
+        id: &str,
+        chart: &BarChart,
+        draw: impl FnOnce() -> String,
+    ) -> String {
         let kept = {
             let drawn = self.drawn.lock().unwrap_or_else(PoisonError::into_inner);
             drawn
-                .get(&key)
+                .get(id)
                 .filter(|(input, _)| input == chart)
                 .map(|(_, svg)| svg.clone())
         };
@@ -42,28 +45,9 @@ impl Memo {
         if drawn.len() >= KEPT {
             drawn.clear();
         }
-        drawn.insert(key, (chart.clone(), Arc::from(svg.as_str())));
+        drawn.insert(id.to_owned(), (chart.clone(), Arc::from(svg.as_str())));
         svg
     }
-}
-
-/// A hash of everything a chart shows (values by their bits: NaN is never equal, so a chart
-/// holding one is simply drawn each time).
-fn key(chart: &BarChart) -> u64 {
-    let mut h = DefaultHasher::new();
-    chart.title.hash(&mut h);
-    chart.value_label.hash(&mut h);
-    (chart.unit as u8).hash(&mut h);
-    chart.stacked.hash(&mut h);
-    chart.categories.hash(&mut h);
-    for s in &chart.series {
-        s.name.hash(&mut h);
-        s.color.hash(&mut h);
-        for v in &s.values {
-            v.map(f64::to_bits).hash(&mut h);
-        }
-    }
-    h.finish()
 }
 
 #[cfg(test)]
@@ -71,7 +55,13 @@ mod tests {
     use std::cell::Cell;
 
     use super::*;
+    use crate::svg::chart_id;
     use crate::{Series, Unit};
+
+    /// `memo`'s SVG of `chart`, drawn by `draw` when not kept.
+    fn get(memo: &Memo, chart: &BarChart, draw: impl FnOnce() -> String) -> String {
+        memo.get_or_draw(&chart_id(chart), chart, draw)
+    }
 
     fn chart(title: &str, value: f64) -> BarChart {
         BarChart {
@@ -97,31 +87,28 @@ mod tests {
             format!("<svg>{}</svg>", c.title)
         };
         let a = chart("Clusters by state", 3.0);
+        assert_eq!(get(&memo, &a, || draw(&a)), "<svg>Clusters by state</svg>");
         assert_eq!(
-            memo.get_or_draw(&a, || draw(&a)),
-            "<svg>Clusters by state</svg>"
-        );
-        assert_eq!(
-            memo.get_or_draw(&a.clone(), || draw(&a)),
+            get(&memo, &a.clone(), || draw(&a)),
             "<svg>Clusters by state</svg>"
         );
         assert_eq!(draws.get(), 1);
         // Any change to what it shows draws it anew: a value, a colour, a title.
         let b = chart("Clusters by state", 4.0);
-        memo.get_or_draw(&b, || draw(&b));
+        get(&memo, &b, || draw(&b));
         let mut c = a.clone();
         c.series[0].color = Some([0, 0, 0]);
-        memo.get_or_draw(&c, || draw(&c));
+        get(&memo, &c, || draw(&c));
         let d = chart("Clusters by provider", 3.0);
         assert_eq!(
-            memo.get_or_draw(&d, || draw(&d)),
+            get(&memo, &d, || draw(&d)),
             "<svg>Clusters by provider</svg>"
         );
         assert_eq!(draws.get(), 4);
         // A value that equals nothing (NaN) is drawn every time, never mistaken.
         let nan = chart("Clusters by state", f64::NAN);
-        memo.get_or_draw(&nan, || draw(&nan));
-        memo.get_or_draw(&nan, || draw(&nan));
+        get(&memo, &nan, || draw(&nan));
+        get(&memo, &nan, || draw(&nan));
         assert_eq!(draws.get(), 6);
     }
 
@@ -130,7 +117,7 @@ mod tests {
         let memo = Memo::default();
         for i in 0..KEPT * 3 {
             let c = chart("n", i as f64);
-            memo.get_or_draw(&c, String::new);
+            get(&memo, &c, String::new);
             let kept = memo
                 .drawn
                 .lock()
