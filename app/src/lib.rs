@@ -14,6 +14,7 @@ pub mod account;
 pub mod addons;
 pub mod apps;
 pub mod audit;
+pub mod backups;
 pub mod clusters;
 mod components;
 mod error;

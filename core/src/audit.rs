@@ -101,6 +101,10 @@ pub mod action {
     pub const APP_DEPLOY: &str = "app.deploy";
     pub const APP_DELETE: &str = "app.delete";
     pub const APP_VIEW: &str = "app.view";
+    /// A backup of a cluster asked for; its archive downloaded (who downloaded which).
+    pub const BACKUP_CREATE: &str = "backup.create";
+    pub const BACKUP_VIEW: &str = "backup.view";
+    pub const BACKUP_DOWNLOAD: &str = "backup.download";
     /// An addon installed, moved to another version or parameters, or removed.
     pub const ADDON_INSTALL: &str = "addon.install";
     pub const ADDON_UPGRADE: &str = "addon.upgrade";

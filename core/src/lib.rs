@@ -6,6 +6,7 @@
 
 pub mod actor;
 pub mod audit;
+pub mod backup;
 pub mod clock;
 pub mod cluster;
 pub mod counter;
@@ -36,8 +37,9 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AdoptRequest, AppStatus, Apps, Attention, BulkOutcome, ClusterAddonView,
-    ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync, DeployPreview, DeployRequest,
-    ExternalLogin, FleetMetrics, FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo,
-    Kqueen, KubeconfigDownload, Overview, Tally, TemplateView, Users, ATTENTION_SHOWN,
+    Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, Backups, BulkOutcome,
+    ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync,
+    DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview, FleetTotals,
+    ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview, Tally,
+    TemplateView, Users, ATTENTION_SHOWN,
 };

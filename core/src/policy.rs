@@ -14,6 +14,7 @@
 //! | list, view clusters; own kubeconfig      | –         | own    | own          | all      | all         |
 //! | request, scale, upgrade, delete clusters | –         | own    | own          | all      | all         |
 //! | revoke another user's cluster access     | –         | –      | own          | all      | all         |
+//! | back up clusters, download backups       | –         | –      | own          | all      | all         |
 //! | manage providers and templates           | –         | –      | –            | yes      | yes         |
 //! | set a tenant's quota                     | –         | –      | –            | yes      | yes         |
 //! | download a cluster's admin kubeconfig    | –         | –      | –            | yes      | yes         |
@@ -46,6 +47,8 @@ pub enum Permission {
     ManageClusters(Uuid),
     /// Revoke other users' cluster access in the tenant.
     ManageAccess(Uuid),
+    /// Back up the tenant's clusters, see and download their backups.
+    ManageBackups(Uuid),
     /// Providers and templates.
     ManageCatalog,
     SetQuota,
@@ -70,7 +73,8 @@ pub fn check(actor: &Actor, permission: Permission) -> Result<()> {
         Permission::ViewTenant(t) | Permission::ManageClusters(t) => who.role_in(t).is_some(),
         Permission::ManageMembers(t)
         | Permission::ViewTenantAudit(t)
-        | Permission::ManageAccess(t) => who.role_in(t) == Some(Role::Admin),
+        | Permission::ManageAccess(t)
+        | Permission::ManageBackups(t) => who.role_in(t) == Some(Role::Admin),
         Permission::ListAllTenants
         | Permission::ViewAllAudit
         | Permission::CreateTenant
@@ -135,6 +139,8 @@ mod tests {
             (ManageClusters(b), [false, false, false, true, true]),
             (ManageAccess(a), [false, false, true, true, true]),
             (ManageAccess(b), [false, false, false, true, true]),
+            (ManageBackups(a), [false, false, true, true, true]),
+            (ManageBackups(b), [false, false, false, true, true]),
             (ManageCatalog, [false, false, false, true, true]),
             (SetQuota, [false, false, false, true, true]),
             (AdminKubeconfig, [false, false, false, true, true]),

@@ -132,7 +132,7 @@ pub struct Operation {
     #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
     /// `create`, `delete`, `scale` or `upgrade` (the cluster's own); `app-deploy`,
-    /// `app-delete`, `addon-apply` or `addon-remove` (what runs in it).
+    /// `app-delete`, `addon-apply`, `addon-remove` or `backup` (what runs in it).
     pub kind: String,
     /// `pending`, `running`, `succeeded` or `failed`.
     pub state: String,

@@ -8,6 +8,7 @@ pub mod addons;
 pub mod adopt;
 pub mod apps;
 pub mod audit;
+pub mod backups;
 pub mod clusters;
 pub mod credentials;
 pub mod kinds;

@@ -48,6 +48,10 @@ pub fn router(state: AppState) -> Router {
         .route("/auth/logout", post(auth::routes::logout))
         .merge(api::router())
         .route("/clusters/{id}/kubeconfig", get(download::kubeconfig))
+        .route(
+            "/clusters/{id}/backups/{backup}/archive",
+            get(download::backup_archive),
+        )
         .leptos_routes_with_context(
             &state,
             routes,

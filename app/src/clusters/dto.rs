@@ -39,6 +39,9 @@ pub struct ClusterPageDto {
     pub busy: bool,
     pub admin_kubeconfig: bool,
     pub can_manage: bool,
+    /// The caller may back this cluster up and download its backups (tenant admins,
+    /// operators).
+    pub can_back_up: bool,
     /// Node counts a scale may ask for under the template (None: fixed by it).
     pub node_range: Option<(i64, i64)>,
     /// Versions an upgrade may choose from (empty: free text).

@@ -129,6 +129,7 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         busy,
         admin_kubeconfig: d.admin_kubeconfig,
         can_manage,
+        can_back_up: check(&actor, Permission::ManageBackups(d.cluster.tenant_id)).is_ok(),
         inventory: crate::fleet::sfn::cluster_inventory(
             &k,
             &actor,

@@ -95,11 +95,13 @@ string_enum!(
         AddonApply = "addon-apply",
         /// Removes an addon and everything it created.
         AddonRemove = "addon-remove",
+        /// Takes a backup of what the cluster holds.
+        Backup = "backup",
     }
 );
 
 impl OperationKind {
-    /// Operations on what runs in a cluster (applications, addons) rather than on the
+    /// Operations on what runs in a cluster (applications, addons, backups) rather than on the
     /// cluster itself: no provisioner takes part, and the cluster stays Ready whatever
     /// their outcome.
     pub fn is_workload(self) -> bool {
@@ -109,6 +111,7 @@ impl OperationKind {
                 | OperationKind::AppDelete
                 | OperationKind::AddonApply
                 | OperationKind::AddonRemove
+                | OperationKind::Backup
         )
     }
 }

@@ -116,6 +116,14 @@ impl Operation {
         }
     }
 
+    /// The backup a backup operation takes.
+    pub fn backup(&self) -> std::result::Result<Uuid, String> {
+        match self.target_for()? {
+            OperationTarget::Backup(id) => Ok(*id),
+            _ => Err(format!("a {} operation has no backup", self.kind)),
+        }
+    }
+
     pub fn is_finished(&self) -> bool {
         matches!(
             self.state,

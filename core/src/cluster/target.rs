@@ -24,6 +24,8 @@ pub enum OperationTarget {
     Application(Uuid),
     /// Addon apply or remove: the addon's name.
     Addon(String),
+    /// Backup: the backup being taken.
+    Backup(Uuid),
     /// A stored target this KQueen cannot read (written by another version, or by hand):
     /// what was stored and why it cannot be read.
     Unreadable { stored: String, why: String },
@@ -37,6 +39,7 @@ enum Stored {
     Version(String),
     Application(Uuid),
     Addon(String),
+    Backup(Uuid),
 }
 
 impl OperationTarget {
@@ -48,6 +51,7 @@ impl OperationTarget {
             OperationTarget::Version(v) => Stored::Version(v.clone()),
             OperationTarget::Application(id) => Stored::Application(*id),
             OperationTarget::Addon(name) => Stored::Addon(name.clone()),
+            OperationTarget::Backup(id) => Stored::Backup(*id),
             OperationTarget::Unreadable { .. } => return None,
         };
         // `{"nodes":3}` → `{"v":1,"nodes":3}`: the tag first, for people reading rows.
@@ -79,6 +83,7 @@ impl OperationTarget {
             Ok(Stored::Version(v)) => OperationTarget::Version(v),
             Ok(Stored::Application(id)) => OperationTarget::Application(id),
             Ok(Stored::Addon(name)) => OperationTarget::Addon(name),
+            Ok(Stored::Backup(id)) => OperationTarget::Backup(id),
             Err(e) => unreadable(e.to_string()),
         }
     }
@@ -97,6 +102,7 @@ impl OperationTarget {
                     OperationKind::AddonApply | OperationKind::AddonRemove,
                     OperationTarget::Addon(_)
                 )
+                | (OperationKind::Backup, OperationTarget::Backup(_))
         )
     }
 }
@@ -108,7 +114,7 @@ impl fmt::Display for OperationTarget {
         match self {
             OperationTarget::Nodes(n) => write!(f, "{n}"),
             OperationTarget::Version(v) | OperationTarget::Addon(v) => f.write_str(v),
-            OperationTarget::Application(id) => write!(f, "{id}"),
+            OperationTarget::Application(id) | OperationTarget::Backup(id) => write!(f, "{id}"),
             OperationTarget::Unreadable { stored, .. } => f.write_str(stored),
         }
     }
@@ -127,6 +133,7 @@ mod tests {
             OperationTarget::Version("1.34".into()),
             OperationTarget::Application(app),
             OperationTarget::Addon("metrics-server".into()),
+            OperationTarget::Backup(app),
         ] {
             let stored = target.to_stored().unwrap();
             assert!(stored.starts_with("{\"v\":1,"), "{stored}");
@@ -176,5 +183,7 @@ mod tests {
         assert!(OperationTarget::Addon("a".into()).fits(OperationKind::AddonRemove));
         assert!(!OperationTarget::Addon("a".into()).fits(OperationKind::AppDeploy));
         assert!(!nodes.fits(OperationKind::Create));
+        assert!(OperationTarget::Backup(uuid::Uuid::nil()).fits(OperationKind::Backup));
+        assert!(!OperationTarget::Backup(uuid::Uuid::nil()).fits(OperationKind::AppDeploy));
     }
 }

@@ -88,7 +88,8 @@ impl Engine {
             OperationKind::AppDeploy
             | OperationKind::AppDelete
             | OperationKind::AddonApply
-            | OperationKind::AddonRemove => {}
+            | OperationKind::AddonRemove
+            | OperationKind::Backup => {}
             OperationKind::Upgrade => {
                 let version = match op.version() {
                     Ok(v) => v.to_owned(),

@@ -37,6 +37,7 @@ impl EngineHooks for Kqueen {
             OperationKind::AddonApply | OperationKind::AddonRemove => {
                 self.addons().run(cluster, op, &reporter).await
             }
+            OperationKind::Backup => self.backups().run(cluster, op, &reporter).await,
             kind => Err(WorkloadError::Refused(format!(
                 "{kind} is not an operation on what runs in a cluster"
             ))),
@@ -51,6 +52,7 @@ impl EngineHooks for Kqueen {
             OperationKind::AddonApply | OperationKind::AddonRemove => {
                 self.addons().failed(op, reason).await
             }
+            OperationKind::Backup => self.backups().failed(op, reason).await,
             _ => {}
         }
     }

@@ -14,6 +14,7 @@ mod addons;
 mod apps;
 mod audit;
 mod auth;
+mod backups;
 mod cluster_admin;
 mod clusters;
 mod engine_hooks;
@@ -47,6 +48,7 @@ pub use addons::{Addons, BulkOutcome, ClusterAddonView};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
+pub use backups::{BackupArchive, Backups};
 pub use clusters::{AdoptRequest, ClusterDetail, Clusters};
 pub use fleet::{
     Attention, ClusterSync, Fleet, FleetMetrics, FleetOverview, FleetTotals, InventorySettings,
@@ -102,6 +104,7 @@ struct Areas {
     access: Access,
     apps: Apps,
     addons: Addons,
+    backups: Backups,
     sweep: AccessSweep,
     fleet: Fleet,
     users: Users,
@@ -135,6 +138,7 @@ impl Areas {
         let access = Access::new(deps, &guard, &clusters, &admin);
         let apps = Apps::new(deps, &guard, &clusters, &access, &admin);
         let addons = Addons::new(deps, &guard, &clusters, &admin);
+        let backups = Backups::new(deps, &guard, &clusters, &admin);
         let fleet = Fleet::new(
             deps,
             &guard,
@@ -153,6 +157,7 @@ impl Areas {
             access,
             apps,
             addons,
+            backups,
             sweep,
             fleet,
             users,
@@ -269,6 +274,11 @@ impl Kqueen {
 
     pub fn apps(&self) -> &Apps {
         &self.inner.areas.apps
+    }
+
+    /// Backups of clusters: take, list, download.
+    pub fn backups(&self) -> &Backups {
+        &self.inner.areas.backups
     }
 
     pub fn addons(&self) -> &Addons {

@@ -585,6 +585,31 @@ pub trait ApplicationStore: Send + Sync {
     ) -> Result<()>;
 }
 
+/// Backups of clusters. Taking one is queued as an operation in the same transaction that
+/// records it, with its timeline entry and audit event.
+#[async_trait]
+pub trait BackupStore: Send + Sync {
+    /// Records `backup` (running) and queues `op`. Conflict when the cluster is not Ready or a
+    /// backup of it is being taken already.
+    async fn queue_backup(
+        &self,
+        backup: &crate::backup::Backup,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn backup(&self, id: Uuid) -> Result<crate::backup::Backup>;
+    /// A cluster's backups, newest first.
+    async fn backups_of(&self, cluster_id: Uuid) -> Result<Vec<crate::backup::Backup>>;
+    /// Ends a backup: Succeeded with what it holds and its archive's size, or Failed with why.
+    async fn finish_backup(
+        &self,
+        id: Uuid,
+        result: std::result::Result<(&crate::backup::BackupSummary, u64), &str>,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
+}
+
 /// The addon catalog operators define (KQueen's built-in addons live in its code) and the
 /// addons KQueen manages in each cluster; toggles are queued as operations in the same
 /// transaction that records them, with their timeline entry and audit event.
@@ -655,6 +680,7 @@ pub trait Store:
     + FleetClusterStore
     + ApplicationStore
     + AddonStore
+    + BackupStore
     + crate::vault::SecretBackend
     + 'static
 {

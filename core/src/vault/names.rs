@@ -35,6 +35,11 @@ pub fn application_manifests(tenant: Uuid, application: Uuid) -> SecretRef {
     SecretRef::tenant(tenant, format!("application/{application}/manifests"))
 }
 
+/// The Secrets of one backup, when it was asked to keep them.
+pub fn backup_secrets(tenant: Uuid, backup: Uuid) -> SecretRef {
+    SecretRef::tenant(tenant, format!("backup/{backup}/secrets"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +63,10 @@ mod tests {
         assert_eq!(
             provider_field(c, "token"),
             SecretRef::global(format!("provider/{c}/token"))
+        );
+        assert_eq!(
+            backup_secrets(t, c),
+            SecretRef::tenant(t, format!("backup/{c}/secrets"))
         );
     }
 }

@@ -5,6 +5,7 @@
 mod addons;
 mod apps;
 mod audit;
+mod backups;
 mod clusters;
 mod device_login;
 mod dto;
@@ -29,6 +30,7 @@ use utoipa_axum::routes;
 
 use crate::state::AppState;
 
+pub use backups::archive_response;
 pub use clusters::kubeconfig_response;
 pub use dto::*;
 pub use extract::{ApiJson, ApiQuery};
@@ -39,7 +41,7 @@ pub use extract::{ApiJson, ApiQuery};
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     tags((name = "identity"), (name = "tenants"), (name = "users"), (name = "tokens"), (name = "audit"),
-         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "addons"), (name = "fleet"))
+         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "backups"), (name = "addons"), (name = "fleet"))
 )]
 struct ApiDoc;
 
@@ -97,6 +99,9 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(apps::list_apps, apps::deploy_app))
         .routes(routes!(apps::preview_app))
         .routes(routes!(apps::app_status, apps::delete_app))
+        .routes(routes!(backups::list_backups, backups::take_backup))
+        .routes(routes!(backups::get_backup))
+        .routes(routes!(backups::backup_archive))
         .routes(routes!(addons::list_addons, addons::define_addon))
         .routes(routes!(addons::get_addon, addons::delete_addon))
         .routes(routes!(addons::cluster_addons))

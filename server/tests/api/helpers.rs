@@ -35,6 +35,10 @@ static SERVER_RUNTIME: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 /// Held by each [`TestApp`] for its whole life: one in-process server at a time.
 static ONE_SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
 
+/// The longest any one request of a test may take: a request that hangs fails its test with
+/// the request named, instead of holding the whole suite until CI's deadline.
+pub const REQUEST_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(120);
+
 /// Password of the accounts [`TestApp::user`] creates.
 pub const PASSWORD: &str = "correct horse battery";
 
@@ -100,6 +104,7 @@ impl TestApp {
             .await
             .unwrap();
         let client = reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .unwrap();
@@ -162,6 +167,7 @@ impl TestApp {
         let mut headers = HeaderMap::new();
         headers.insert(ORIGIN, HeaderValue::from_str(&self.url).unwrap());
         reqwest::Client::builder()
+            .timeout(REQUEST_TIMEOUT)
             .cookie_store(true)
             .default_headers(headers)
             .redirect(reqwest::redirect::Policy::none())

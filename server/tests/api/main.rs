@@ -6,6 +6,7 @@ mod access;
 mod access_sweep;
 mod addons;
 mod apps;
+mod backups;
 mod binary;
 mod cli;
 mod cluster_api;

@@ -57,6 +57,7 @@ impl Drop for Provider {
 /// A cookie-keeping client that follows no redirects (like a browser driven by hand).
 pub fn browser() -> reqwest::Client {
     reqwest::Client::builder()
+        .timeout(crate::helpers::REQUEST_TIMEOUT)
         .cookie_store(true)
         .redirect(reqwest::redirect::Policy::none())
         .build()

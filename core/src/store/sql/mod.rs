@@ -135,6 +135,7 @@ mod access;
 mod addons;
 mod applications;
 mod audit;
+mod backups;
 mod catalog;
 // Before `clusters`: their insert and admission macros are used there.
 mod operations;

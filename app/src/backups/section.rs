@@ -1,0 +1,192 @@
+//! The cluster page's "Backups" section: the form that takes one, and every backup with what
+//! it holds. Hydrated, it reads itself again every 2 s while a backup is being taken;
+//! without JavaScript the cluster page refreshes itself while its operation runs.
+
+use leptos::prelude::*;
+
+use crate::backups::actions::TakeBackup;
+use crate::backups::{archive_path, size_label};
+use crate::components::{ErrorNote, TableHead};
+use crate::time::to_minute;
+use kqueen_dto::backups::{Backup, BackupContents};
+
+/// The section (tenant admins and operators only), read on its own.
+#[component]
+pub fn ClusterBackups(
+    cluster_id: String,
+    /// Backups are taken of Ready clusters only.
+    ready: bool,
+) -> impl IntoView {
+    let take = ServerAction::<TakeBackup>::new();
+    let tick = RwSignal::new(0u32);
+    let running = RwSignal::new(false);
+    let id = cluster_id.clone();
+    let backups = Resource::new(
+        move || (id.clone(), tick.get(), take.version().get()),
+        |(id, _, _)| crate::backups::sfn::cluster_backups(id),
+    );
+    Effect::new(move |_| {
+        if let Ok(handle) = set_interval_with_handle(
+            move || {
+                if running.get_untracked() {
+                    tick.update(|t| *t += 1);
+                }
+            },
+            std::time::Duration::from_secs(2),
+        ) {
+            on_cleanup(move || handle.clear());
+        }
+    });
+    let form_id = cluster_id.clone();
+    let refused = move || {
+        take.value()
+            .get()
+            .and_then(Result::err)
+            .map(|e| view! { <ErrorNote error=e /> })
+    };
+    view! {
+        <section class="card" aria-labelledby="backups-heading" id="backups">
+            <div class="card-head"><h2 id="backups-heading">"Backups"</h2></div>
+            <p class="muted">
+                "A backup holds every object the cluster serves, as YAML files by namespace, group and kind, without status or what the server wrote. Secrets are kept only when asked for, sealed in KQueen's vault, never in the archive."
+            </p>
+            {ready.then(move || view! {
+                <ActionForm action=take attr:class="inline-form" attr:id="backup-form">
+                    <input type="hidden" name="id" value=form_id />
+                    <label class="check">
+                        <input type="checkbox" name="include_secrets" value="on" id="backup-secrets" />
+                        " Include Secrets (sealed in the vault)"
+                    </label>
+                    <button type="submit" id="take-backup">"Back up now"</button>
+                </ActionForm>
+            })}
+            {refused}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || {
+                    let cluster_id = cluster_id.clone();
+                    Suspend::new(async move {
+                        match backups.await {
+                            Ok(list) => {
+                                running.set(list.iter().any(|b| b.state == "running"));
+                                view! { <BackupTable backups=list cluster_id /> }.into_any()
+                            }
+                            Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                        }
+                    })
+                }}
+            </Transition>
+        </section>
+    }
+}
+
+#[component]
+fn BackupTable(backups: Vec<Backup>, cluster_id: String) -> impl IntoView {
+    if backups.is_empty() {
+        return view! { <p class="empty" id="backups-empty">"No backup of this cluster yet."</p> }
+            .into_any();
+    }
+    view! {
+        <div class="table-scroll">
+            <table class="table" id="backup-table">
+                <TableHead cols=vec!["Taken", "State", "Contents", "Size", ""] />
+                <tbody>
+                    {backups.into_iter().map(|b| view! { <BackupRow backup=b cluster_id=cluster_id.clone() /> }).collect_view()}
+                </tbody>
+            </table>
+        </div>
+    }
+    .into_any()
+}
+
+#[component]
+fn BackupRow(backup: Backup, cluster_id: String) -> impl IntoView {
+    let b = backup;
+    let download = b.contents.is_some().then(|| {
+        let href = archive_path(&cluster_id, &b.id);
+        view! { <a class="button" rel="external" href=href download="" data-download=b.id.clone()>"Download"</a> }
+    });
+    let state = match b.state.as_str() {
+        "running" => "Being taken",
+        "succeeded" => "Taken",
+        "failed" => "Failed",
+        _ => "Unknown",
+    };
+    let contents = match (&b.contents, &b.error) {
+        (Some(c), _) => {
+            view! { <Contents contents=c.clone() include_secrets=b.include_secrets /> }.into_any()
+        }
+        (None, Some(e)) => view! { <span class="error">{e.clone()}</span> }.into_any(),
+        (None, None) => view! { <span class="muted">"Reading the cluster…"</span> }.into_any(),
+    };
+    view! {
+        <tr data-backup=b.id.clone() data-backup-state=b.state.clone()>
+            <td>{format!("{} UTC", to_minute(&b.created_at))}<br /><small class="muted">{format!("by {}", b.requested_by)}</small></td>
+            <td><span class=format!("badge backup-state-{}", b.state)>{state}</span></td>
+            <td>{contents}</td>
+            <td>{b.size_bytes.map(size_label).unwrap_or_else(|| "—".into())}</td>
+            <td>{download}</td>
+        </tr>
+    }
+}
+
+/// What a backup holds, with the details folded: kinds, what was left out and why, volumes.
+#[component]
+fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
+    let c = contents;
+    let secrets = if include_secrets {
+        format!("{} Secret(s) sealed in the vault", c.secrets)
+    } else {
+        format!("{} Secret(s) not kept (not asked for)", c.secrets_left_out)
+    };
+    let headline = format!(
+        "{} object(s) in {} namespace(s); {secrets}",
+        c.objects,
+        c.namespaces.len()
+    );
+    let version = c
+        .kubernetes_version
+        .clone()
+        .map(|v| format!("Kubernetes {v}"))
+        .unwrap_or_default();
+    view! {
+        <span class="backup-headline">{headline}</span>
+        <details class="backup-details">
+            <summary>"What it holds"</summary>
+            <p class="muted">{version}</p>
+            <h3>"Kinds"</h3>
+            <ul class="backup-kinds">
+                {c.kinds.iter().map(|k| {
+                    let name = if k.group.is_empty() { k.kind.clone() } else { format!("{}.{}", k.kind, k.group) };
+                    view! { <li>{format!("{name}: {}", k.count)}</li> }
+                }).collect_view()}
+            </ul>
+            <h3>"Left out"</h3>
+            <ul class="backup-left-out">
+                {c.left_out.iter().map(|l| {
+                    let count = if l.count > 0 { format!(" ({})", l.count) } else { String::new() };
+                    view! { <li><strong>{l.what.clone()}</strong>{count}": "{l.reason.clone()}</li> }
+                }).collect_view()}
+            </ul>
+            <h3>"Volumes"</h3>
+            {if c.volumes.is_empty() {
+                view! { <p class="muted">"No PersistentVolume or claim."</p> }.into_any()
+            } else {
+                view! {
+                    <ul class="backup-volumes">
+                        {c.volumes.iter().map(|v| {
+                            let name = match &v.namespace { Some(ns) => format!("{ns}/{}", v.name), None => v.name.clone() };
+                            let facts: Vec<String> = [
+                                v.size.clone(),
+                                v.storage_class.clone().map(|s| format!("class {s}")),
+                                v.csi_driver.clone().map(|d| format!("CSI {d}")),
+                                v.bound_to.clone().map(|b| format!("bound to {b}")),
+                            ].into_iter().flatten().collect();
+                            view! { <li>{format!("{} {name}: {}", v.kind, facts.join(", "))}</li> }
+                        }).collect_view()}
+                    </ul>
+                }.into_any()
+            }}
+            <p class="backup-volume-guidance">{c.volume_guidance.clone()}</p>
+        </details>
+    }
+}

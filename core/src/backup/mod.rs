@@ -1,0 +1,111 @@
+//! Backups of what a cluster holds: every listable resource the cluster serves (found by
+//! discovery, at each resource's preferred version), cleaned to what was declared
+//! ([`clean`]), written as one archive a person can read ([`archive`]):
+//! `<namespace>/<group>/<kind>/<name>.yaml` (`_cluster/…` for cluster-scoped objects, `core`
+//! for the core group) beside `backup.yaml`, the summary. Secrets are in it only when asked
+//! for, and then never in the archive: they are sealed in KQueen's vault.
+
+pub mod archive;
+pub mod clean;
+pub mod collect;
+pub mod storage;
+pub mod volumes;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+pub use volumes::{VolumeRecord, VOLUME_GUIDANCE};
+
+crate::cluster::string_enum!(
+    /// Where a backup is.
+    BackupState {
+        Running = "running",
+        Succeeded = "succeeded",
+        Failed = "failed",
+    }
+);
+
+/// One backup of one cluster, as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Backup {
+    pub id: Uuid,
+    pub tenant_id: Uuid,
+    pub cluster_id: Uuid,
+    pub state: BackupState,
+    /// Secrets asked for (sealed in the vault, never in the archive).
+    pub include_secrets: bool,
+    pub error: Option<String>,
+    /// What it holds, once taken.
+    pub summary: Option<BackupSummary>,
+    /// The archive's size in bytes, once written.
+    pub size_bytes: Option<u64>,
+    pub requested_by: String,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// How many objects of one kind a backup holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KindCount {
+    /// Empty for the core group.
+    pub group: String,
+    pub kind: String,
+    pub count: u32,
+}
+
+/// Objects a backup left out, by kind and reason.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// `Kind` (`Kind.group` outside the core group), or a resource that was not listed.
+    pub what: String,
+    pub reason: String,
+    /// Objects of it left out (0 for a resource that was not listed at all).
+    pub count: u32,
+}
+
+/// What a backup holds; also its archive's `backup.yaml`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BackupSummary {
+    pub cluster: String,
+    pub tenant: String,
+    pub taken_at: DateTime<Utc>,
+    /// The cluster's `/version` when it was taken.
+    pub kubernetes_version: Option<String>,
+    /// Objects in the archive (Secrets not counted).
+    pub objects: u32,
+    /// Secrets sealed in the vault (0 unless asked for).
+    pub secrets: u32,
+    /// Secrets in the cluster that were not backed up (not asked for).
+    pub secrets_left_out: u32,
+    pub namespaces: Vec<String>,
+    pub kinds: Vec<KindCount>,
+    pub left_out: Vec<LeftOut>,
+    pub volumes: Vec<VolumeRecord>,
+    pub volume_guidance: String,
+}
+
+impl Backup {
+    /// A backup `actor_name` asked for now, running from the start (its operation is queued
+    /// in the same transaction).
+    pub fn new(
+        tenant_id: Uuid,
+        cluster_id: Uuid,
+        include_secrets: bool,
+        requested_by: &str,
+    ) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            tenant_id,
+            cluster_id,
+            state: BackupState::Running,
+            include_secrets,
+            error: None,
+            summary: None,
+            size_bytes: None,
+            requested_by: requested_by.into(),
+            created_at: crate::clock::now(),
+            finished_at: None,
+        }
+    }
+}

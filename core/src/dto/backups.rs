@@ -1,0 +1,72 @@
+//! How backups travel: the `kqueen_dto::backups` types the REST API and the portal both send,
+//! filled from the domain's own.
+
+use kqueen_dto::backups;
+
+use crate::backup::{Backup, BackupSummary, KindCount, LeftOut, VolumeRecord};
+
+impl From<KindCount> for backups::BackupKind {
+    fn from(k: KindCount) -> Self {
+        Self {
+            group: k.group,
+            kind: k.kind,
+            count: k.count,
+        }
+    }
+}
+
+impl From<LeftOut> for backups::BackupLeftOut {
+    fn from(l: LeftOut) -> Self {
+        Self {
+            what: l.what,
+            reason: l.reason,
+            count: l.count,
+        }
+    }
+}
+
+impl From<VolumeRecord> for backups::BackupVolume {
+    fn from(v: VolumeRecord) -> Self {
+        Self {
+            kind: v.kind,
+            namespace: v.namespace,
+            name: v.name,
+            storage_class: v.storage_class,
+            size: v.size,
+            csi_driver: v.csi_driver,
+            bound_to: v.bound_to,
+        }
+    }
+}
+
+impl From<BackupSummary> for backups::BackupContents {
+    fn from(s: BackupSummary) -> Self {
+        Self {
+            kubernetes_version: s.kubernetes_version,
+            objects: s.objects,
+            secrets: s.secrets,
+            secrets_left_out: s.secrets_left_out,
+            namespaces: s.namespaces,
+            kinds: s.kinds.into_iter().map(Into::into).collect(),
+            left_out: s.left_out.into_iter().map(Into::into).collect(),
+            volumes: s.volumes.into_iter().map(Into::into).collect(),
+            volume_guidance: s.volume_guidance,
+        }
+    }
+}
+
+impl From<Backup> for backups::Backup {
+    fn from(b: Backup) -> Self {
+        Self {
+            id: b.id.to_string(),
+            state: b.state.to_string(),
+            include_secrets: b.include_secrets,
+            error: b.error,
+            contents: b.summary.map(Into::into),
+            size_bytes: b.size_bytes,
+            requested_by: b.requested_by,
+            created_at: b.created_at.to_rfc3339(),
+            finished_at: b.finished_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}

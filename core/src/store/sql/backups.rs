@@ -1,0 +1,145 @@
+//! Backups in SQL ([`BackupStore`]): taking one is queued as an operation in the same
+//! transaction that records it.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::FromRow;
+use uuid::Uuid;
+
+use super::applications::claim_ready_cluster;
+use super::catalog::{json, to_json};
+use super::operations::{insert_events, insert_op};
+use super::{Pool, SqlStore, INSERT_AUDIT};
+use crate::audit::AuditEvent;
+use crate::backup::{Backup, BackupState, BackupSummary};
+use crate::cluster::{ClusterEvent, Operation};
+use crate::store::BackupStore;
+use crate::{Error, Result};
+
+const BACKUP_COLS: &str = "id, tenant_id, cluster_id, state, include_secrets, error, summary, \
+     size_bytes, requested_by, created_at, finished_at";
+
+#[derive(FromRow)]
+struct BackupRow {
+    id: Uuid,
+    tenant_id: Uuid,
+    cluster_id: Uuid,
+    state: String,
+    include_secrets: bool,
+    error: Option<String>,
+    summary: Option<String>,
+    size_bytes: Option<i64>,
+    requested_by: String,
+    created_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl TryFrom<BackupRow> for Backup {
+    type Error = Error;
+    fn try_from(r: BackupRow) -> Result<Self> {
+        Ok(Backup {
+            state: BackupState::parse(&r.state)
+                .ok_or_else(|| Error::Corrupt(format!("backup {}: state", r.id)))?,
+            summary: match &r.summary {
+                Some(text) => Some(json::<BackupSummary>("backup", r.id, text)?),
+                None => None,
+            },
+            size_bytes: r.size_bytes.and_then(|n| u64::try_from(n).ok()),
+            id: r.id,
+            tenant_id: r.tenant_id,
+            cluster_id: r.cluster_id,
+            include_secrets: r.include_secrets,
+            error: r.error,
+            requested_by: r.requested_by,
+            created_at: r.created_at,
+            finished_at: r.finished_at,
+        })
+    }
+}
+
+#[async_trait]
+impl BackupStore for SqlStore {
+    async fn queue_backup(
+        &self,
+        backup: &Backup,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()> {
+        let checkpoint = to_json(&op.checkpoint)?;
+        audited_tx!(self, audit, |tx| {
+            claim_ready_cluster!(tx, backup.cluster_id, op.created_at);
+            let running: Option<(Uuid,)> = sqlx::query_as(
+                "SELECT id FROM backups WHERE cluster_id = $1 AND state = 'running' LIMIT 1",
+            )
+            .bind(backup.cluster_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if running.is_some() {
+                return Err(Error::Conflict(
+                    "a backup of this cluster is being taken already".into(),
+                ));
+            }
+            sqlx::query(
+                "INSERT INTO backups (id, tenant_id, cluster_id, state, include_secrets, \
+                 requested_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+            )
+            .bind(backup.id)
+            .bind(backup.tenant_id)
+            .bind(backup.cluster_id)
+            .bind(backup.state.as_str())
+            .bind(backup.include_secrets)
+            .bind(&backup.requested_by)
+            .bind(backup.created_at)
+            .execute(&mut *tx)
+            .await?;
+            insert_op!(tx, op, &checkpoint);
+            insert_events!(tx, [event]);
+        });
+        Ok(())
+    }
+
+    async fn backup(&self, id: Uuid) -> Result<Backup> {
+        let sql = format!("SELECT {BACKUP_COLS} FROM backups WHERE id = $1");
+        let row: Option<BackupRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+        });
+        row.ok_or(Error::NotFound("backup"))?.try_into()
+    }
+
+    async fn backups_of(&self, cluster_id: Uuid) -> Result<Vec<Backup>> {
+        let sql = format!(
+            "SELECT {BACKUP_COLS} FROM backups WHERE cluster_id = $1 \
+             ORDER BY created_at DESC, id DESC"
+        );
+        let rows: Vec<BackupRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(cluster_id).fetch_all(p).await?
+        });
+        rows.into_iter().map(TryInto::try_into).collect()
+    }
+
+    async fn finish_backup(
+        &self,
+        id: Uuid,
+        result: std::result::Result<(&BackupSummary, u64), &str>,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        match result {
+            Ok((summary, size)) => {
+                let summary = to_json(summary)?;
+                let size = i64::try_from(size).unwrap_or(i64::MAX);
+                on_pool!(self, p => sqlx::query(
+                    "UPDATE backups SET state = 'succeeded', error = NULL, summary = $2, \
+                     size_bytes = $3, finished_at = $4 WHERE id = $1",
+                ).bind(id).bind(summary).bind(size).bind(now).execute(p).await.map(|_| ())?);
+            }
+            Err(reason) => {
+                on_pool!(self, p => sqlx::query(
+                    "UPDATE backups SET state = 'failed', error = $2, finished_at = $3 \
+                     WHERE id = $1",
+                ).bind(id).bind(reason).bind(now).execute(p).await.map(|_| ())?);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,103 @@
+//! Backups of a cluster: what each holds, how to ask for one, and the answer to that.
+
+use serde::{Deserialize, Serialize};
+
+use crate::clusters::Operation;
+
+/// A backup asked for.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupRequest {
+    /// Keep the cluster's Secrets too: sealed in KQueen's vault, never in the archive.
+    #[serde(default)]
+    pub include_secrets: bool,
+}
+
+/// How many objects of one kind a backup holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupKind {
+    /// API group; empty for the core group.
+    pub group: String,
+    pub kind: String,
+    pub count: u32,
+}
+
+/// What a backup left out, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupLeftOut {
+    /// `Kind` or `Kind.group`, or an API group the cluster could not describe.
+    pub what: String,
+    pub reason: String,
+    /// Objects left out (0: the resource was not read at all).
+    pub count: u32,
+}
+
+/// A PersistentVolume or PersistentVolumeClaim a backup recorded (its data is not in it).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupVolume {
+    /// `PersistentVolume` or `PersistentVolumeClaim`.
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub storage_class: Option<String>,
+    /// Capacity as Kubernetes writes it (`10Gi`).
+    pub size: Option<String>,
+    pub csi_driver: Option<String>,
+    /// A claim's volume, or a volume's claim (`namespace/name`).
+    pub bound_to: Option<String>,
+}
+
+/// What a finished backup holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupContents {
+    /// The cluster's Kubernetes version when it was taken.
+    pub kubernetes_version: Option<String>,
+    /// Objects in the archive (Secrets not counted).
+    pub objects: u32,
+    /// Secrets sealed in the vault.
+    pub secrets: u32,
+    /// Secrets the cluster holds that were not backed up (not asked for).
+    pub secrets_left_out: u32,
+    pub namespaces: Vec<String>,
+    pub kinds: Vec<BackupKind>,
+    pub left_out: Vec<BackupLeftOut>,
+    pub volumes: Vec<BackupVolume>,
+    /// How to keep the data of the volumes, which no backup of objects holds.
+    pub volume_guidance: String,
+}
+
+/// One backup of a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Backup {
+    /// UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub id: String,
+    /// `running`, `succeeded` or `failed`.
+    pub state: String,
+    pub include_secrets: bool,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// What it holds, once taken.
+    pub contents: Option<BackupContents>,
+    /// The archive's size in bytes, once written.
+    pub size_bytes: Option<u64>,
+    pub requested_by: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub finished_at: Option<String>,
+}
+
+/// A queued backup: the backup (`running`) and the operation that takes it; follow it at
+/// `/api/v1/clusters/{id}/backups/{backup}` until `succeeded` or `failed`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupAccepted {
+    pub backup: Backup,
+    pub operation: Operation,
+}

@@ -1,0 +1,125 @@
+// Backups in the browser, against a real kube-apiserver (testkit/examples/kube_apiserver.rs,
+// v1.20.2): an operator imports the cluster, puts a ConfigMap in it, takes a backup from the
+// cluster page with JavaScript off (the form posts; the page reloads until it is taken) and
+// one with Secrets with JavaScript on (the section follows by itself), reads what it holds
+// (kinds, what was left out and why, the volume guidance) and downloads the archive, a
+// gzipped tar holding backup.yaml and the ConfigMap's YAML. A member of the tenant sees no
+// Backups section and cannot fetch an archive. Skipped, with the reason printed, without
+// the Kubernetes binaries.
+import { test, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startServer, launchBrowser, newPage, loginLocal, seedOperator } from '../support/harness.mjs';
+import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForState } from '../support/portal.mjs';
+import { startKubeApiserver, kubeApiserverSkip } from '../support/kube.mjs';
+
+const MEMBER = { username: 'mira', password: 'a long enough password' };
+const skip = kubeApiserverSkip();
+if (skip) console.log(`backups.test.mjs skipped: ${skip}`);
+
+let kube;
+let server;
+let browser;
+let clusterPath;
+let dir;
+
+before(async () => {
+  if (skip) return;
+  dir = mkdtempSync(join(tmpdir(), 'kqueen-backups-'));
+  kube = await startKubeApiserver();
+  server = await startServer({
+    seed: [seedOperator, ['tenant', 'create', 'team-a', '--name', 'Team Alpha'], seedUser(MEMBER)],
+  });
+  browser = await launchBrowser();
+  const { page, close } = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(page, server.url);
+  await addProvider(page, server.url, { kind: 'import', name: 'existing' });
+  await addTemplate(page, server.url, { name: 'bring-your-own', provider: 'existing', tenants: 'team-a' });
+  await addMember(page, server.url, 'team-a', MEMBER.username);
+  clusterPath = await requestCluster(page, server.url, {
+    tenant: 'team-a', template: 'bring-your-own', name: 'prod', fields: { 'f-kubeconfig': kube.kubeconfigText },
+  });
+  await waitForState(page, server.url, clusterPath, 'ready', { timeout: 60_000 });
+  await close();
+  // Something of the tenant's own to find in the archive.
+  const configMap = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'settings', namespace: 'default' }, data: { color: 'blue' } };
+  const res = await kube.api('POST', '/api/v1/namespaces/default/configmaps', configMap);
+  assert.equal(res.status, 201, JSON.stringify(res.body));
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.stop();
+  await kube?.stop();
+  if (dir) rmSync(dir, { recursive: true, force: true });
+});
+
+/** The backups' rows: id → state. */
+const rows = (page) => page.locator('#backup-table > tbody > tr').evaluateAll(
+  (trs) => trs.map((r) => ({ id: r.dataset.backup, state: r.dataset.backupState })),
+);
+
+/** Takes a backup from the cluster page and waits until the newest row is taken. */
+async function takeBackup(page, js, { secrets }) {
+  await page.goto(`${server.url}${clusterPath}`);
+  if (js) await page.waitForSelector('main[data-hydrated=true]');
+  const before = (await rows(page)).length;
+  if (secrets) await page.check('#backup-secrets');
+  await page.click('#take-backup');
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    await page.waitForTimeout(300);
+    if (!js) await page.goto(`${server.url}${clusterPath}`);
+    const now = await rows(page);
+    if (now.length > before && now[0].state === 'succeeded') return now[0].id;
+    assert.ok(now.every((r) => r.state !== 'failed'), `a backup failed: ${await page.locator('#backups').textContent()}`);
+    assert.ok(Date.now() < deadline, `not taken: ${JSON.stringify(now)}`);
+  }
+}
+
+for (const js of [false, true]) {
+  test(`an operator backs a cluster up and downloads its archive (JavaScript ${js ? 'on' : 'off'})`, { skip }, async () => {
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url);
+    const id = await takeBackup(page, js, { secrets: js });
+    const row = page.locator(`#backup-table tr[data-backup="${id}"]`);
+    const headline = await row.locator('.backup-headline').textContent();
+    assert.match(headline, /object\(s\) in \d+ namespace\(s\)/);
+    assert.match(headline, js ? /Secret\(s\) sealed in the vault/ : /Secret\(s\) not kept/);
+    await row.locator('details summary').click();
+    assert.match(await row.locator('.backup-kinds').textContent(), /ConfigMap: \d+/);
+    assert.match(await row.locator('.backup-left-out').textContent(), /Event: events are history/);
+    assert.match(await row.locator('.backup-volume-guidance').textContent(), /VolumeSnapshot/);
+
+    const [download] = await Promise.all([page.waitForEvent('download'), row.locator('[data-download]').click()]);
+    assert.match(download.suggestedFilename(), /^prod-\d{8}-\d{6}\.tar\.gz$/);
+    const file = join(dir, `backup-${js}.tar.gz`);
+    await download.saveAs(file);
+    assert.deepEqual([...readFileSync(file).subarray(0, 2)], [0x1f, 0x8b], 'gzip');
+    const listing = execFileSync('tar', ['tzf', file], { encoding: 'utf8' }).split('\n');
+    assert.ok(listing.includes('backup.yaml'), listing.join(' '));
+    assert.ok(listing.includes('default/core/ConfigMap/settings.yaml'), listing.join(' '));
+    assert.ok(!listing.some((p) => p.includes('/Secret/')), 'never a Secret in the archive');
+    const settings = execFileSync('tar', ['xzOf', file, 'default/core/ConfigMap/settings.yaml'], { encoding: 'utf8' });
+    assert.match(settings, /color: blue/);
+    assert.doesNotMatch(settings, /resourceVersion|uid:/);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+}
+
+test('a member sees no backups and cannot fetch an archive', { skip }, async () => {
+  const { page, close } = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(page, server.url, MEMBER);
+  await page.goto(`${server.url}${clusterPath}`);
+  await page.waitForSelector('h1');
+  assert.match(await page.locator('h1').textContent(), /prod/);
+  assert.equal(await page.locator('#backups').count(), 0);
+  const res = await page.request.get(`${server.url}${clusterPath}/backups/00000000-0000-7000-8000-000000000000/archive`, { maxRedirects: 0 });
+  assert.equal(res.status(), 303);
+  assert.match(res.headers().location, /error=permission/i);
+  await close();
+});

@@ -1,0 +1,23 @@
+-- Backups of what a cluster holds. Taking one is a durable operation of a new kind.
+ALTER TABLE operations DROP CONSTRAINT operations_kind_check;
+ALTER TABLE operations ADD CONSTRAINT operations_kind_check
+    CHECK (kind IN ('create', 'delete', 'scale', 'upgrade',
+                    'app-deploy', 'app-delete', 'addon-apply', 'addon-remove', 'backup'));
+
+-- One backup of one cluster. `summary` is what it holds (JSON, the archive's backup.yaml);
+-- the archive itself is a file (the data directory's backups/), its Secrets, when asked
+-- for, are sealed in the vault.
+CREATE TABLE backups (
+    id              UUID PRIMARY KEY NOT NULL,
+    tenant_id       UUID NOT NULL REFERENCES tenants (id),
+    cluster_id      UUID NOT NULL REFERENCES clusters (id),
+    state           TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed')),
+    include_secrets BOOLEAN NOT NULL,
+    error           TEXT,
+    summary         TEXT,
+    size_bytes      BIGINT,
+    requested_by    TEXT NOT NULL,
+    created_at      TIMESTAMPTZ NOT NULL,
+    finished_at     TIMESTAMPTZ
+);
+CREATE INDEX backups_by_cluster ON backups (cluster_id, created_at);

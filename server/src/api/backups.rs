@@ -1,0 +1,108 @@
+//! Backups of a cluster: taking one (queued: 202 with the operation), the list with what
+//! each holds, one backup, and its archive (a gzipped tar of YAML files). The wire types are
+//! `kqueen_dto::backups`, shared with the portal.
+
+use axum::extract::{Path, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
+use kqueen_core::{Actor, BackupArchive};
+use kqueen_dto::backups::{Backup, BackupAccepted, BackupRequest};
+
+use crate::api::{ApiJson, ApiResult, ErrorOut};
+use crate::state::AppState;
+
+/// A cluster's backups, newest first (tenant admins and operators).
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/backups", tag = "backups",
+    params(("id" = uuid::Uuid, Path)),
+    responses((status = 200, body = Vec<Backup>), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut)))]
+pub async fn list_backups(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<Vec<Backup>>> {
+    let backups = state.kqueen.backups().list(&actor, &id).await?;
+    Ok(Json(backups.into_iter().map(Into::into).collect()))
+}
+
+/// Takes a backup of everything the cluster holds (every listable resource at its preferred
+/// version; Secrets only when asked for, sealed in KQueen's vault). Answers at once (202):
+/// the backup is taken in the background.
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/backups", tag = "backups",
+    params(("id" = uuid::Uuid, Path)), request_body = BackupRequest,
+    responses((status = 202, body = BackupAccepted), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut, description = "The cluster is not Ready, or a backup of it is being taken")))]
+pub async fn take_backup(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<BackupRequest>,
+) -> ApiResult<(StatusCode, Json<BackupAccepted>)> {
+    let (backup, op) = state
+        .kqueen
+        .backups()
+        .take(&actor, &id, input.include_secrets)
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(BackupAccepted {
+            backup: backup.into(),
+            operation: op.into(),
+        }),
+    ))
+}
+
+/// One backup: where it is and, once taken, what it holds, what it left out and why, and
+/// the volumes it recorded.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/backups/{backup}", tag = "backups",
+    params(("id" = uuid::Uuid, Path), ("backup" = uuid::Uuid, Path)),
+    responses((status = 200, body = Backup), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut)))]
+pub async fn get_backup(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, backup)): Path<(String, String)>,
+) -> ApiResult<Json<Backup>> {
+    let backup = state.kqueen.backups().get(&actor, &id, &backup).await?;
+    Ok(Json(backup.into()))
+}
+
+/// The archive of a finished backup: a gzipped tar, one YAML file per object at
+/// `<namespace>/<group>/<kind>/<name>.yaml` (`_cluster/…` for cluster-scoped objects) and
+/// `backup.yaml`, the summary. Secrets are never in it. Each download is audited.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/backups/{backup}/archive", tag = "backups",
+    params(("id" = uuid::Uuid, Path), ("backup" = uuid::Uuid, Path)),
+    responses((status = 200, content_type = "application/gzip", body = Vec<u8>),
+              (status = 403, body = ErrorOut), (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut, description = "The backup has no archive (running or failed), or this KQueen does not keep it")))]
+pub async fn backup_archive(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, backup)): Path<(String, String)>,
+) -> ApiResult<Response> {
+    let archive = state.kqueen.backups().archive(&actor, &id, &backup).await?;
+    Ok(archive_response(archive))
+}
+
+/// A backup archive as a file the browser saves.
+pub fn archive_response(a: BackupArchive) -> Response {
+    let name: String = a
+        .file_name
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '.' | '_'))
+        .collect();
+    (
+        [
+            (header::CONTENT_TYPE, "application/gzip".to_owned()),
+            (
+                header::CONTENT_DISPOSITION,
+                format!("attachment; filename=\"{name}\""),
+            ),
+            (header::CACHE_CONTROL, "no-store".to_owned()),
+        ],
+        a.bytes,
+    )
+        .into_response()
+}

@@ -1,0 +1,451 @@
+//! Backups over /api/v1 against a real kube-apiserver (v1.20.2, imported as a cluster through
+//! the API, the engine of the test server taking the backups): a cluster holding a CRD and
+//! one of its objects, RBAC, a ConfigMap, a Secret, a Service, a Deployment and a claim is
+//! backed up without and with Secrets; the archive holds each object where a person looks
+//! for it, cleaned of status and what the server wrote, never a Secret; Secrets asked for are
+//! sealed in the vault; what was left out says why; members get 403, other tenants 404,
+//! anonymous callers 401; every download is audited. The OpenAPI document lists the four
+//! operations.
+
+use std::time::Duration;
+
+use kqueen_core::audit::AuditQuery;
+use kqueen_core::backup::archive::read_archive;
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::core::ApiResource;
+use reqwest::{Method, StatusCode};
+use serde_json::{json, Value};
+
+use crate::clusters::call;
+use crate::real_cluster::{message, world, World};
+
+/// Creates `object` (its kind served as `resource`) in the real cluster, behind KQueen's back.
+async fn create(client: &kube::Client, resource: &ApiResource, object: Value) {
+    let obj: DynamicObject = serde_json::from_value(object).unwrap();
+    let api: Api<DynamicObject> = match obj.metadata.namespace.as_deref() {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, resource),
+        None => Api::all_with(client.clone(), resource),
+    };
+    api.create(&PostParams::default(), &obj).await.unwrap();
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() {
+            version.into()
+        } else {
+            format!("{group}/{version}")
+        },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+/// The shop: a namespace with a ConfigMap, a Secret, a Service, a Deployment, a claim, a Role
+/// and its binding, and a CronTab (a custom resource whose CRD is created first).
+async fn furnish(w: &World) {
+    let c = w.admin_client().await;
+    create(
+        &c,
+        &resource(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "crontabs.stable.example.com"},
+            "spec": {"group": "stable.example.com", "scope": "Namespaced",
+                "names": {"plural": "crontabs", "singular": "crontab", "kind": "CronTab"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object", "properties": {
+                        "spec": {"type": "object", "properties": {
+                            "cronSpec": {"type": "string"}}}}}}}]}}),
+    )
+    .await;
+    let ns = |kind: &str, name: &str, rest: Value| {
+        let mut o = json!({"kind": kind, "metadata": {"name": name, "namespace": "shop"}});
+        o.as_object_mut()
+            .unwrap()
+            .extend(rest.as_object().unwrap().clone());
+        o
+    };
+    create(
+        &c,
+        &resource("", "v1", "Namespace", "namespaces"),
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "shop"}}),
+    )
+    .await;
+    create(
+        &c,
+        &resource("", "v1", "ConfigMap", "configmaps"),
+        ns(
+            "ConfigMap",
+            "settings",
+            json!({"apiVersion": "v1", "data": {"color": "blue"}}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &resource("", "v1", "Secret", "secrets"),
+        ns(
+            "Secret",
+            "db",
+            json!({"apiVersion": "v1", "type": "Opaque",
+            "stringData": {"password": "s3cret-backup-value"}}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &resource("", "v1", "Service", "services"),
+        ns(
+            "Service",
+            "web",
+            json!({"apiVersion": "v1",
+            "spec": {"selector": {"app": "web"}, "ports": [{"port": 80}]}}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &resource("apps", "v1", "Deployment", "deployments"),
+        ns(
+            "Deployment",
+            "web",
+            json!({"apiVersion": "apps/v1", "spec": {"replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"containers": [{"name": "web", "image": "nginx:1.27"}]}}}}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &resource("", "v1", "PersistentVolumeClaim", "persistentvolumeclaims"),
+        ns(
+            "PersistentVolumeClaim",
+            "data",
+            json!({"apiVersion": "v1", "spec": {
+            "accessModes": ["ReadWriteOnce"], "storageClassName": "fast",
+            "resources": {"requests": {"storage": "1Gi"}}}}),
+        ),
+    )
+    .await;
+    create(
+        &c,
+        &resource("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+        ns(
+            "Role",
+            "reader",
+            json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+            "rules": [{"apiGroups": [""], "resources": ["configmaps"], "verbs": ["get"]}]}),
+        ),
+    )
+    .await;
+    create(&c, &resource("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+        ns("RoleBinding", "reader", json!({"apiVersion": "rbac.authorization.k8s.io/v1",
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "reader"},
+            "subjects": [{"kind": "User", "name": "ann", "apiGroup": "rbac.authorization.k8s.io"}]}))).await;
+    // The CRD's kind is served once it is established.
+    let crontabs = resource("stable.example.com", "v1", "CronTab", "crontabs");
+    for attempt in 0.. {
+        let obj: DynamicObject = serde_json::from_value(ns(
+            "CronTab",
+            "nightly",
+            json!({"apiVersion": "stable.example.com/v1", "spec": {"cronSpec": "0 3 * * *"}}),
+        ))
+        .unwrap();
+        match Api::<DynamicObject>::namespaced_with(c.clone(), "shop", &crontabs)
+            .create(&PostParams::default(), &obj)
+            .await
+        {
+            Ok(_) => break,
+            Err(e) if attempt < 100 => {
+                let _ = e;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("the CRD never served CronTabs: {e}"),
+        }
+    }
+}
+
+impl World {
+    fn backups(&self) -> String {
+        format!("/api/v1/clusters/{}/backups", self.cluster)
+    }
+
+    /// Takes a backup as tim (tenant admin) and waits until it is taken: the backup.
+    async fn back_up(&self, include_secrets: bool) -> Value {
+        let (status, accepted) = call(
+            &self.tim,
+            &self.app,
+            Method::POST,
+            &self.backups(),
+            Some(json!({"include_secrets": include_secrets})),
+        )
+        .await;
+        assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+        assert_eq!(accepted["backup"]["state"], "running", "{accepted}");
+        assert_eq!(accepted["operation"]["kind"], "backup", "{accepted}");
+        let id = accepted["backup"]["id"].as_str().unwrap().to_owned();
+        assert_eq!(accepted["operation"]["target"], id.as_str());
+        let path = format!("{}/{id}", self.backups());
+        for _ in 0..600 {
+            let (status, body) = call(&self.tim, &self.app, Method::GET, &path, None).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            match body["state"].as_str() {
+                Some("succeeded") => return body,
+                Some("failed") => panic!("the backup failed: {body}"),
+                _ => tokio::time::sleep(Duration::from_millis(100)).await,
+            }
+        }
+        panic!("backup {id} was never taken");
+    }
+
+    async fn archive(&self, client: &reqwest::Client, id: &str) -> reqwest::Response {
+        self.app
+            .get_as(client, &format!("{}/{id}/archive", self.backups()))
+            .await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn admins_back_up_a_cluster_and_download_an_archive_a_person_can_read() {
+    let Some(w) = world().await else { return };
+    furnish(&w).await;
+
+    // Who may not: a member (403), another tenant (404), nobody (401); none is queued.
+    let body = Some(json!({"include_secrets": false}));
+    let (status, refused) = call(&w.amy, &w.app, Method::POST, &w.backups(), body.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{refused}");
+    message(status, &refused);
+    let (status, _) = call(&w.bea, &w.app, Method::POST, &w.backups(), body.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&w.app.client, &w.app, Method::POST, &w.backups(), body).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let (status, _) = call(&w.amy, &w.app, Method::GET, &w.backups(), None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    let taken = w.back_up(false).await;
+    let id = taken["id"].as_str().unwrap().to_owned();
+    let contents = &taken["contents"];
+    assert_eq!(contents["kubernetes_version"], "v1.20.2", "{contents}");
+    assert_eq!(contents["secrets"], 0);
+    assert!(
+        contents["secrets_left_out"].as_u64().unwrap() >= 1,
+        "{contents}"
+    );
+    let namespaces: Vec<&str> = contents["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(namespaces.contains(&"shop"), "{namespaces:?}");
+    let kinds = contents["kinds"].as_array().unwrap();
+    let count = |group: &str, kind: &str| {
+        kinds
+            .iter()
+            .find(|k| k["group"] == group && k["kind"] == kind)
+            .and_then(|k| k["count"].as_u64())
+    };
+    assert_eq!(count("stable.example.com", "CronTab"), Some(1), "{kinds:?}");
+    assert_eq!(
+        count("apiextensions.k8s.io", "CustomResourceDefinition"),
+        Some(1)
+    );
+    assert_eq!(count("", "Secret"), None, "Secrets are not in the archive");
+    let left_out = contents["left_out"].as_array().unwrap();
+    let reason_for = |what: &str| {
+        left_out
+            .iter()
+            .find(|l| l["what"] == what)
+            .map(|l| l["reason"].as_str().unwrap().to_owned())
+    };
+    assert!(reason_for("Event").is_some(), "{left_out:?}");
+    assert!(reason_for("ClusterRole.rbac.authorization.k8s.io")
+        .unwrap()
+        .contains("bootstrap"));
+    let volumes = contents["volumes"].as_array().unwrap();
+    assert!(
+        volumes.iter().any(|v| v["kind"] == "PersistentVolumeClaim"
+            && v["name"] == "data"
+            && v["storage_class"] == "fast"
+            && v["size"] == "1Gi"),
+        "{volumes:?}"
+    );
+    assert!(contents["volume_guidance"]
+        .as_str()
+        .unwrap()
+        .contains("VolumeSnapshot"));
+
+    // The archive: a person finds each object where they look for it.
+    let res = w.archive(&w.tim, &id).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert_eq!(res.headers()["content-type"], "application/gzip");
+    let disposition = res.headers()["content-disposition"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        disposition.starts_with("attachment; filename=\"prod-"),
+        "{disposition}"
+    );
+    let bytes = res.bytes().await.unwrap();
+    assert_eq!(taken["size_bytes"].as_u64(), Some(bytes.len() as u64));
+    let archive = read_archive(&bytes).unwrap();
+    assert_eq!(archive.summary.cluster, "prod");
+    let find = |path: &str| {
+        archive
+            .objects
+            .iter()
+            .find(|(p, _)| p == path)
+            .map(|(_, o)| o.clone())
+            .unwrap_or_else(|| panic!("{path} is not in the archive"))
+    };
+    let cm = find("shop/core/ConfigMap/settings.yaml");
+    assert_eq!(cm["data"]["color"], "blue");
+    let service = find("shop/core/Service/web.yaml");
+    assert_eq!(service["spec"].get("clusterIP"), None, "{service}");
+    let deployment = find("shop/apps/Deployment/web.yaml");
+    assert_eq!(deployment["spec"]["replicas"], 1);
+    find("shop/stable.example.com/CronTab/nightly.yaml");
+    find("shop/rbac.authorization.k8s.io/Role/reader.yaml");
+    find("shop/rbac.authorization.k8s.io/RoleBinding/reader.yaml");
+    find("shop/core/PersistentVolumeClaim/data.yaml");
+    find("_cluster/core/Namespace/shop.yaml");
+    find("_cluster/apiextensions.k8s.io/CustomResourceDefinition/crontabs.stable.example.com.yaml");
+    for (path, object) in &archive.objects {
+        assert_ne!(object["kind"], "Secret", "{path}");
+        assert_eq!(object.get("status"), None, "{path}");
+        let meta = &object["metadata"];
+        for field in [
+            "uid",
+            "resourceVersion",
+            "managedFields",
+            "creationTimestamp",
+        ] {
+            assert_eq!(meta.get(field), None, "{path}: {field}");
+        }
+        assert!(!path.ends_with("kube-root-ca.crt.yaml"), "{path}");
+        assert!(!path.starts_with("kube-node-lease/"), "leases: {path}");
+    }
+    let text = String::from_utf8_lossy(&bytes).into_owned();
+    assert!(!text.contains("s3cret-backup-value"));
+
+    // Who downloads is audited; members cannot download, other tenants find nothing.
+    let res = w.archive(&w.amy, &id).await;
+    assert_eq!(res.status(), StatusCode::FORBIDDEN);
+    assert_eq!(w.archive(&w.bea, &id).await.status(), StatusCode::NOT_FOUND);
+    let (status, _) = call(
+        &w.bea,
+        &w.app,
+        Method::GET,
+        &format!("{}/{id}", w.backups()),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    // The portal's doors refuse the member the same way.
+    let res = w
+        .amy
+        .post(format!("{}/sfn/take_backup", w.app.url))
+        .form(&[("id", w.cluster.as_str())])
+        .send()
+        .await
+        .unwrap();
+    let to = res.headers()["location"].to_str().unwrap();
+    assert!(to.ends_with("?error=permission+denied"), "{to}");
+    let res = w
+        .amy
+        .post(format!("{}/sfn/cluster_backups", w.app.url))
+        .form(&[("id", w.cluster.as_str())])
+        .send()
+        .await
+        .unwrap();
+    assert!(res.text().await.unwrap().contains("Forbidden"));
+    let res = w
+        .amy
+        .get(format!(
+            "{}/clusters/{}/backups/{id}/archive",
+            w.app.url, w.cluster
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), StatusCode::SEE_OTHER);
+    assert!(res.headers()["location"]
+        .to_str()
+        .unwrap()
+        .contains("error=permission"));
+    let downloads = w
+        .app
+        .audit(AuditQuery {
+            action: Some("backup.download".into()),
+            ..Default::default()
+        })
+        .await;
+    let by: Vec<(&str, &str)> = downloads
+        .iter()
+        .map(|e| (e.actor.as_str(), e.outcome.as_str()))
+        .collect();
+    assert!(by.contains(&("tim", "success")), "{by:?}");
+    assert!(by.contains(&("amy", "denied")), "{by:?}");
+
+    // With Secrets: counted, sealed in the vault, still never in the archive.
+    let sealed = w.back_up(true).await;
+    assert_eq!(sealed["contents"]["secrets"], 1, "{sealed}");
+    assert_eq!(sealed["include_secrets"], true);
+    let sealed_id = sealed["id"].as_str().unwrap().to_owned();
+    let bytes = w.archive(&w.olga, &sealed_id).await.bytes().await.unwrap();
+    let archive = read_archive(&bytes).unwrap();
+    assert!(archive.objects.iter().all(|(_, o)| o["kind"] != "Secret"));
+    let cluster = w.cluster.clone();
+    let kept = w
+        .app
+        .on_server({
+            let sealed_id = sealed_id.clone();
+            move |s| async move {
+                let b = s
+                    .kqueen
+                    .backups()
+                    .get(&kqueen_core::Actor::system(), &cluster, &sealed_id)
+                    .await
+                    .unwrap();
+                let at = kqueen_core::vault::names::backup_secrets(b.tenant_id, b.id);
+                s.kqueen.vault().get(&at).await.unwrap()
+            }
+        })
+        .await
+        .expect("the Secrets are sealed in the vault");
+    let kept = String::from_utf8(kept.expose().to_vec()).unwrap();
+    use base64::Engine;
+    let encoded = base64::engine::general_purpose::STANDARD.encode("s3cret-backup-value");
+    assert!(kept.contains(&encoded), "{} bytes", kept.len());
+    assert!(kept.contains("name: db"));
+
+    // The list, newest first; a backup of another cluster is not found under this one.
+    let (status, list) = call(&w.tim, &w.app, Method::GET, &w.backups(), None).await;
+    assert_eq!(status, StatusCode::OK, "{list}");
+    let ids: Vec<&str> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, [sealed_id.as_str(), id.as_str()]);
+    let (status, _) = call(
+        &w.tim,
+        &w.app,
+        Method::GET,
+        &format!("/api/v1/clusters/{}/backups/{id}", uuid::Uuid::now_v7()),
+        None,
+    )
+    .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    w.app.stop().await;
+}
