@@ -92,6 +92,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/apps/new") view=apps::NewApp ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/apps/preview") view=apps::AppPreview ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/apps/:app") view=apps::AppVersion ssr=SsrMode::Async />
+                    <Route path=path!("/clusters/:id/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
                     <Route path=path!("/providers/:name/clusters") view=providers::ProviderClusters ssr=SsrMode::Async />
                     <Route path=path!("/addons") view=addons::AddonCatalog ssr=SsrMode::Async />

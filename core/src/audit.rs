@@ -105,6 +105,8 @@ pub mod action {
     pub const BACKUP_CREATE: &str = "backup.create";
     pub const BACKUP_VIEW: &str = "backup.view";
     pub const BACKUP_DOWNLOAD: &str = "backup.download";
+    /// A backup restored (or its plan asked for) into a cluster.
+    pub const BACKUP_RESTORE: &str = "backup.restore";
     /// An addon installed, moved to another version or parameters, or removed.
     pub const ADDON_INSTALL: &str = "addon.install";
     pub const ADDON_UPGRADE: &str = "addon.upgrade";

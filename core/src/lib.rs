@@ -40,6 +40,6 @@ pub use service::{
     Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, Backups, BulkOutcome,
     ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync,
     DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview, FleetTotals,
-    ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview, Tally,
-    TemplateView, Users, ATTENTION_SHOWN,
+    ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview, RestorePlan,
+    RestoreRequest, Tally, TemplateView, Users, ATTENTION_SHOWN,
 };

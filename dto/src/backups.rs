@@ -101,3 +101,84 @@ pub struct BackupAccepted {
     pub backup: Backup,
     pub operation: Operation,
 }
+
+/// A restore asked for (or its plan).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RestoreRequest {
+    /// The cluster to restore into (UUID); absent or empty: the backup's own.
+    #[serde(default)]
+    pub target_cluster: Option<String>,
+    /// Only these namespaces of the backup, their Namespaces and the backup's
+    /// CustomResourceDefinitions; empty: everything.
+    #[serde(default)]
+    pub namespaces: Vec<String>,
+}
+
+/// One object of a restore's plan or report.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RestoreItem {
+    pub api_version: String,
+    pub kind: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    /// When it is created: `definitions`, `namespaces`, `cluster-settings`, `access`,
+    /// `config`, `storage`, `services`, `workloads`, `other`.
+    pub stage: String,
+    /// `will-create` (plan), `created` (restore), `unchanged` or `differs` (it exists: left
+    /// as it is), `cannot` (not restorable here), `failed` (refused by the cluster).
+    pub fate: String,
+    /// Why, for `cannot` and `failed` (and when a `will-create` waits for its CRD).
+    pub reason: Option<String>,
+}
+
+/// What a restore would do; changes nothing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RestorePlan {
+    /// UUID of the backup.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub backup: String,
+    /// UUID of the cluster restored into.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub target_cluster: String,
+    pub target_cluster_name: String,
+    pub namespaces: Vec<String>,
+    pub items: Vec<RestoreItem>,
+}
+
+/// A restore of a backup into a cluster.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct Restore {
+    /// UUID.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub id: String,
+    /// UUID of the backup restored.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub backup: String,
+    /// UUID of the cluster restored into.
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub cluster: String,
+    pub namespaces: Vec<String>,
+    /// `running`, `succeeded` or `failed`.
+    pub state: String,
+    pub error: Option<String>,
+    /// What became of each object, once done.
+    pub report: Option<Vec<RestoreItem>>,
+    pub requested_by: String,
+    /// RFC 3339.
+    pub created_at: String,
+    /// RFC 3339.
+    pub finished_at: Option<String>,
+}
+
+/// A queued restore: the restore (`running`) and the operation of the cluster restored into;
+/// follow it at `/api/v1/clusters/{cluster}/restores/{restore}`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct RestoreAccepted {
+    pub restore: Restore,
+    pub operation: Operation,
+}

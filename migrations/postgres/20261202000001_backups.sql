@@ -1,8 +1,9 @@
--- Backups of what a cluster holds. Taking one is a durable operation of a new kind.
+-- Backups of what a cluster holds, and their restores. Taking one and restoring one are
+-- durable operations of new kinds.
 ALTER TABLE operations DROP CONSTRAINT operations_kind_check;
 ALTER TABLE operations ADD CONSTRAINT operations_kind_check
     CHECK (kind IN ('create', 'delete', 'scale', 'upgrade',
-                    'app-deploy', 'app-delete', 'addon-apply', 'addon-remove', 'backup'));
+                    'app-deploy', 'app-delete', 'addon-apply', 'addon-remove', 'backup', 'restore'));
 
 -- One backup of one cluster. `summary` is what it holds (JSON, the archive's backup.yaml);
 -- the archive itself is a file (the data directory's backups/), its Secrets, when asked
@@ -21,3 +22,21 @@ CREATE TABLE backups (
     finished_at     TIMESTAMPTZ
 );
 CREATE INDEX backups_by_cluster ON backups (cluster_id, created_at);
+
+-- One restore of a backup into a cluster (the backup's own or another). `namespaces` (JSON)
+-- limits it to those namespaces (empty: everything); `report` (JSON) says what became of
+-- each object.
+CREATE TABLE restores (
+    id                UUID PRIMARY KEY NOT NULL,
+    tenant_id         UUID NOT NULL REFERENCES tenants (id),
+    cluster_id        UUID NOT NULL REFERENCES clusters (id),
+    backup_id         UUID NOT NULL REFERENCES backups (id),
+    namespaces        TEXT NOT NULL DEFAULT '[]',
+    state             TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed')),
+    error             TEXT,
+    report            TEXT,
+    requested_by      TEXT NOT NULL,
+    created_at        TIMESTAMPTZ NOT NULL,
+    finished_at       TIMESTAMPTZ
+);
+CREATE INDEX restores_by_cluster ON restores (cluster_id, created_at);

@@ -1,4 +1,5 @@
--- Backups of what a cluster holds. Taking one is a durable operation of a new kind; SQLite
+-- Backups of what a cluster holds, and their restores. Taking one and restoring one are
+-- durable operations of new kinds; SQLite
 -- cannot change a CHECK constraint, so the operations table is rebuilt with its rows
 -- (nothing references it with a foreign key).
 CREATE TABLE operations_copy AS SELECT * FROM operations;
@@ -8,7 +9,7 @@ CREATE TABLE operations (
     id               BLOB PRIMARY KEY NOT NULL,
     cluster_id       BLOB NOT NULL REFERENCES clusters (id),
     kind             TEXT NOT NULL CHECK (kind IN ('create', 'delete', 'scale', 'upgrade',
-                       'app-deploy', 'app-delete', 'addon-apply', 'addon-remove', 'backup')),
+                       'app-deploy', 'app-delete', 'addon-apply', 'addon-remove', 'backup', 'restore')),
     state            TEXT NOT NULL CHECK (state IN ('pending', 'running', 'succeeded', 'failed')),
     step             TEXT NOT NULL DEFAULT '',
     progress         INTEGER NOT NULL DEFAULT 0,
@@ -48,3 +49,21 @@ CREATE TABLE backups (
     finished_at     TEXT
 );
 CREATE INDEX backups_by_cluster ON backups (cluster_id, created_at);
+
+-- One restore of a backup into a cluster (the backup's own or another). `namespaces` (JSON)
+-- limits it to those namespaces (empty: everything); `report` (JSON) says what became of
+-- each object.
+CREATE TABLE restores (
+    id                BLOB PRIMARY KEY NOT NULL,
+    tenant_id         BLOB NOT NULL REFERENCES tenants (id),
+    cluster_id        BLOB NOT NULL REFERENCES clusters (id),
+    backup_id         BLOB NOT NULL REFERENCES backups (id),
+    namespaces        TEXT NOT NULL DEFAULT '[]',
+    state             TEXT NOT NULL CHECK (state IN ('running', 'succeeded', 'failed')),
+    error             TEXT,
+    report            TEXT,
+    requested_by      TEXT NOT NULL,
+    created_at        TEXT NOT NULL,
+    finished_at       TEXT
+);
+CREATE INDEX restores_by_cluster ON restores (cluster_id, created_at);

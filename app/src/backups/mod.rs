@@ -1,11 +1,14 @@
 //! Backups in the portal: the cluster page's "Backups" section, for tenant admins and
 //! operators: take one (with or without Secrets), follow it, see what each holds (kinds,
-//! what was left out and why, volumes and how to keep their data) and download its archive.
+//! what was left out and why, volumes and how to keep their data), download its archive,
+//! and restore it into this cluster or another after a preview.
 
 pub mod actions;
+pub mod restore_page;
 mod section;
 pub mod sfn;
 
+pub use restore_page::BackupRestore;
 pub use section::ClusterBackups;
 
 /// Where the portal serves a backup's archive (a plain GET route: it answers with a file).

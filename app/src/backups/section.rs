@@ -103,7 +103,12 @@ fn BackupRow(backup: Backup, cluster_id: String) -> impl IntoView {
     let b = backup;
     let download = b.contents.is_some().then(|| {
         let href = archive_path(&cluster_id, &b.id);
-        view! { <a class="button" rel="external" href=href download="" data-download=b.id.clone()>"Download"</a> }
+        let restore = format!("/clusters/{cluster_id}/backups/{}/restore", b.id);
+        view! {
+            <a class="button" rel="external" href=href download="" data-download=b.id.clone()>"Download"</a>
+            " "
+            <a class="button" href=restore data-restore=b.id.clone()>"Restore…"</a>
+        }
     });
     let state = match b.state.as_str() {
         "running" => "Being taken",
@@ -164,7 +169,7 @@ fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
             <ul class="backup-left-out">
                 {c.left_out.iter().map(|l| {
                     let count = if l.count > 0 { format!(" ({})", l.count) } else { String::new() };
-                    view! { <li><strong>{l.what.clone()}</strong>{count}": "{l.reason.clone()}</li> }
+                    view! { <li><strong>{l.what.clone()}</strong>{format!("{count}: {}", l.reason)}</li> }
                 }).collect_view()}
             </ul>
             <h3>"Volumes"</h3>

@@ -16,3 +16,64 @@ pub async fn cluster_backups(id: String) -> Result<Vec<kqueen_dto::backups::Back
         .map(Into::into)
         .collect())
 }
+
+/// The restore page: the backup, the clusters the caller may restore into, and the plan
+/// for the chosen one when `plan` (a plan that cannot be made says why, on the page).
+#[server(prefix = "/sfn", endpoint = "restore_page")]
+pub async fn restore_page(
+    id: String,
+    backup: String,
+    target: Option<String>,
+    namespaces: Vec<String>,
+    plan: bool,
+) -> Result<super::restore_page::RestorePageDto, AppError> {
+    use kqueen_core::cluster::{ClusterFilter, ClusterState};
+    use kqueen_core::policy::{check, Permission};
+
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let found = k.backups().get(&actor, &id, &backup).await?;
+    let d = k.clusters().cluster_detail(&actor, &id).await?;
+    let ready = ClusterFilter {
+        state: Some(ClusterState::Ready),
+        ..Default::default()
+    };
+    let (clusters, _) = k
+        .clusters()
+        .list_clusters(&actor, &ready, kqueen_core::page::Page::new(500, 0))
+        .await?;
+    let mut targets: Vec<(String, String)> = vec![(
+        d.cluster.id.to_string(),
+        format!(
+            "{}/{} (this cluster)",
+            d.cluster.tenant_slug, d.cluster.name
+        ),
+    )];
+    targets.extend(
+        clusters
+            .iter()
+            .filter(|c| c.id != d.cluster.id)
+            .filter(|c| check(&actor, Permission::ManageBackups(c.tenant_id)).is_ok())
+            .map(|c| (c.id.to_string(), format!("{}/{}", c.tenant_slug, c.name))),
+    );
+    let (plan, plan_error) = if plan {
+        let request = kqueen_core::RestoreRequest { target, namespaces };
+        match k
+            .backups()
+            .restore_plan(&actor, &id, &backup, &request)
+            .await
+        {
+            Ok(p) => (Some(p.into()), None),
+            Err(e) => (None, Some(e.public().message)),
+        }
+    } else {
+        (None, None)
+    };
+    Ok(super::restore_page::RestorePageDto {
+        cluster_id: d.cluster.id.to_string(),
+        cluster_name: d.cluster.name.to_string(),
+        backup: found.into(),
+        targets,
+        plan,
+        plan_error,
+    })
+}

@@ -157,6 +157,26 @@ pub fn secrets_stream(secrets: &[Value]) -> Result<Vec<u8>, ArchiveError> {
     Ok(out)
 }
 
+/// The Secrets of a [`secrets_stream`], read back.
+pub fn read_secrets_stream(bytes: &[u8]) -> Result<Vec<Value>, ArchiveError> {
+    let text = std::str::from_utf8(bytes)
+        .map_err(|_| ArchiveError::Unreadable("the sealed Secrets are not UTF-8".into()))?;
+    let mut documents = vec![String::new()];
+    for line in text.lines() {
+        if line == "---" {
+            documents.push(String::new());
+        } else if let Some(doc) = documents.last_mut() {
+            doc.push_str(line);
+            doc.push('\n');
+        }
+    }
+    documents
+        .iter()
+        .filter(|d| !d.trim().is_empty())
+        .map(|d| serde_saphyr::from_str(d).map_err(|e| ArchiveError::Unreadable(e.to_string())))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -254,8 +274,12 @@ mod tests {
             json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "b"}}),
         ])
         .unwrap();
+        let back = read_secrets_stream(&s).unwrap();
         let text = String::from_utf8(s).unwrap();
         assert_eq!(text.matches("---\n").count(), 2, "{text}");
         assert!(text.contains("name: b"), "{text}");
+        assert_eq!(back.len(), 2);
+        assert_eq!(back[1]["metadata"]["name"], "b");
+        assert!(read_secrets_stream(b"").unwrap().is_empty());
     }
 }

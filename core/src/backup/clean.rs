@@ -171,6 +171,15 @@ pub fn clean(api_version: &str, kind: &str, mut object: Value) -> Value {
         "ServiceAccount" => {
             fields.remove("secrets");
         }
+        // The claim it was bound to, by the old cluster's uid: bound again by name.
+        "PersistentVolume" => {
+            if let Some(Value::Object(claim)) =
+                fields.get_mut("spec").and_then(|s| s.get_mut("claimRef"))
+            {
+                claim.remove("uid");
+                claim.remove("resourceVersion");
+            }
+        }
         _ => {}
     }
     let mut ordered = Map::new();
@@ -240,6 +249,16 @@ mod tests {
             json!({"metadata": {"name": "ci"}, "secrets": [{"name": "ci-token-x"}]}),
         );
         assert_eq!(sa.get("secrets"), None);
+        let pv = clean(
+            "v1",
+            "PersistentVolume",
+            json!({"metadata": {"name": "pv-1"}, "spec": {"claimRef": {"namespace": "shop",
+                "name": "data", "uid": "u-9", "resourceVersion": "7"}}}),
+        );
+        assert_eq!(
+            pv["spec"]["claimRef"],
+            json!({"namespace": "shop", "name": "data"})
+        );
     }
 
     #[test]

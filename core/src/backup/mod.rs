@@ -8,6 +8,8 @@
 pub mod archive;
 pub mod clean;
 pub mod collect;
+pub mod plan;
+pub mod restore;
 pub mod storage;
 pub mod volumes;
 
@@ -15,6 +17,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
+pub use plan::{Fate, RestoreItem, Stage};
 pub use volumes::{VolumeRecord, VOLUME_GUIDANCE};
 
 crate::cluster::string_enum!(
@@ -103,6 +106,51 @@ impl Backup {
             error: None,
             summary: None,
             size_bytes: None,
+            requested_by: requested_by.into(),
+            created_at: crate::clock::now(),
+            finished_at: None,
+        }
+    }
+}
+
+/// One restore of a backup into a cluster (the backup's own or another), as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restore {
+    pub id: Uuid,
+    /// The tenant of the cluster restored into.
+    pub tenant_id: Uuid,
+    /// The cluster restored into.
+    pub cluster_id: Uuid,
+    pub backup_id: Uuid,
+    /// Only these namespaces (empty: everything).
+    pub namespaces: Vec<String>,
+    pub state: BackupState,
+    pub error: Option<String>,
+    /// What became of each object, once done.
+    pub report: Option<Vec<RestoreItem>>,
+    pub requested_by: String,
+    pub created_at: DateTime<Utc>,
+    pub finished_at: Option<DateTime<Utc>>,
+}
+
+impl Restore {
+    /// A restore of `backup` into cluster `cluster_id` of `tenant_id`, asked for now.
+    pub fn new(
+        tenant_id: Uuid,
+        cluster_id: Uuid,
+        backup: &Backup,
+        namespaces: Vec<String>,
+        requested_by: &str,
+    ) -> Self {
+        Self {
+            id: Uuid::now_v7(),
+            tenant_id,
+            cluster_id,
+            backup_id: backup.id,
+            namespaces,
+            state: BackupState::Running,
+            error: None,
+            report: None,
             requested_by: requested_by.into(),
             created_at: crate::clock::now(),
             finished_at: None,

@@ -97,11 +97,13 @@ string_enum!(
         AddonRemove = "addon-remove",
         /// Takes a backup of what the cluster holds.
         Backup = "backup",
+        /// Restores a backup (of this cluster or another) into the cluster.
+        Restore = "restore",
     }
 );
 
 impl OperationKind {
-    /// Operations on what runs in a cluster (applications, addons, backups) rather than on the
+    /// Operations on what runs in a cluster (applications, addons, backups, restores) rather than on the
     /// cluster itself: no provisioner takes part, and the cluster stays Ready whatever
     /// their outcome.
     pub fn is_workload(self) -> bool {
@@ -112,6 +114,7 @@ impl OperationKind {
                 | OperationKind::AddonApply
                 | OperationKind::AddonRemove
                 | OperationKind::Backup
+                | OperationKind::Restore
         )
     }
 }

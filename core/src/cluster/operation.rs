@@ -124,6 +124,14 @@ impl Operation {
         }
     }
 
+    /// The restore a restore operation runs.
+    pub fn restore(&self) -> std::result::Result<Uuid, String> {
+        match self.target_for()? {
+            OperationTarget::Restore(id) => Ok(*id),
+            _ => Err(format!("a {} operation has no restore", self.kind)),
+        }
+    }
+
     pub fn is_finished(&self) -> bool {
         matches!(
             self.state,

@@ -26,6 +26,8 @@ pub enum OperationTarget {
     Addon(String),
     /// Backup: the backup being taken.
     Backup(Uuid),
+    /// Restore: the restore being run.
+    Restore(Uuid),
     /// A stored target this KQueen cannot read (written by another version, or by hand):
     /// what was stored and why it cannot be read.
     Unreadable { stored: String, why: String },
@@ -40,6 +42,7 @@ enum Stored {
     Application(Uuid),
     Addon(String),
     Backup(Uuid),
+    Restore(Uuid),
 }
 
 impl OperationTarget {
@@ -52,6 +55,7 @@ impl OperationTarget {
             OperationTarget::Application(id) => Stored::Application(*id),
             OperationTarget::Addon(name) => Stored::Addon(name.clone()),
             OperationTarget::Backup(id) => Stored::Backup(*id),
+            OperationTarget::Restore(id) => Stored::Restore(*id),
             OperationTarget::Unreadable { .. } => return None,
         };
         // `{"nodes":3}` → `{"v":1,"nodes":3}`: the tag first, for people reading rows.
@@ -84,6 +88,7 @@ impl OperationTarget {
             Ok(Stored::Application(id)) => OperationTarget::Application(id),
             Ok(Stored::Addon(name)) => OperationTarget::Addon(name),
             Ok(Stored::Backup(id)) => OperationTarget::Backup(id),
+            Ok(Stored::Restore(id)) => OperationTarget::Restore(id),
             Err(e) => unreadable(e.to_string()),
         }
     }
@@ -103,6 +108,7 @@ impl OperationTarget {
                     OperationTarget::Addon(_)
                 )
                 | (OperationKind::Backup, OperationTarget::Backup(_))
+                | (OperationKind::Restore, OperationTarget::Restore(_))
         )
     }
 }
@@ -114,7 +120,9 @@ impl fmt::Display for OperationTarget {
         match self {
             OperationTarget::Nodes(n) => write!(f, "{n}"),
             OperationTarget::Version(v) | OperationTarget::Addon(v) => f.write_str(v),
-            OperationTarget::Application(id) | OperationTarget::Backup(id) => write!(f, "{id}"),
+            OperationTarget::Application(id)
+            | OperationTarget::Backup(id)
+            | OperationTarget::Restore(id) => write!(f, "{id}"),
             OperationTarget::Unreadable { stored, .. } => f.write_str(stored),
         }
     }
@@ -134,6 +142,7 @@ mod tests {
             OperationTarget::Application(app),
             OperationTarget::Addon("metrics-server".into()),
             OperationTarget::Backup(app),
+            OperationTarget::Restore(app),
         ] {
             let stored = target.to_stored().unwrap();
             assert!(stored.starts_with("{\"v\":1,"), "{stored}");

@@ -70,3 +70,65 @@ impl From<Backup> for backups::Backup {
         }
     }
 }
+
+fn kebab<T: serde::Serialize>(value: T) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+impl From<crate::backup::RestoreItem> for backups::RestoreItem {
+    fn from(i: crate::backup::RestoreItem) -> Self {
+        Self {
+            api_version: i.api_version,
+            kind: i.kind,
+            namespace: i.namespace,
+            name: i.name,
+            stage: kebab(i.stage),
+            fate: kebab(i.fate),
+            reason: i.reason,
+        }
+    }
+}
+
+impl From<crate::RestorePlan> for backups::RestorePlan {
+    fn from(p: crate::RestorePlan) -> Self {
+        Self {
+            backup: p.backup.id.to_string(),
+            target_cluster: p.target.id.to_string(),
+            target_cluster_name: p.target.name.as_str().to_owned(),
+            namespaces: p.namespaces,
+            items: p.items.into_iter().map(Into::into).collect(),
+        }
+    }
+}
+
+impl From<crate::backup::Restore> for backups::Restore {
+    fn from(r: crate::backup::Restore) -> Self {
+        Self {
+            id: r.id.to_string(),
+            backup: r.backup_id.to_string(),
+            cluster: r.cluster_id.to_string(),
+            namespaces: r.namespaces,
+            state: r.state.to_string(),
+            error: r.error,
+            report: r
+                .report
+                .map(|items| items.into_iter().map(Into::into).collect()),
+            requested_by: r.requested_by,
+            created_at: r.created_at.to_rfc3339(),
+            finished_at: r.finished_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+/// And back: a restore as the API and the portal ask for it.
+impl From<&backups::RestoreRequest> for crate::RestoreRequest {
+    fn from(r: &backups::RestoreRequest) -> Self {
+        Self {
+            target: r.target_cluster.clone(),
+            namespaces: r.namespaces.clone(),
+        }
+    }
+}

@@ -89,7 +89,8 @@ impl Engine {
             | OperationKind::AppDelete
             | OperationKind::AddonApply
             | OperationKind::AddonRemove
-            | OperationKind::Backup => {}
+            | OperationKind::Backup
+            | OperationKind::Restore => {}
             OperationKind::Upgrade => {
                 let version = match op.version() {
                     Ok(v) => v.to_owned(),

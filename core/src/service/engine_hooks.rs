@@ -38,6 +38,7 @@ impl EngineHooks for Kqueen {
                 self.addons().run(cluster, op, &reporter).await
             }
             OperationKind::Backup => self.backups().run(cluster, op, &reporter).await,
+            OperationKind::Restore => self.backups().run_restore(cluster, op, &reporter).await,
             kind => Err(WorkloadError::Refused(format!(
                 "{kind} is not an operation on what runs in a cluster"
             ))),
@@ -53,6 +54,7 @@ impl EngineHooks for Kqueen {
                 self.addons().failed(op, reason).await
             }
             OperationKind::Backup => self.backups().failed(op, reason).await,
+            OperationKind::Restore => self.backups().restore_failed(op, reason).await,
             _ => {}
         }
     }

@@ -608,6 +608,23 @@ pub trait BackupStore: Send + Sync {
         result: std::result::Result<(&crate::backup::BackupSummary, u64), &str>,
         now: DateTime<Utc>,
     ) -> Result<()>;
+    /// Records `restore` (running) and queues `op` on the cluster restored into. Conflict when
+    /// that cluster is not Ready or a restore into it is running.
+    async fn queue_restore(
+        &self,
+        restore: &crate::backup::Restore,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn restore(&self, id: Uuid) -> Result<crate::backup::Restore>;
+    /// Ends a restore: Succeeded with what became of each object, or Failed with why.
+    async fn finish_restore(
+        &self,
+        id: Uuid,
+        result: std::result::Result<&[crate::backup::RestoreItem], &str>,
+        now: DateTime<Utc>,
+    ) -> Result<()>;
 }
 
 /// The addon catalog operators define (KQueen's built-in addons live in its code) and the

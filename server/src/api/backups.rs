@@ -1,5 +1,6 @@
 //! Backups of a cluster: taking one (queued: 202 with the operation), the list with what
-//! each holds, one backup, and its archive (a gzipped tar of YAML files). The wire types are
+//! each holds, one backup, its archive (a gzipped tar of YAML files), and its restore (the
+//! plan, then the restore, queued on the cluster restored into). The wire types are
 //! `kqueen_dto::backups`, shared with the portal.
 
 use axum::extract::{Path, State};
@@ -7,7 +8,9 @@ use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use kqueen_core::{Actor, BackupArchive};
-use kqueen_dto::backups::{Backup, BackupAccepted, BackupRequest};
+use kqueen_dto::backups::{
+    Backup, BackupAccepted, BackupRequest, Restore, RestoreAccepted, RestorePlan, RestoreRequest,
+};
 
 use crate::api::{ApiJson, ApiResult, ErrorOut};
 use crate::state::AppState;
@@ -105,4 +108,76 @@ pub fn archive_response(a: BackupArchive) -> Response {
         a.bytes,
     )
         .into_response()
+}
+
+/// What restoring a backup would do, asked of the cluster restored into (the backup's own,
+/// or `target_cluster`): each object `will-create`, `unchanged` or `differs` (it exists and
+/// is left as it is: a restore never overwrites), or `cannot` with the reason (a kind the
+/// cluster does not serve and no CRD of the backup defines). Changes nothing.
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/backups/{backup}/restore/plan", tag = "backups",
+    params(("id" = uuid::Uuid, Path), ("backup" = uuid::Uuid, Path)), request_body = RestoreRequest,
+    responses((status = 200, body = RestorePlan),
+              (status = 400, body = ErrorOut, description = "A namespace the backup does not hold"),
+              (status = 403, body = ErrorOut), (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut, description = "The backup has no archive here, or the cluster cannot be reached")))]
+pub async fn restore_plan(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, backup)): Path<(String, String)>,
+    ApiJson(input): ApiJson<RestoreRequest>,
+) -> ApiResult<Json<RestorePlan>> {
+    let plan = state
+        .kqueen
+        .backups()
+        .restore_plan(&actor, &id, &backup, &(&input).into())
+        .await?;
+    Ok(Json(plan.into()))
+}
+
+/// Restores a backup into its own cluster or `target_cluster` (tenant admins of both
+/// tenants, or operators), stage by stage: CRDs, namespaces, cluster settings, access,
+/// config, storage, services, workloads, the rest. Objects that exist are left as they are.
+/// Answers at once (202): the restore runs as an operation of the cluster restored into.
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/backups/{backup}/restore", tag = "backups",
+    params(("id" = uuid::Uuid, Path), ("backup" = uuid::Uuid, Path)), request_body = RestoreRequest,
+    responses((status = 202, body = RestoreAccepted),
+              (status = 400, body = ErrorOut, description = "A namespace the backup does not hold"),
+              (status = 403, body = ErrorOut), (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut, description = "The cluster restored into is not Ready or busy with a restore, or the backup has no archive here")))]
+pub async fn restore_backup(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, backup)): Path<(String, String)>,
+    ApiJson(input): ApiJson<RestoreRequest>,
+) -> ApiResult<(StatusCode, Json<RestoreAccepted>)> {
+    let (restore, op) = state
+        .kqueen
+        .backups()
+        .restore(&actor, &id, &backup, &(&input).into())
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(RestoreAccepted {
+            restore: restore.into(),
+            operation: op.into(),
+        }),
+    ))
+}
+
+/// A restore into a cluster, with what became of each object once done.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/restores/{restore}", tag = "backups",
+    params(("id" = uuid::Uuid, Path), ("restore" = uuid::Uuid, Path)),
+    responses((status = 200, body = Restore), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut)))]
+pub async fn get_restore(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, restore)): Path<(String, String)>,
+) -> ApiResult<Json<Restore>> {
+    let restore = state
+        .kqueen
+        .backups()
+        .restore_status(&actor, &id, &restore)
+        .await?;
+    Ok(Json(restore.into()))
 }

@@ -4,8 +4,9 @@
 //! backed up without and with Secrets; the archive holds each object where a person looks
 //! for it, cleaned of status and what the server wrote, never a Secret; Secrets asked for are
 //! sealed in the vault; what was left out says why; members get 403, other tenants 404,
-//! anonymous callers 401; every download is audited. The OpenAPI document lists the four
-//! operations.
+//! anonymous callers 401; every download is audited. A backup is then restored into a second,
+//! empty API server after a plan (namespaces chosen, definitions first), whose objects then
+//! equal the backup's, Secrets included.
 
 use std::time::Duration;
 
@@ -16,8 +17,9 @@ use kube::core::ApiResource;
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::clusters::call;
+use crate::clusters::{call, wait_for_state};
 use crate::real_cluster::{message, world, World};
+use kqueen_testkit::apiserver::RealApiServer;
 
 /// Creates `object` (its kind served as `resource`) in the real cluster, behind KQueen's back.
 async fn create(client: &kube::Client, resource: &ApiResource, object: Value) {
@@ -447,5 +449,212 @@ async fn admins_back_up_a_cluster_and_download_an_archive_a_person_can_read() {
     )
     .await;
     assert_eq!(status, StatusCode::NOT_FOUND);
+    w.app.stop().await;
+}
+
+/// Imports a second real API server into team-a as `spare`: its id, and the server.
+async fn spare(w: &World) -> (String, RealApiServer) {
+    let kube = RealApiServer::start_with_controllers("*,-deployment,-replicaset")
+        .await
+        .expect("a second API server starts where the first did");
+    let (status, body) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        "/api/v1/clusters",
+        Some(
+            json!({"tenant": "team-a", "name": "spare", "template": "import",
+            "parameters": {"kubeconfig": kube.admin_kubeconfig()}}),
+        ),
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let id = body["cluster"]["id"].as_str().unwrap().to_owned();
+    wait_for_state(&w.app, &w.tim, &id, "ready").await;
+    (id, kube)
+}
+
+/// The fates of a plan or a report, by `Kind namespace/name`.
+fn fates(items: &Value) -> std::collections::BTreeMap<String, String> {
+    items
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            let name = match i["namespace"].as_str() {
+                Some(ns) => format!(
+                    "{} {ns}/{}",
+                    i["kind"].as_str().unwrap(),
+                    i["name"].as_str().unwrap()
+                ),
+                None => format!(
+                    "{} {}",
+                    i["kind"].as_str().unwrap(),
+                    i["name"].as_str().unwrap()
+                ),
+            };
+            (name, i["fate"].as_str().unwrap().to_owned())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_backup_restores_into_an_empty_cluster_whose_objects_then_equal_the_first() {
+    let Some(w) = world().await else { return };
+    furnish(&w).await;
+    let backup = w.back_up(true).await;
+    let id = backup["id"].as_str().unwrap().to_owned();
+    let (target, kube) = spare(&w).await;
+    let restore = format!("{}/{id}/restore", w.backups());
+
+    // The plan into the backup's own cluster: everything is there already.
+    let (status, plan) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        &format!("{restore}/plan"),
+        Some(json!({"namespaces": ["shop"]})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    let own = fates(&plan["items"]);
+    assert_eq!(own["ConfigMap shop/settings"], "unchanged", "{own:?}");
+    assert_eq!(own["CronTab shop/nightly"], "unchanged", "{own:?}");
+    assert!(
+        own.values().all(|f| f == "unchanged" || f == "differs"),
+        "{own:?}"
+    );
+    assert!(
+        !own.contains_key("ClusterRole system:aggregate-to-view"),
+        "other namespaces' and cluster-wide objects stay out"
+    );
+
+    // Refused: a namespace the backup does not hold (400), a member (403), another tenant (404).
+    let body = Some(json!({"target_cluster": target, "namespaces": ["nope"]}));
+    let (status, refused) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        &format!("{restore}/plan"),
+        body,
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(message(status, &refused).contains("nope"));
+    let body = Some(json!({"target_cluster": target}));
+    let (status, _) = call(&w.amy, &w.app, Method::POST, &restore, body.clone()).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(&w.bea, &w.app, Method::POST, &restore, body.clone()).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // The plan into the empty cluster: everything to create, the custom resource once its CRD is.
+    let (status, plan) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        &format!("{restore}/plan"),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    assert_eq!(plan["target_cluster_name"], "spare");
+    let planned = fates(&plan["items"]);
+    for what in [
+        "CustomResourceDefinition crontabs.stable.example.com",
+        "Namespace shop",
+        "ConfigMap shop/settings",
+        "Secret shop/db",
+        "Deployment shop/web",
+        "CronTab shop/nightly",
+        "Role shop/reader",
+        "RoleBinding shop/reader",
+        "Service shop/web",
+    ] {
+        assert_eq!(
+            planned.get(what).map(String::as_str),
+            Some("will-create"),
+            "{what}: {planned:?}"
+        );
+    }
+    let stages: Vec<&str> = plan["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["stage"].as_str().unwrap())
+        .collect();
+    let first = |stage: &str| stages.iter().position(|s| *s == stage).unwrap();
+    assert!(
+        first("definitions") < first("namespaces")
+            && first("namespaces") < first("config")
+            && first("config") < first("workloads")
+            && first("workloads") < first("other"),
+        "{stages:?}"
+    );
+
+    // The restore runs on the spare cluster.
+    let (status, accepted) = call(&w.tim, &w.app, Method::POST, &restore, body).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    assert_eq!(accepted["operation"]["kind"], "restore");
+    let restore_id = accepted["restore"]["id"].as_str().unwrap().to_owned();
+    let path = format!("/api/v1/clusters/{target}/restores/{restore_id}");
+    let mut done = Value::Null;
+    for _ in 0..600 {
+        let (status, body) = call(&w.tim, &w.app, Method::GET, &path, None).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        if body["state"] != "running" {
+            done = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["state"], "succeeded", "{done}");
+    let report = fates(&done["report"]);
+    assert!(
+        report.values().all(|f| f != "failed" && f != "cannot"),
+        "{report:?}"
+    );
+    assert_eq!(report["CronTab shop/nightly"], "created");
+    assert_eq!(report["Secret shop/db"], "created");
+
+    // The spare cluster's objects now equal the backup's, Secrets included.
+    let bytes = w.archive(&w.tim, &id).await.bytes().await.unwrap();
+    let archive = read_archive(&bytes).unwrap();
+    let spare_client = {
+        let parsed =
+            kqueen_core::kubernetes::parse_kubeconfig(&kube.admin_kubeconfig(), None, false)
+                .unwrap();
+        kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
+            .await
+            .unwrap()
+    };
+    let mut compared = 0;
+    for (path, object) in archive
+        .objects
+        .iter()
+        .filter(|(p, _)| p.starts_with("shop/"))
+    {
+        let kind = object["kind"].as_str().unwrap();
+        let (group, version) =
+            kqueen_core::backup::plan::group_version(object["apiVersion"].as_str().unwrap());
+        let plural = format!("{}s", kind.to_lowercase());
+        let r = resource(group, version, kind, &plural);
+        let api: Api<DynamicObject> = Api::namespaced_with(spare_client.clone(), "shop", &r);
+        let live = api
+            .get(object["metadata"]["name"].as_str().unwrap())
+            .await
+            .unwrap_or_else(|e| panic!("{path}: {e}"));
+        let live = kqueen_core::backup::clean::clean(
+            object["apiVersion"].as_str().unwrap(),
+            kind,
+            serde_json::to_value(live).unwrap(),
+        );
+        assert_eq!(&live, object, "{path}");
+        compared += 1;
+    }
+    assert!(compared >= 7, "{compared}");
+    let secret: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(spare_client, "shop");
+    let db = secret.get("db").await.unwrap();
+    assert_eq!(db.data.unwrap()["password"].0, b"s3cret-backup-value");
+    drop(kube);
     w.app.stop().await;
 }

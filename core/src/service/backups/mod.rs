@@ -1,7 +1,9 @@
 //! Backups of clusters: tenant admins (of the cluster's tenant) and operators take a backup
 //! of what a cluster holds (a durable operation, [`run`]), list a cluster's backups with what
-//! each holds, and download an archive (audited: who downloaded which backup).
+//! each holds, download an archive (audited: who downloaded which backup), and restore one
+//! into its cluster or another ([`restore`]).
 
+mod restore;
 mod run;
 
 use uuid::Uuid;
@@ -16,6 +18,8 @@ use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind,
 use crate::deps::Deps;
 use crate::policy::Permission;
 use crate::{Actor, Error, Result};
+
+pub use restore::{RestorePlan, RestoreRequest};
 
 /// How long taking a backup may take.
 const OPERATION_MINUTES: i64 = 30;

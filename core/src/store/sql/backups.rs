@@ -1,5 +1,5 @@
-//! Backups in SQL ([`BackupStore`]): taking one is queued as an operation in the same
-//! transaction that records it.
+//! Backups and restores in SQL ([`BackupStore`]): taking or restoring one is queued as an
+//! operation in the same transaction that records it.
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
@@ -11,7 +11,7 @@ use super::catalog::{json, to_json};
 use super::operations::{insert_events, insert_op};
 use super::{Pool, SqlStore, INSERT_AUDIT};
 use crate::audit::AuditEvent;
-use crate::backup::{Backup, BackupState, BackupSummary};
+use crate::backup::{Backup, BackupState, BackupSummary, Restore, RestoreItem};
 use crate::cluster::{ClusterEvent, Operation};
 use crate::store::BackupStore;
 use crate::{Error, Result};
@@ -49,6 +49,47 @@ impl TryFrom<BackupRow> for Backup {
             tenant_id: r.tenant_id,
             cluster_id: r.cluster_id,
             include_secrets: r.include_secrets,
+            error: r.error,
+            requested_by: r.requested_by,
+            created_at: r.created_at,
+            finished_at: r.finished_at,
+        })
+    }
+}
+
+const RESTORE_COLS: &str = "id, tenant_id, cluster_id, backup_id, namespaces, state, error, \
+     report, requested_by, created_at, finished_at";
+
+#[derive(FromRow)]
+struct RestoreRow {
+    id: Uuid,
+    tenant_id: Uuid,
+    cluster_id: Uuid,
+    backup_id: Uuid,
+    namespaces: String,
+    state: String,
+    error: Option<String>,
+    report: Option<String>,
+    requested_by: String,
+    created_at: DateTime<Utc>,
+    finished_at: Option<DateTime<Utc>>,
+}
+
+impl TryFrom<RestoreRow> for Restore {
+    type Error = Error;
+    fn try_from(r: RestoreRow) -> Result<Self> {
+        Ok(Restore {
+            state: BackupState::parse(&r.state)
+                .ok_or_else(|| Error::Corrupt(format!("restore {}: state", r.id)))?,
+            namespaces: json::<Vec<String>>("restore", r.id, &r.namespaces)?,
+            report: match &r.report {
+                Some(text) => Some(json::<Vec<RestoreItem>>("restore", r.id, text)?),
+                None => None,
+            },
+            id: r.id,
+            tenant_id: r.tenant_id,
+            cluster_id: r.cluster_id,
+            backup_id: r.backup_id,
             error: r.error,
             requested_by: r.requested_by,
             created_at: r.created_at,
@@ -136,6 +177,80 @@ impl BackupStore for SqlStore {
             Err(reason) => {
                 on_pool!(self, p => sqlx::query(
                     "UPDATE backups SET state = 'failed', error = $2, finished_at = $3 \
+                     WHERE id = $1",
+                ).bind(id).bind(reason).bind(now).execute(p).await.map(|_| ())?);
+            }
+        }
+        Ok(())
+    }
+
+    async fn queue_restore(
+        &self,
+        restore: &Restore,
+        op: &Operation,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()> {
+        let checkpoint = to_json(&op.checkpoint)?;
+        let namespaces = to_json(&restore.namespaces)?;
+        audited_tx!(self, audit, |tx| {
+            claim_ready_cluster!(tx, restore.cluster_id, op.created_at);
+            let running: Option<(Uuid,)> = sqlx::query_as(
+                "SELECT id FROM restores WHERE cluster_id = $1 AND state = 'running' LIMIT 1",
+            )
+            .bind(restore.cluster_id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if running.is_some() {
+                return Err(Error::Conflict(
+                    "a restore into this cluster is running already".into(),
+                ));
+            }
+            sqlx::query(
+                "INSERT INTO restores (id, tenant_id, cluster_id, backup_id, namespaces, state, \
+                 requested_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(restore.id)
+            .bind(restore.tenant_id)
+            .bind(restore.cluster_id)
+            .bind(restore.backup_id)
+            .bind(namespaces)
+            .bind(restore.state.as_str())
+            .bind(&restore.requested_by)
+            .bind(restore.created_at)
+            .execute(&mut *tx)
+            .await?;
+            insert_op!(tx, op, &checkpoint);
+            insert_events!(tx, [event]);
+        });
+        Ok(())
+    }
+
+    async fn restore(&self, id: Uuid) -> Result<Restore> {
+        let sql = format!("SELECT {RESTORE_COLS} FROM restores WHERE id = $1");
+        let row: Option<RestoreRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(id).fetch_optional(p).await?
+        });
+        row.ok_or(Error::NotFound("restore"))?.try_into()
+    }
+
+    async fn finish_restore(
+        &self,
+        id: Uuid,
+        result: std::result::Result<&[RestoreItem], &str>,
+        now: DateTime<Utc>,
+    ) -> Result<()> {
+        match result {
+            Ok(items) => {
+                let report = to_json(&items)?;
+                on_pool!(self, p => sqlx::query(
+                    "UPDATE restores SET state = 'succeeded', error = NULL, report = $2, \
+                     finished_at = $3 WHERE id = $1",
+                ).bind(id).bind(report).bind(now).execute(p).await.map(|_| ())?);
+            }
+            Err(reason) => {
+                on_pool!(self, p => sqlx::query(
+                    "UPDATE restores SET state = 'failed', error = $2, finished_at = $3 \
                      WHERE id = $1",
                 ).bind(id).bind(reason).bind(now).execute(p).await.map(|_| ())?);
             }

@@ -1,0 +1,261 @@
+//! Restores: a backup's objects put back into its own cluster or another (tenant admins of
+//! both tenants, or operators). First the plan (changes nothing), then the restore, a durable
+//! operation of the cluster restored into; objects are created, never overwritten.
+
+use serde_json::Value;
+use uuid::Uuid;
+
+use super::Backups;
+use crate::audit::{action, AuditEvent};
+use crate::backup::archive::{read_archive, read_secrets_stream};
+use crate::backup::{restore, Backup, Restore, RestoreItem};
+use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind, OperationTarget};
+use crate::provisioner::Reporter;
+use crate::service::apps::{op_error, workload_error};
+use crate::vault::names;
+use crate::workloads::WorkloadError;
+use crate::{Actor, Error, Result, ValidationError};
+
+/// How long a restore may take.
+const OPERATION_MINUTES: i64 = 30;
+
+/// A restore as asked for.
+#[derive(Debug, Clone, Default)]
+pub struct RestoreRequest {
+    /// The cluster to restore into (id); None or blank: the backup's own.
+    pub target: Option<String>,
+    /// Only these namespaces of the backup (empty: everything).
+    pub namespaces: Vec<String>,
+}
+
+/// What a restore would do: the cluster it goes into and each object's fate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RestorePlan {
+    pub backup: Backup,
+    pub target: Cluster,
+    pub namespaces: Vec<String>,
+    pub items: Vec<RestoreItem>,
+}
+
+impl Backups {
+    /// The backup and the cluster to restore into, both as `actor` may use them, with the
+    /// request's namespaces checked against the backup's.
+    async fn restore_parts(
+        &self,
+        actor: &Actor,
+        cluster_id: &str,
+        backup_id: &str,
+        req: &RestoreRequest,
+    ) -> Result<(Backup, Cluster, Vec<String>)> {
+        let source = self
+            .authorized(actor, cluster_id, action::BACKUP_RESTORE)
+            .await?;
+        let backup = self.backup_of(&source, backup_id).await?;
+        let target = match req.target.as_deref().map(str::trim) {
+            None | Some("") => source,
+            Some(id) => self.authorized(actor, id, action::BACKUP_RESTORE).await?,
+        };
+        let Some(summary) = &backup.summary else {
+            return Err(Error::Conflict(format!(
+                "backup {} cannot be restored: it is {}",
+                backup.id, backup.state
+            )));
+        };
+        let mut namespaces: Vec<String> = req
+            .namespaces
+            .iter()
+            .map(|n| n.trim().to_owned())
+            .filter(|n| !n.is_empty())
+            .collect();
+        namespaces.sort();
+        namespaces.dedup();
+        if let Some(unknown) = namespaces.iter().find(|n| !summary.namespaces.contains(n)) {
+            return Err(Error::Invalid(ValidationError::new(
+                "namespaces",
+                format!("the backup holds no namespace “{unknown}”"),
+            )));
+        }
+        Ok((backup, target, namespaces))
+    }
+
+    /// The backup's objects, with its Secrets when it kept them.
+    async fn objects_of(&self, backup: &Backup) -> Result<Vec<Value>> {
+        let bytes = self.archives().get(backup.cluster_id, backup.id).await?;
+        let archive = tokio::task::spawn_blocking(move || read_archive(&bytes))
+            .await
+            .map_err(|e| Error::Backend(format!("the archive reader stopped: {e}")))?
+            .map_err(|e| Error::Conflict(e.to_string()))?;
+        let mut objects: Vec<Value> = archive.objects.into_iter().map(|(_, o)| o).collect();
+        if backup.include_secrets {
+            let at = names::backup_secrets(backup.tenant_id, backup.id);
+            let sealed = self.deps.vault.get(&at).await?.ok_or_else(|| {
+                Error::Conflict("the backup's Secrets are no longer in the vault".into())
+            })?;
+            objects.extend(
+                read_secrets_stream(sealed.expose()).map_err(|e| Error::Conflict(e.to_string()))?,
+            );
+        }
+        Ok(objects)
+    }
+
+    /// What restoring the backup would do, asked of the cluster restored into; changes
+    /// nothing.
+    pub async fn restore_plan(
+        &self,
+        actor: &Actor,
+        cluster_id: &str,
+        backup_id: &str,
+        req: &RestoreRequest,
+    ) -> Result<RestorePlan> {
+        let result = async {
+            let (backup, target, namespaces) = self
+                .restore_parts(actor, cluster_id, backup_id, req)
+                .await?;
+            let objects = self.objects_of(&backup).await?;
+            let (client, _) = self.admin.admin_client(&target).await?;
+            let items = restore::plan(&client, objects, &namespaces)
+                .await
+                .map_err(workload_error)?;
+            Ok(RestorePlan {
+                backup,
+                target,
+                namespaces,
+                items,
+            })
+        }
+        .await;
+        self.guard
+            .audited(actor, action::BACKUP_RESTORE, cluster_id, None, result)
+            .await
+    }
+
+    /// Queues the restore of a backup into its own cluster or another.
+    pub async fn restore(
+        &self,
+        actor: &Actor,
+        cluster_id: &str,
+        backup_id: &str,
+        req: &RestoreRequest,
+    ) -> Result<(Restore, Operation)> {
+        let result = async {
+            let (backup, target, namespaces) = self
+                .restore_parts(actor, cluster_id, backup_id, req)
+                .await?;
+            // The archive must be here before a worker is told to read it.
+            self.archives().get(backup.cluster_id, backup.id).await?;
+            let who = actor.to_string();
+            let restore = Restore::new(target.tenant_id, target.id, &backup, namespaces, &who);
+            let now = crate::clock::now();
+            let op = Operation::new(
+                target.id,
+                OperationKind::Restore,
+                Some(OperationTarget::Restore(restore.id)),
+                &who,
+                now,
+                chrono::Duration::minutes(OPERATION_MINUTES),
+            );
+            let scope = if restore.namespaces.is_empty() {
+                "everything".to_owned()
+            } else {
+                format!("namespaces {}", restore.namespaces.join(", "))
+            };
+            let event = ClusterEvent::new(
+                target.id,
+                Some(op.id),
+                EventKind::State,
+                format!(
+                    "Restore of backup {} ({scope}) requested by {who}",
+                    backup.id
+                ),
+                now,
+            );
+            let audit = AuditEvent::success(actor, action::BACKUP_RESTORE, target.name.as_str())
+                .in_tenant(target.tenant_id)
+                .with_detail(format!("backup {} ({scope})", backup.id));
+            self.deps
+                .store
+                .queue_restore(&restore, &op, &event, &audit)
+                .await?;
+            Ok((restore, op))
+        }
+        .await;
+        self.guard
+            .audited(actor, action::BACKUP_RESTORE, cluster_id, None, result)
+            .await
+    }
+
+    /// A restore into a cluster, with its report once done.
+    pub async fn restore_status(
+        &self,
+        actor: &Actor,
+        cluster_id: &str,
+        restore_id: &str,
+    ) -> Result<Restore> {
+        let cluster = self
+            .authorized(actor, cluster_id, action::BACKUP_VIEW)
+            .await?;
+        let id = Uuid::parse_str(restore_id.trim()).map_err(|_| Error::NotFound("restore"))?;
+        match self.deps.store.restore(id).await {
+            Ok(r) if r.cluster_id == cluster.id => Ok(r),
+            Ok(_) => Err(Error::NotFound("restore")),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Runs the restore operation `op` names, into `cluster`.
+    pub(crate) async fn run_restore(
+        &self,
+        cluster: &Cluster,
+        op: &Operation,
+        reporter: &Reporter,
+    ) -> std::result::Result<String, WorkloadError> {
+        let id = op.restore().map_err(WorkloadError::Refused)?;
+        let restore = self.deps.store.restore(id).await.map_err(op_error)?;
+        let backup = self
+            .deps
+            .store
+            .backup(restore.backup_id)
+            .await
+            .map_err(op_error)?;
+        reporter.step("Reading the backup");
+        reporter.progress(2);
+        let objects = self.objects_of(&backup).await.map_err(op_error)?;
+        let (client, _) = self.admin.admin_client(cluster).await.map_err(op_error)?;
+        reporter.step("Creating the objects, definitions first");
+        let progress = |done: usize, of: usize| {
+            let share = done.saturating_mul(90) / of.max(1);
+            reporter.progress(5 + u8::try_from(share).unwrap_or(90));
+        };
+        let items = restore::restore(&client, objects, &restore.namespaces, &progress).await?;
+        self.deps
+            .store
+            .finish_restore(id, Ok(&items), crate::clock::now())
+            .await
+            .map_err(op_error)?;
+        let count = |f: crate::backup::Fate| items.iter().filter(|i| i.fate == f).count();
+        use crate::backup::Fate;
+        Ok(format!(
+            "Restored backup {}: {} object(s) created, {} already there ({} different, left \
+             as they are), {} failed, {} could not be restored",
+            backup.id,
+            count(Fate::Created),
+            count(Fate::Unchanged) + count(Fate::Differs),
+            count(Fate::Differs),
+            count(Fate::Failed),
+            count(Fate::Cannot)
+        ))
+    }
+
+    /// Records a failed restore operation on its restore.
+    pub(crate) async fn restore_failed(&self, op: &Operation, reason: &str) {
+        let Ok(id) = op.restore() else { return };
+        if let Err(e) = self
+            .deps
+            .store
+            .finish_restore(id, Err(reason), crate::clock::now())
+            .await
+        {
+            tracing::warn!(error = %e, "cannot record a failed restore");
+        }
+    }
+}
