@@ -3,8 +3,9 @@
 // cluster page with JavaScript off (the form posts; the page reloads until it is taken) and
 // one with Secrets with JavaScript on (the section follows by itself), reads what it holds
 // (kinds, what was left out and why, the volume guidance) and downloads the archive, a
-// gzipped tar holding backup.yaml and the ConfigMap's YAML. A member of the tenant sees no
-// Backups section and cannot fetch an archive. Skipped, with the reason printed, without
+// gzipped tar holding backup.yaml and the ConfigMap's YAML. The ConfigMap, deleted, comes
+// back from a backup after a preview limited to its namespace (JavaScript off and on). A
+// member of the tenant sees no Backups section and cannot fetch an archive. Skipped, with the reason printed, without
 // the Kubernetes binaries.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -106,6 +107,43 @@ for (const js of [false, true]) {
     const settings = execFileSync('tar', ['xzOf', file, 'default/core/ConfigMap/settings.yaml'], { encoding: 'utf8' });
     assert.match(settings, /color: blue/);
     assert.doesNotMatch(settings, /resourceVersion|uid:/);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+}
+
+for (const js of [false, true]) {
+  test(`a deleted ConfigMap comes back from a backup after a preview (JavaScript ${js ? 'on' : 'off'})`, { skip }, async () => {
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url);
+    const id = await takeBackup(page, js, { secrets: false });
+    const gone = await kube.api('DELETE', '/api/v1/namespaces/default/configmaps/settings');
+    assert.equal(gone.status, 200, JSON.stringify(gone.body));
+    await page.goto(`${server.url}${clusterPath}`);
+    await page.click(`[data-restore="${id}"]`);
+    await page.waitForSelector('#restore-form');
+    if (js) await page.waitForSelector('main[data-hydrated=true]');
+    // This cluster is the default target; only the namespace `default`.
+    await page.check('#restore-ns-default');
+    await Promise.all([page.waitForURL(/plan=1/), page.click('#restore-preview')]);
+    await page.waitForSelector('#restore-plan');
+    const fate = (name) => page.locator(`#restore-plan tr[data-name="${name}"]`).first().getAttribute('data-fate');
+    assert.equal(await fate('default/settings'), 'will-create');
+    assert.match(await page.locator('#restore-summary').textContent(), /1 to create/);
+    const namespaces = await page.locator('#restore-plan tr[data-name]').evaluateAll(
+      (rows) => rows.map((r) => r.dataset.name).filter((n) => n.includes('/')).map((n) => n.split('/')[0]),
+    );
+    assert.ok(namespaces.every((n) => n === 'default'), namespaces.join(' '));
+    await Promise.all([page.waitForURL(new RegExp(`${clusterPath}$`), { timeout: 30_000 }), page.click('#restore-run')]);
+    for (let i = 0; ; i++) {
+      const back = await kube.api('GET', '/api/v1/namespaces/default/configmaps/settings');
+      if (back.status === 200) {
+        assert.equal(back.body.data.color, 'blue');
+        break;
+      }
+      assert.ok(i < 120, `the ConfigMap did not come back: ${back.status}`);
+      await page.waitForTimeout(250);
+    }
     assert.deepEqual(errors, []);
     await close();
   });

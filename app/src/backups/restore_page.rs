@@ -39,7 +39,7 @@ pub fn BackupRestore() -> impl IntoView {
                 p.get("id").unwrap_or_default(),
                 p.get("backup").unwrap_or_default(),
                 q.get("target"),
-                q.get_all("ns").unwrap_or_default(),
+                q.get_all("ns").filter(|ns| !ns.is_empty()),
                 q.get("plan").is_some(),
             )
         },

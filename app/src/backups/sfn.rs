@@ -24,7 +24,8 @@ pub async fn restore_page(
     id: String,
     backup: String,
     target: Option<String>,
-    namespaces: Vec<String>,
+    // Optional: an empty list travels as no field at all.
+    namespaces: Option<Vec<String>>,
     plan: bool,
 ) -> Result<super::restore_page::RestorePageDto, AppError> {
     use kqueen_core::cluster::{ClusterFilter, ClusterState};
@@ -56,7 +57,10 @@ pub async fn restore_page(
             .map(|c| (c.id.to_string(), format!("{}/{}", c.tenant_slug, c.name))),
     );
     let (plan, plan_error) = if plan {
-        let request = kqueen_core::RestoreRequest { target, namespaces };
+        let request = kqueen_core::RestoreRequest {
+            target,
+            namespaces: namespaces.unwrap_or_default(),
+        };
         match k
             .backups()
             .restore_plan(&actor, &id, &backup, &request)

@@ -38,20 +38,33 @@ pub struct Collected {
 /// What a backup reads, as it reads it: `(done, of, what)` resources.
 pub type Progress<'a> = &'a (dyn Fn(usize, usize, &str) + Send + Sync);
 
-/// The resources a backup lists, and the groups and resources it does not (with reasons).
-async fn resources(
+/// Every API group the cluster serves (the core group first, named ""), each described or
+/// with why it could not be.
+pub(super) async fn api_groups(
     client: &kube::Client,
-    left_out: &mut BTreeMap<(String, String), u32>,
-) -> Result<Vec<(ApiResource, ApiCapabilities)>, WorkloadError> {
+) -> Result<Vec<(String, Result<discovery::ApiGroup, kube::Error>)>, WorkloadError> {
     let groups = client
         .list_api_groups()
         .await
         .map_err(|e| api_error(e, "list the cluster's API groups"))?;
     let mut names = vec![String::new()];
     names.extend(groups.groups.into_iter().map(|g| g.name));
-    let mut found = Vec::new();
+    let mut out = Vec::with_capacity(names.len());
     for name in names {
-        let group = match discovery::group(client, &name).await {
+        let group = discovery::group(client, &name).await;
+        out.push((name, group));
+    }
+    Ok(out)
+}
+
+/// The resources a backup lists, and the groups and resources it does not (with reasons).
+async fn resources(
+    client: &kube::Client,
+    left_out: &mut BTreeMap<(String, String), u32>,
+) -> Result<Vec<(ApiResource, ApiCapabilities)>, WorkloadError> {
+    let mut found = Vec::new();
+    for (name, group) in api_groups(client).await? {
+        let group = match group {
             Ok(g) => g,
             Err(e) => {
                 let what = if name.is_empty() { "core" } else { &name };

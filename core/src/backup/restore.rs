@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::ApiResource;
-use kube::discovery::{self, Scope};
+use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::clean::clean;
@@ -24,16 +24,10 @@ struct Served(HashMap<(String, String, String), (ApiResource, Scope)>);
 
 impl Served {
     async fn read(client: &kube::Client) -> Result<Self, WorkloadError> {
-        let groups = client
-            .list_api_groups()
-            .await
-            .map_err(|e| api_error(e, "list the cluster's API groups"))?;
-        let mut names = vec![String::new()];
-        names.extend(groups.groups.into_iter().map(|g| g.name));
         let mut served = HashMap::new();
-        for name in names {
-            // A group the cluster cannot describe now serves nothing a restore can use.
-            let Ok(group) = discovery::group(client, &name).await else {
+        // A group the cluster cannot describe now serves nothing a restore can use.
+        for (_, group) in super::collect::api_groups(client).await? {
+            let Ok(group) = group else {
                 continue;
             };
             let versions: Vec<String> = group.versions().map(str::to_owned).collect();

@@ -38,23 +38,33 @@ pub struct RestorePlan {
 }
 
 impl Backups {
-    /// The backup and the cluster to restore into, both as `actor` may use them, with the
-    /// request's namespaces checked against the backup's.
-    async fn restore_parts(
+    /// The backup's cluster and the cluster to restore into, both as `actor` may use them
+    /// (refusals are audited there).
+    async fn restore_clusters(
         &self,
         actor: &Actor,
         cluster_id: &str,
-        backup_id: &str,
         req: &RestoreRequest,
-    ) -> Result<(Backup, Cluster, Vec<String>)> {
+    ) -> Result<(Cluster, Cluster)> {
         let source = self
             .authorized(actor, cluster_id, action::BACKUP_RESTORE)
             .await?;
-        let backup = self.backup_of(&source, backup_id).await?;
         let target = match req.target.as_deref().map(str::trim) {
-            None | Some("") => source,
+            None | Some("") => source.clone(),
             Some(id) => self.authorized(actor, id, action::BACKUP_RESTORE).await?,
         };
+        Ok((source, target))
+    }
+
+    /// The backup `backup_id` of `source` when it can be restored, with the request's
+    /// namespaces checked against the backup's.
+    async fn restorable(
+        &self,
+        source: &Cluster,
+        backup_id: &str,
+        req: &RestoreRequest,
+    ) -> Result<(Backup, Vec<String>)> {
+        let backup = self.backup_of(source, backup_id).await?;
         let Some(summary) = &backup.summary else {
             return Err(Error::Conflict(format!(
                 "backup {} cannot be restored: it is {}",
@@ -75,7 +85,7 @@ impl Backups {
                 format!("the backup holds no namespace “{unknown}”"),
             )));
         }
-        Ok((backup, target, namespaces))
+        Ok((backup, namespaces))
     }
 
     /// The backup's objects, with its Secrets when it kept them.
@@ -107,10 +117,9 @@ impl Backups {
         backup_id: &str,
         req: &RestoreRequest,
     ) -> Result<RestorePlan> {
+        let (source, target) = self.restore_clusters(actor, cluster_id, req).await?;
         let result = async {
-            let (backup, target, namespaces) = self
-                .restore_parts(actor, cluster_id, backup_id, req)
-                .await?;
+            let (backup, namespaces) = self.restorable(&source, backup_id, req).await?;
             let objects = self.objects_of(&backup).await?;
             let (client, _) = self.admin.admin_client(&target).await?;
             let items = restore::plan(&client, objects, &namespaces)
@@ -118,14 +127,20 @@ impl Backups {
                 .map_err(workload_error)?;
             Ok(RestorePlan {
                 backup,
-                target,
+                target: target.clone(),
                 namespaces,
                 items,
             })
         }
         .await;
         self.guard
-            .audited(actor, action::BACKUP_RESTORE, cluster_id, None, result)
+            .audited(
+                actor,
+                action::BACKUP_RESTORE,
+                target.name.as_str(),
+                Some(target.tenant_id),
+                result,
+            )
             .await
     }
 
@@ -137,10 +152,9 @@ impl Backups {
         backup_id: &str,
         req: &RestoreRequest,
     ) -> Result<(Restore, Operation)> {
+        let (source, target) = self.restore_clusters(actor, cluster_id, req).await?;
         let result = async {
-            let (backup, target, namespaces) = self
-                .restore_parts(actor, cluster_id, backup_id, req)
-                .await?;
+            let (backup, namespaces) = self.restorable(&source, backup_id, req).await?;
             // The archive must be here before a worker is told to read it.
             self.archives().get(backup.cluster_id, backup.id).await?;
             let who = actor.to_string();
@@ -180,7 +194,13 @@ impl Backups {
         }
         .await;
         self.guard
-            .audited(actor, action::BACKUP_RESTORE, cluster_id, None, result)
+            .audited(
+                actor,
+                action::BACKUP_RESTORE,
+                target.name.as_str(),
+                Some(target.tenant_id),
+                result,
+            )
             .await
     }
 
