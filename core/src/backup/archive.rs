@@ -178,6 +178,7 @@ pub fn read_secrets_stream(bytes: &[u8]) -> Result<Vec<Value>, ArchiveError> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
 

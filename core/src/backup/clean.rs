@@ -194,6 +194,7 @@ pub fn clean(api_version: &str, kind: &str, mut object: Value) -> Value {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
 

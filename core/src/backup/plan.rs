@@ -178,6 +178,7 @@ pub fn defined_kinds(objects: &[Value]) -> BTreeSet<(String, String, String)> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
 

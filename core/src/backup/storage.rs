@@ -70,6 +70,7 @@ impl ArchiveDir {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
 

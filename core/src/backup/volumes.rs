@@ -76,6 +76,7 @@ pub fn volume_record(kind: &str, object: &Value) -> Option<VolumeRecord> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)]
 mod tests {
     use serde_json::json;
 
