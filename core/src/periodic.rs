@@ -18,7 +18,8 @@ use crate::store::Store;
 pub enum Job {
     /// Reading every Ready cluster's inventory.
     InventorySync,
-    /// Queueing the deletion of clusters whose time-to-live ran out, and the access sweep.
+    /// Queueing the deletion of clusters whose time-to-live ran out, the access sweep, and
+    /// the scheduled backups that are due.
     Sweeps,
     /// Deleting expired sessions.
     SessionPurge,

@@ -182,3 +182,33 @@ pub struct RestoreAccepted {
     pub restore: Restore,
     pub operation: Operation,
 }
+
+/// A cluster's backup schedule as set.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupScheduleInput {
+    /// Hours between backups (1–720).
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 720))]
+    pub every_hours: u32,
+    /// Scheduled backups kept, newest first (1–100); backups taken by hand are not counted
+    /// and never removed by the schedule.
+    #[cfg_attr(feature = "openapi", schema(minimum = 1, maximum = 100))]
+    pub keep: u32,
+    /// Keep the Secrets too (sealed in the vault).
+    #[serde(default)]
+    pub include_secrets: bool,
+}
+
+/// A cluster's backup schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupSchedule {
+    pub every_hours: u32,
+    pub keep: u32,
+    pub include_secrets: bool,
+    /// RFC 3339: when the next backup is due.
+    pub next_at: String,
+    pub updated_by: String,
+    /// RFC 3339.
+    pub updated_at: String,
+}

@@ -4,8 +4,9 @@
 // one with Secrets with JavaScript on (the section follows by itself), reads what it holds
 // (kinds, what was left out and why, the volume guidance) and downloads the archive, a
 // gzipped tar holding backup.yaml and the ConfigMap's YAML. The ConfigMap, deleted, comes
-// back from a backup after a preview limited to its namespace (JavaScript off and on). A
-// member of the tenant sees no Backups section and cannot fetch an archive. Skipped, with the reason printed, without
+// back from a backup after a preview limited to its namespace, and the operator sets and
+// stops the cluster's backup schedule (JavaScript off and on). A member of the tenant sees
+// no Backups section and cannot fetch an archive. Skipped, with the reason printed, without
 // the Kubernetes binaries.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -144,6 +145,25 @@ for (const js of [false, true]) {
       assert.ok(i < 120, `the ConfigMap did not come back: ${back.status}`);
       await page.waitForTimeout(250);
     }
+    assert.deepEqual(errors, []);
+    await close();
+  });
+}
+
+for (const js of [false, true]) {
+  test(`an operator sets and stops a cluster's backup schedule (JavaScript ${js ? 'on' : 'off'})`, { skip }, async () => {
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url);
+    await page.goto(`${server.url}${clusterPath}`);
+    if (js) await page.waitForSelector('main[data-hydrated=true]');
+    assert.equal((await page.locator('#backup-schedule-now').textContent()).trim(), 'No scheduled backups.');
+    await page.fill('#schedule-every', '12');
+    await page.fill('#schedule-keep', '3');
+    await page.click('#schedule-save');
+    await page.waitForFunction(() => /Every 12 h/.test(document.querySelector('#backup-schedule-now')?.textContent ?? ''));
+    assert.match(await page.locator('#backup-schedule-now').textContent(), /Every 12 h without Secrets, keeping the newest 3; next backup/);
+    await page.click('#schedule-stop');
+    await page.waitForFunction(() => /No scheduled backups/.test(document.querySelector('#backup-schedule-now')?.textContent ?? ''));
     assert.deepEqual(errors, []);
     await close();
   });

@@ -40,3 +40,17 @@ CREATE TABLE restores (
     finished_at       TIMESTAMPTZ
 );
 CREATE INDEX restores_by_cluster ON restores (cluster_id, created_at);
+
+-- Scheduled backups, one schedule per cluster: every `every_hours`, keeping the newest
+-- `keep` backups the schedule took (backups taken by hand are kept until removed).
+CREATE TABLE backup_schedules (
+    cluster_id      UUID PRIMARY KEY NOT NULL REFERENCES clusters (id),
+    tenant_id       UUID NOT NULL REFERENCES tenants (id),
+    every_hours     INTEGER NOT NULL CHECK (every_hours BETWEEN 1 AND 720),
+    keep            INTEGER NOT NULL CHECK (keep BETWEEN 1 AND 100),
+    include_secrets BOOLEAN NOT NULL,
+    next_at         TIMESTAMPTZ NOT NULL,
+    updated_by      TEXT NOT NULL,
+    updated_at      TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX backup_schedules_due ON backup_schedules (next_at);

@@ -1,5 +1,5 @@
-//! The backups section's write: take a backup, as a server function behind `ActionForm` (it
-//! posts and redirects without JavaScript, and runs in place with it).
+//! The backups' writes: take a backup, set or stop the schedule, restore, as server functions
+//! behind `ActionForm` (they post and redirect without JavaScript, and run in place with it).
 
 use leptos::prelude::*;
 
@@ -55,5 +55,53 @@ pub async fn restore_backup(
             Err(e),
         ),
     }
+    Ok(())
+}
+
+/// A whole number typed in `field`, or the error said at that field.
+#[cfg(feature = "ssr")]
+fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error> {
+    typed.trim().parse().map_err(|_| {
+        kqueen_core::Error::Invalid(kqueen_core::ValidationError::new(
+            field,
+            format!("“{}” is not a whole number", typed.trim()),
+        ))
+    })
+}
+
+/// Sets the cluster's backup schedule from the section's form.
+#[server(prefix = "/sfn", endpoint = "set_backup_schedule")]
+pub async fn set_backup_schedule(
+    id: String,
+    every_hours: String,
+    keep: String,
+    include_secrets: Option<String>,
+) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = async {
+        let every = whole("every_hours", &every_hours)?;
+        let keep = whole("keep", &keep)?;
+        k.backups()
+            .set_schedule(&actor, &id, every, keep, include_secrets.is_some())
+            .await
+            .map(|_| ())
+    }
+    .await;
+    crate::ssr::back(
+        &format!("/clusters/{}", crate::query::form_escape(&id)),
+        result,
+    );
+    Ok(())
+}
+
+/// Stops the cluster's backup schedule (the backups it took stay).
+#[server(prefix = "/sfn", endpoint = "remove_backup_schedule")]
+pub async fn remove_backup_schedule(id: String) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = k.backups().remove_schedule(&actor, &id).await;
+    crate::ssr::back(
+        &format!("/clusters/{}", crate::query::form_escape(&id)),
+        result,
+    );
     Ok(())
 }

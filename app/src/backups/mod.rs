@@ -4,6 +4,7 @@
 //! and restore it into this cluster or another after a preview.
 
 pub mod actions;
+pub mod dto;
 pub mod restore_page;
 mod section;
 pub mod sfn;

@@ -9,22 +9,9 @@ use leptos_meta::Title;
 use leptos_router::hooks::{use_params_map, use_query_map};
 
 use crate::backups::actions::RestoreBackup;
+use crate::backups::dto::RestorePageDto;
 use crate::components::{ErrorNote, FormError, TableHead};
 use kqueen_dto::backups::{RestoreItem, RestorePlan};
-
-/// What the restore page shows.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct RestorePageDto {
-    pub cluster_id: String,
-    pub cluster_name: String,
-    pub backup: kqueen_dto::backups::Backup,
-    /// Clusters the caller may restore into: `(id, "tenant/name")`, this one first.
-    pub targets: Vec<(String, String)>,
-    /// The plan for the chosen target and namespaces, once previewed.
-    pub plan: Option<RestorePlan>,
-    /// Why the plan could not be made.
-    pub plan_error: Option<String>,
-}
 
 #[component]
 pub fn BackupRestore() -> impl IntoView {

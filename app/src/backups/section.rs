@@ -4,11 +4,11 @@
 
 use leptos::prelude::*;
 
-use crate::backups::actions::TakeBackup;
+use crate::backups::actions::{RemoveBackupSchedule, SetBackupSchedule, TakeBackup};
 use crate::backups::{archive_path, size_label};
 use crate::components::{ErrorNote, TableHead};
 use crate::time::to_minute;
-use kqueen_dto::backups::{Backup, BackupContents};
+use kqueen_dto::backups::{Backup, BackupContents, BackupSchedule};
 
 /// The section (tenant admins and operators only), read on its own.
 #[component]
@@ -18,12 +18,25 @@ pub fn ClusterBackups(
     ready: bool,
 ) -> impl IntoView {
     let take = ServerAction::<TakeBackup>::new();
+    let set_schedule = ServerAction::<SetBackupSchedule>::new();
+    let stop_schedule = ServerAction::<RemoveBackupSchedule>::new();
     let tick = RwSignal::new(0u32);
     let running = RwSignal::new(false);
     let id = cluster_id.clone();
     let backups = Resource::new(
         move || (id.clone(), tick.get(), take.version().get()),
         |(id, _, _)| crate::backups::sfn::cluster_backups(id),
+    );
+    let schedule_id = cluster_id.clone();
+    let schedule = Resource::new(
+        move || {
+            (
+                schedule_id.clone(),
+                set_schedule.version().get(),
+                stop_schedule.version().get(),
+            )
+        },
+        |(id, _, _)| crate::backups::sfn::backup_schedule(id),
     );
     Effect::new(move |_| {
         if let Ok(handle) = set_interval_with_handle(
@@ -42,8 +55,11 @@ pub fn ClusterBackups(
         take.value()
             .get()
             .and_then(Result::err)
+            .or_else(|| set_schedule.value().get().and_then(Result::err))
+            .or_else(|| stop_schedule.value().get().and_then(Result::err))
             .map(|e| view! { <ErrorNote error=e /> })
     };
+    let schedule_cluster = cluster_id.clone();
     view! {
         <section class="card" aria-labelledby="backups-heading" id="backups">
             <div class="card-head"><h2 id="backups-heading">"Backups"</h2></div>
@@ -61,6 +77,17 @@ pub fn ClusterBackups(
                 </ActionForm>
             })}
             {refused}
+            <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
+                {move || {
+                    let cluster_id = schedule_cluster.clone();
+                    Suspend::new(async move {
+                        match schedule.await {
+                            Ok(s) => view! { <Schedule schedule=s cluster_id set=set_schedule stop=stop_schedule /> }.into_any(),
+                            Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                        }
+                    })
+                }}
+            </Transition>
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
                     let cluster_id = cluster_id.clone();
@@ -193,5 +220,57 @@ fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
             }}
             <p class="backup-volume-guidance">{c.volume_guidance.clone()}</p>
         </details>
+    }
+}
+
+/// The schedule: what it is, the form that sets it, and the button that stops it.
+#[component]
+fn Schedule(
+    schedule: Option<BackupSchedule>,
+    cluster_id: String,
+    set: ServerAction<SetBackupSchedule>,
+    stop: ServerAction<RemoveBackupSchedule>,
+) -> impl IntoView {
+    let (every, keep, secrets) = schedule
+        .as_ref()
+        .map(|s| (s.every_hours, s.keep, s.include_secrets))
+        .unwrap_or((24, 7, false));
+    let stop_id = cluster_id.clone();
+    let now = schedule.as_ref().map(|s| {
+        let secrets = if s.include_secrets {
+            "with Secrets"
+        } else {
+            "without Secrets"
+        };
+        format!(
+            "Every {} h {secrets}, keeping the newest {}; next backup {} UTC.",
+            s.every_hours,
+            s.keep,
+            to_minute(&s.next_at)
+        )
+    });
+    view! {
+        <div class="backup-schedule" id="backup-schedule">
+            <h3>"Schedule"</h3>
+            <p id="backup-schedule-now">{now.clone().unwrap_or_else(|| "No scheduled backups.".into())}</p>
+            <ActionForm action=set attr:class="inline-form" attr:id="backup-schedule-form">
+                <input type="hidden" name="id" value=cluster_id />
+                <label for="schedule-every">"Every (hours)"</label>
+                <input type="number" name="every_hours" id="schedule-every" min="1" max="720" required value=every.to_string() />
+                <label for="schedule-keep">"Keep"</label>
+                <input type="number" name="keep" id="schedule-keep" min="1" max="100" required value=keep.to_string() />
+                <label class="check">
+                    <input type="checkbox" name="include_secrets" value="on" id="schedule-secrets" checked=secrets />
+                    " With Secrets"
+                </label>
+                <button type="submit" id="schedule-save">"Save schedule"</button>
+            </ActionForm>
+            {now.is_some().then(|| view! {
+                <ActionForm action=stop attr:class="inline-form" attr:id="backup-schedule-stop-form">
+                    <input type="hidden" name="id" value=stop_id />
+                    <button type="submit" class="danger" id="schedule-stop">"Stop the schedule"</button>
+                </ActionForm>
+            })}
+        </div>
     }
 }

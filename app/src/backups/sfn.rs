@@ -27,7 +27,7 @@ pub async fn restore_page(
     // Optional: an empty list travels as no field at all.
     namespaces: Option<Vec<String>>,
     plan: bool,
-) -> Result<super::restore_page::RestorePageDto, AppError> {
+) -> Result<super::dto::RestorePageDto, AppError> {
     use kqueen_core::cluster::{ClusterFilter, ClusterState};
     use kqueen_core::policy::{check, Permission};
 
@@ -72,7 +72,7 @@ pub async fn restore_page(
     } else {
         (None, None)
     };
-    Ok(super::restore_page::RestorePageDto {
+    Ok(super::dto::RestorePageDto {
         cluster_id: d.cluster.id.to_string(),
         cluster_name: d.cluster.name.to_string(),
         backup: found.into(),
@@ -80,4 +80,13 @@ pub async fn restore_page(
         plan,
         plan_error,
     })
+}
+
+/// A cluster's backup schedule, if it has one (tenant admins and operators).
+#[server(prefix = "/sfn", endpoint = "backup_schedule")]
+pub async fn backup_schedule(
+    id: String,
+) -> Result<Option<kqueen_dto::backups::BackupSchedule>, AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    Ok(k.backups().schedule(&actor, &id).await?.map(Into::into))
 }

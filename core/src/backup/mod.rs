@@ -10,6 +10,7 @@ pub mod clean;
 pub mod collect;
 pub mod plan;
 pub mod restore;
+pub mod schedule;
 pub mod storage;
 pub mod volumes;
 

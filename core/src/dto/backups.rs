@@ -132,3 +132,16 @@ impl From<&backups::RestoreRequest> for crate::RestoreRequest {
         }
     }
 }
+
+impl From<crate::backup::schedule::BackupSchedule> for backups::BackupSchedule {
+    fn from(s: crate::backup::schedule::BackupSchedule) -> Self {
+        Self {
+            every_hours: s.every_hours,
+            keep: s.keep,
+            include_secrets: s.include_secrets,
+            next_at: s.next_at.to_rfc3339(),
+            updated_by: s.updated_by,
+            updated_at: s.updated_at.to_rfc3339(),
+        }
+    }
+}

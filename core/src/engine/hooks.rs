@@ -38,4 +38,8 @@ pub trait EngineHooks: Send + Sync {
     /// A workload operation failed for good (or timed out): the services record it on what
     /// the operation was about.
     async fn workload_failed(&self, op: &Operation, reason: &str);
+
+    /// Queues the scheduled backups that are due and removes those past retention (run by
+    /// the periodic sweep, on one replica at a time). Failures are logged.
+    async fn run_backup_schedules(&self);
 }

@@ -95,6 +95,7 @@ impl Engine {
                     // In the background: clusters that do not answer must not hold up
                     // operations.
                     self.hooks.sweep_access_soon();
+                    self.hooks.run_backup_schedules().await;
                 }
             }
             while running.len() < self.config.concurrency {

@@ -58,4 +58,12 @@ impl EngineHooks for Kqueen {
             _ => {}
         }
     }
+
+    async fn run_backup_schedules(&self) {
+        match self.backups().run_schedules(crate::clock::now()).await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(queued = n, "scheduled backups queued"),
+            Err(e) => tracing::warn!(error = %e, "scheduled backups failed"),
+        }
+    }
 }

@@ -618,6 +618,32 @@ pub trait BackupStore: Send + Sync {
         audit: &AuditEvent,
     ) -> Result<()>;
     async fn restore(&self, id: Uuid) -> Result<crate::backup::Restore>;
+    /// Forgets a backup (its archive and sealed Secrets are the caller's to remove).
+    async fn remove_backup(&self, id: Uuid) -> Result<()>;
+    /// Sets a cluster's schedule (creates or replaces it), with its audit event.
+    async fn put_backup_schedule(
+        &self,
+        schedule: &crate::backup::schedule::BackupSchedule,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Removes a cluster's schedule; false when it had none.
+    async fn remove_backup_schedule(&self, cluster_id: Uuid, audit: &AuditEvent) -> Result<bool>;
+    async fn backup_schedule(
+        &self,
+        cluster_id: Uuid,
+    ) -> Result<Option<crate::backup::schedule::BackupSchedule>>;
+    /// Schedules due at `now` (at most `limit`), of live clusters, the longest overdue first.
+    async fn due_backup_schedules(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<crate::backup::schedule::BackupSchedule>>;
+    /// Moves a schedule's next backup to `next_at`.
+    async fn set_backup_schedule_next(
+        &self,
+        cluster_id: Uuid,
+        next_at: DateTime<Utc>,
+    ) -> Result<()>;
     /// Ends a restore: Succeeded with what became of each object, or Failed with why.
     async fn finish_restore(
         &self,

@@ -9,7 +9,8 @@ use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
 use kqueen_core::{Actor, BackupArchive};
 use kqueen_dto::backups::{
-    Backup, BackupAccepted, BackupRequest, Restore, RestoreAccepted, RestorePlan, RestoreRequest,
+    Backup, BackupAccepted, BackupRequest, BackupSchedule, BackupScheduleInput, Restore,
+    RestoreAccepted, RestorePlan, RestoreRequest,
 };
 
 use crate::api::{ApiJson, ApiResult, ErrorOut};
@@ -180,4 +181,61 @@ pub async fn get_restore(
         .restore_status(&actor, &id, &restore)
         .await?;
     Ok(Json(restore.into()))
+}
+
+/// A cluster's backup schedule; 404 when it has none.
+#[utoipa::path(get, path = "/api/v1/clusters/{id}/backups/schedule", tag = "backups",
+    params(("id" = uuid::Uuid, Path)),
+    responses((status = 200, body = BackupSchedule), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut, description = "No such cluster, or it has no schedule")))]
+pub async fn get_schedule(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<Json<BackupSchedule>> {
+    match state.kqueen.backups().schedule(&actor, &id).await? {
+        Some(s) => Ok(Json(s.into())),
+        None => Err(kqueen_core::Error::NotFound("backup schedule").into()),
+    }
+}
+
+/// Sets a cluster's backup schedule: a backup every `every_hours` (the first at once when
+/// the cluster had no schedule), the newest `keep` scheduled backups kept.
+#[utoipa::path(put, path = "/api/v1/clusters/{id}/backups/schedule", tag = "backups",
+    params(("id" = uuid::Uuid, Path)), request_body = BackupScheduleInput,
+    responses((status = 200, body = BackupSchedule),
+              (status = 400, body = ErrorOut, description = "every_hours or keep out of range"),
+              (status = 403, body = ErrorOut), (status = 404, body = ErrorOut)))]
+pub async fn put_schedule(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+    ApiJson(input): ApiJson<BackupScheduleInput>,
+) -> ApiResult<Json<BackupSchedule>> {
+    let schedule = state
+        .kqueen
+        .backups()
+        .set_schedule(
+            &actor,
+            &id,
+            input.every_hours,
+            input.keep,
+            input.include_secrets,
+        )
+        .await?;
+    Ok(Json(schedule.into()))
+}
+
+/// Removes a cluster's backup schedule (the backups it took stay).
+#[utoipa::path(delete, path = "/api/v1/clusters/{id}/backups/schedule", tag = "backups",
+    params(("id" = uuid::Uuid, Path)),
+    responses((status = 204), (status = 403, body = ErrorOut),
+              (status = 404, body = ErrorOut, description = "No such cluster, or it has no schedule")))]
+pub async fn delete_schedule(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
+    state.kqueen.backups().remove_schedule(&actor, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }

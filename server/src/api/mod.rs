@@ -105,6 +105,11 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(backups::restore_plan))
         .routes(routes!(backups::restore_backup))
         .routes(routes!(backups::get_restore))
+        .routes(routes!(
+            backups::get_schedule,
+            backups::put_schedule,
+            backups::delete_schedule
+        ))
         .routes(routes!(addons::list_addons, addons::define_addon))
         .routes(routes!(addons::get_addon, addons::delete_addon))
         .routes(routes!(addons::cluster_addons))

@@ -658,3 +658,143 @@ async fn a_backup_restores_into_an_empty_cluster_whose_objects_then_equal_the_fi
     drop(kube);
     w.app.stop().await;
 }
+
+impl World {
+    /// The backups of the cluster, newest first.
+    async fn list_backups(&self) -> Vec<Value> {
+        let (status, list) = call(&self.tim, &self.app, Method::GET, &self.backups(), None).await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        list.as_array().unwrap().clone()
+    }
+
+    /// Runs the due schedules as the engine's sweep would at `now`, then waits until no
+    /// backup is running.
+    async fn sweep_at(&self, now: chrono::DateTime<chrono::Utc>) {
+        self.app
+            .on_server(move |s| async move { s.kqueen.backups().run_schedules(now).await })
+            .await
+            .unwrap();
+        for _ in 0..600 {
+            if self
+                .list_backups()
+                .await
+                .iter()
+                .all(|b| b["state"] != "running")
+            {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("a scheduled backup never finished");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_schedule_backs_up_when_due_and_keeps_the_newest() {
+    let Some(w) = world().await else { return };
+    let schedule = format!("{}/schedule", w.backups());
+    let (status, _) = call(&w.tim, &w.app, Method::GET, &schedule, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "no schedule yet");
+    let (status, _) = call(
+        &w.amy,
+        &w.app,
+        Method::PUT,
+        &schedule,
+        Some(json!({"every_hours": 6, "keep": 2})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    for (body, field) in [
+        (json!({"every_hours": 0, "keep": 2}), "every_hours"),
+        (json!({"every_hours": 6, "keep": 101}), "keep"),
+    ] {
+        let (status, refused) = call(&w.tim, &w.app, Method::PUT, &schedule, Some(body)).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+        assert!(message(status, &refused).contains(field), "{refused}");
+    }
+    let manual = w.back_up(false).await;
+    let start = chrono::Utc::now();
+    let (status, set) = call(
+        &w.tim,
+        &w.app,
+        Method::PUT,
+        &schedule,
+        Some(json!({"every_hours": 6, "keep": 2})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    assert_eq!(
+        (set["every_hours"].as_u64(), set["keep"].as_u64()),
+        (Some(6), Some(2))
+    );
+    let next: chrono::DateTime<chrono::Utc> = set["next_at"].as_str().unwrap().parse().unwrap();
+    assert!(
+        next <= chrono::Utc::now(),
+        "a new schedule backs up at once: {set}"
+    );
+
+    // Due at once; then not before six hours.
+    w.sweep_at(chrono::Utc::now()).await;
+    let scheduled = |list: &[Value]| -> Vec<String> {
+        list.iter()
+            .filter(|b| b["requested_by"] == "schedule")
+            .map(|b| {
+                assert_eq!(b["state"], "succeeded", "{b}");
+                b["id"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    };
+    let first = scheduled(&w.list_backups().await);
+    assert_eq!(first.len(), 1);
+    w.sweep_at(chrono::Utc::now()).await;
+    assert_eq!(
+        scheduled(&w.list_backups().await),
+        first,
+        "not due again yet"
+    );
+    let (_, now) = call(&w.tim, &w.app, Method::GET, &schedule, None).await;
+    let next: chrono::DateTime<chrono::Utc> = now["next_at"].as_str().unwrap().parse().unwrap();
+    assert!(next >= start + chrono::Duration::hours(6), "{now}");
+
+    // Three more periods: the newest two scheduled backups stay (the one running at a
+    // sweep is not counted), the one taken by hand too.
+    for period in 1..=3 {
+        w.sweep_at(chrono::Utc::now() + chrono::Duration::hours(7 * period))
+            .await;
+    }
+    let list = w.list_backups().await;
+    let kept = scheduled(&list);
+    assert_eq!(
+        kept.len(),
+        3,
+        "two kept and the one taken at the last sweep: {list:?}"
+    );
+    assert!(
+        !kept.contains(&first[0]),
+        "the oldest scheduled backup is gone"
+    );
+    assert!(
+        list.iter().any(|b| b["id"] == manual["id"]),
+        "a manual backup stays"
+    );
+    let res = w.archive(&w.tim, &first[0]).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+
+    let (status, _) = call(&w.tim, &w.app, Method::DELETE, &schedule, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT);
+    let (status, _) = call(&w.tim, &w.app, Method::DELETE, &schedule, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let events = w
+        .app
+        .audit(AuditQuery {
+            action: Some("backup.schedule".into()),
+            ..Default::default()
+        })
+        .await;
+    assert!(
+        events.len() >= 4,
+        "set, refused twice, removed: {}",
+        events.len()
+    );
+    w.app.stop().await;
+}

@@ -5,6 +5,7 @@
 
 mod restore;
 mod run;
+mod schedule;
 
 use uuid::Uuid;
 
@@ -122,8 +123,33 @@ impl Backups {
         let cluster = self
             .authorized(actor, cluster_id, action::BACKUP_CREATE)
             .await?;
-        let who = actor.to_string();
-        let backup = Backup::new(cluster.tenant_id, cluster.id, include_secrets, &who);
+        let backup = Backup::new(
+            cluster.tenant_id,
+            cluster.id,
+            include_secrets,
+            &actor.to_string(),
+        );
+        let result = self.queue(actor, &cluster, backup).await;
+        self.guard
+            .audited(
+                actor,
+                action::BACKUP_CREATE,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+                result,
+            )
+            .await
+    }
+
+    /// Records `backup` of `cluster` and queues the operation that takes it, audited as
+    /// `actor`'s.
+    async fn queue(
+        &self,
+        actor: &Actor,
+        cluster: &Cluster,
+        backup: Backup,
+    ) -> Result<(Backup, Operation)> {
+        let who = backup.requested_by.clone();
         let now = crate::clock::now();
         let op = Operation::new(
             cluster.id,
@@ -133,7 +159,7 @@ impl Backups {
             now,
             chrono::Duration::minutes(OPERATION_MINUTES),
         );
-        let secrets = if include_secrets {
+        let secrets = if backup.include_secrets {
             "with Secrets"
         } else {
             "without Secrets"
@@ -148,21 +174,11 @@ impl Backups {
         let audit = AuditEvent::success(actor, action::BACKUP_CREATE, cluster.name.as_str())
             .in_tenant(cluster.tenant_id)
             .with_detail(format!("backup {} {secrets}", backup.id));
-        let result = self
-            .deps
+        self.deps
             .store
             .queue_backup(&backup, &op, &event, &audit)
             .await
-            .map(|()| (backup, op));
-        self.guard
-            .audited(
-                actor,
-                action::BACKUP_CREATE,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                result,
-            )
-            .await
+            .map(|()| (backup, op))
     }
 
     /// The archive of a finished backup, audited as a download.

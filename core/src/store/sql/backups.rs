@@ -11,6 +11,7 @@ use super::catalog::{json, to_json};
 use super::operations::{insert_events, insert_op};
 use super::{Pool, SqlStore, INSERT_AUDIT};
 use crate::audit::AuditEvent;
+use crate::backup::schedule::BackupSchedule;
 use crate::backup::{Backup, BackupState, BackupSummary, Restore, RestoreItem};
 use crate::cluster::{ClusterEvent, Operation};
 use crate::store::BackupStore;
@@ -95,6 +96,36 @@ impl TryFrom<RestoreRow> for Restore {
             created_at: r.created_at,
             finished_at: r.finished_at,
         })
+    }
+}
+
+const SCHEDULE_COLS: &str = "cluster_id, tenant_id, every_hours, keep, include_secrets, next_at, \
+     updated_by, updated_at";
+
+#[derive(FromRow)]
+struct ScheduleRow {
+    cluster_id: Uuid,
+    tenant_id: Uuid,
+    every_hours: i64,
+    keep: i64,
+    include_secrets: bool,
+    next_at: DateTime<Utc>,
+    updated_by: String,
+    updated_at: DateTime<Utc>,
+}
+
+impl From<ScheduleRow> for BackupSchedule {
+    fn from(r: ScheduleRow) -> Self {
+        Self {
+            cluster_id: r.cluster_id,
+            tenant_id: r.tenant_id,
+            every_hours: u32::try_from(r.every_hours).unwrap_or(1),
+            keep: u32::try_from(r.keep).unwrap_or(1),
+            include_secrets: r.include_secrets,
+            next_at: r.next_at,
+            updated_by: r.updated_by,
+            updated_at: r.updated_at,
+        }
     }
 }
 
@@ -255,6 +286,89 @@ impl BackupStore for SqlStore {
                 ).bind(id).bind(reason).bind(now).execute(p).await.map(|_| ())?);
             }
         }
+        Ok(())
+    }
+
+    async fn remove_backup(&self, id: Uuid) -> Result<()> {
+        on_pool!(self, p => sqlx::query("DELETE FROM backups WHERE id = $1")
+            .bind(id).execute(p).await.map(|_| ())?);
+        Ok(())
+    }
+
+    async fn put_backup_schedule(
+        &self,
+        schedule: &BackupSchedule,
+        audit: &AuditEvent,
+    ) -> Result<()> {
+        audited_tx!(self, audit, |tx| {
+            sqlx::query("DELETE FROM backup_schedules WHERE cluster_id = $1")
+                .bind(schedule.cluster_id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query(
+                "INSERT INTO backup_schedules (cluster_id, tenant_id, every_hours, keep, \
+                 include_secrets, next_at, updated_by, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )
+            .bind(schedule.cluster_id)
+            .bind(schedule.tenant_id)
+            .bind(i64::from(schedule.every_hours))
+            .bind(i64::from(schedule.keep))
+            .bind(schedule.include_secrets)
+            .bind(schedule.next_at)
+            .bind(&schedule.updated_by)
+            .bind(schedule.updated_at)
+            .execute(&mut *tx)
+            .await?;
+        });
+        Ok(())
+    }
+
+    async fn remove_backup_schedule(&self, cluster_id: Uuid, audit: &AuditEvent) -> Result<bool> {
+        let removed;
+        audited_tx!(self, audit, |tx| {
+            removed = sqlx::query("DELETE FROM backup_schedules WHERE cluster_id = $1")
+                .bind(cluster_id)
+                .execute(&mut *tx)
+                .await?
+                .rows_affected()
+                > 0;
+        });
+        Ok(removed)
+    }
+
+    async fn backup_schedule(&self, cluster_id: Uuid) -> Result<Option<BackupSchedule>> {
+        let sql = format!("SELECT {SCHEDULE_COLS} FROM backup_schedules WHERE cluster_id = $1");
+        let row: Option<ScheduleRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(cluster_id).fetch_optional(p).await?
+        });
+        Ok(row.map(Into::into))
+    }
+
+    async fn due_backup_schedules(
+        &self,
+        now: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<BackupSchedule>> {
+        let sql = format!(
+            "SELECT {SCHEDULE_COLS} FROM backup_schedules s WHERE s.next_at <= $1 \
+             AND EXISTS (SELECT 1 FROM clusters c WHERE c.id = s.cluster_id \
+             AND c.deleted_at IS NULL) ORDER BY s.next_at LIMIT $2"
+        );
+        let rows: Vec<ScheduleRow> = on_pool!(self, p => {
+            sqlx::query_as(&sql).bind(now).bind(i64::from(limit)).fetch_all(p).await?
+        });
+        Ok(rows.into_iter().map(Into::into).collect())
+    }
+
+    async fn set_backup_schedule_next(
+        &self,
+        cluster_id: Uuid,
+        next_at: DateTime<Utc>,
+    ) -> Result<()> {
+        on_pool!(self, p => sqlx::query(
+            "UPDATE backup_schedules SET next_at = $2 WHERE cluster_id = $1",
+        ).bind(cluster_id).bind(next_at).execute(p).await.map(|_| ())?);
         Ok(())
     }
 }
