@@ -30,6 +30,11 @@ pub struct Settings {
     /// Directory for KQueen's own files, such as the default SQLite database (`KQUEEN_DATA_DIR`).
     #[serde(default = "default_data_dir")]
     pub data_dir: PathBuf,
+    /// Where backup archives are kept (`KQUEEN_BACKUP_DIR`); default `<data_dir>/backups`.
+    /// Several replicas must share it (a ReadWriteMany volume): each serves the archives of
+    /// backups any of them took.
+    #[serde(default)]
+    pub backup_dir: Option<PathBuf>,
     /// `sqlite://…` or `postgres://…`; default: `sqlite://<data_dir>/kqueen.db`
     /// (`KQUEEN_DATABASE_URL`). May hold a password, hence secret.
     #[serde(default)]
@@ -211,6 +216,13 @@ impl Settings {
             .expect("the built-in defaults are valid")
     }
 
+    /// Where backup archives are kept: `backup_dir`, else `<data_dir>/backups`.
+    pub fn backup_dir(&self) -> PathBuf {
+        self.backup_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir.join("backups"))
+    }
+
     /// Reads the layers. A named configuration file must exist.
     pub fn load(config_file: Option<&Path>) -> Result<Self, Box<figment::Error>> {
         let mut figment = Figment::new();
@@ -296,6 +308,7 @@ mod tests {
             let s = Settings::load(None).map_err(|e| *e)?;
             assert_eq!(s.listen.to_string(), "127.0.0.1:3000");
             assert_eq!(s.data_dir, PathBuf::from("data"));
+            assert_eq!(s.backup_dir(), PathBuf::from("data/backups"));
             assert_eq!(s.database_url().expose_secret(), "sqlite://data/kqueen.db");
             assert_eq!(s.log_format, LogFormat::Text);
             Ok(())
@@ -310,10 +323,12 @@ mod tests {
                 "listen = \"0.0.0.0:8080\"\ndata_dir = \"/var/lib/kqueen\"\nlog_format = \"json\"",
             )?;
             jail.set_env("KQUEEN_LISTEN", "127.0.0.1:4000");
+            jail.set_env("KQUEEN_BACKUP_DIR", "/shared/backups");
             jail.set_env("KQUEEN_DATABASE_URL", "postgres://kq:hunter2@db/kqueen");
             let s = Settings::load(Some(Path::new("kqueen.toml"))).map_err(|e| *e)?;
             assert_eq!(s.listen.to_string(), "127.0.0.1:4000");
             assert_eq!(s.data_dir, PathBuf::from("/var/lib/kqueen"));
+            assert_eq!(s.backup_dir(), PathBuf::from("/shared/backups"));
             assert_eq!(s.log_format, LogFormat::Json);
             assert_eq!(
                 s.database_url().expose_secret(),

@@ -73,7 +73,7 @@ pub async fn open_kqueen(settings: &Settings) -> anyhow::Result<Kqueen> {
             u64::from(settings.user_kubeconfig_ttl_hours.clamp(1, 24 * 30)) * 3600,
         ),
         work_dir: settings.data_dir.join("work"),
-        backup_dir: settings.data_dir.join("backups"),
+        backup_dir: settings.backup_dir(),
         ..ClusterSettings::default()
     };
     let inventory = settings.inventory().map_err(anyhow::Error::msg)?;

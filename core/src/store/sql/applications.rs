@@ -97,7 +97,9 @@ macro_rules! claim_ready_cluster {
             .await?;
         if done.rows_affected() == 0 {
             return Err(Error::Conflict(
-                "the cluster is not Ready; applications and addons change on Ready clusters".into(),
+                "the cluster is not Ready; applications, addons, backups and restores wait \
+                 until it is"
+                    .into(),
             ));
         }
         let _ = $now;
