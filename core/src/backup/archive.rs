@@ -38,12 +38,7 @@ fn segment(raw: &str) -> String {
 
 /// Where `object` (a cleaned object with apiVersion, kind and metadata) lives in an archive.
 pub fn path_of(object: &Value) -> String {
-    let get = |path: &[&str]| {
-        path.iter()
-            .try_fold(object, |v, k| v.get(k))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-    };
+    let get = |path: &[&str]| super::field(object, path).unwrap_or_default();
     let api_version = get(&["apiVersion"]);
     let group = match api_version.rsplit_once('/') {
         Some((group, _)) => group,

@@ -10,6 +10,7 @@
 
 use serde_json::{Map, Value};
 
+use super::field;
 use crate::kubernetes::{MANAGED_BY, MANAGED_BY_LABEL};
 
 /// Metadata fields the API server writes; never in a backup.
@@ -84,17 +85,11 @@ pub fn left_out_resource(group: &str, plural: &str) -> Option<&'static str> {
         .map(|(_, _, why)| *why)
 }
 
-fn text<'a>(object: &'a Value, path: &[&str]) -> Option<&'a str> {
-    path.iter()
-        .try_fold(object, |v, key| v.get(key))
-        .and_then(Value::as_str)
-}
-
 /// Why `object` (of `kind`) is left out of a backup, if it is.
 pub fn left_out_object(kind: &str, object: &Value) -> Option<String> {
     let meta = object.get("metadata");
-    let name = text(object, &["metadata", "name"]).unwrap_or_default();
-    let namespace = text(object, &["metadata", "namespace"]);
+    let name = field(object, &["metadata", "name"]).unwrap_or_default();
+    let namespace = field(object, &["metadata", "namespace"]);
     let label = |key: &str| meta.and_then(|m| m.get("labels")).and_then(|l| l.get(key));
     let annotation = |key: &str| {
         meta.and_then(|m| m.get("annotations"))
@@ -110,8 +105,8 @@ pub fn left_out_object(kind: &str, object: &Value) -> Option<String> {
     {
         return Some(format!(
             "made by its owner {} {}",
-            text(owner, &["kind"]).unwrap_or("?"),
-            text(owner, &["name"]).unwrap_or("?")
+            field(owner, &["kind"]).unwrap_or("?"),
+            field(owner, &["name"]).unwrap_or("?")
         ));
     }
     if label(MANAGED_BY_LABEL).and_then(Value::as_str) == Some(MANAGED_BY)
@@ -130,7 +125,7 @@ pub fn left_out_object(kind: &str, object: &Value) -> Option<String> {
         "Namespace" => BUILT_IN_NAMESPACES.contains(&name),
         "ConfigMap" => name == "kube-root-ca.crt",
         "ServiceAccount" => name == "default",
-        "Secret" => text(object, &["type"]) == Some("kubernetes.io/service-account-token"),
+        "Secret" => field(object, &["type"]) == Some("kubernetes.io/service-account-token"),
         "Service" => namespace == Some("default") && name == "kubernetes",
         "PriorityClass" => name.starts_with("system-"),
         _ => false,

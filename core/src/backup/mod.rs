@@ -19,6 +19,14 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use plan::{Fate, RestoreItem, Stage};
+
+/// The string at `path` (`["metadata", "name"]`) in an object read from a cluster or an
+/// archive, if there is one.
+pub(crate) fn field<'a>(object: &'a serde_json::Value, path: &[&str]) -> Option<&'a str> {
+    path.iter()
+        .try_fold(object, |v, key| v.get(key))
+        .and_then(serde_json::Value::as_str)
+}
 pub use volumes::{VolumeRecord, VOLUME_GUIDANCE};
 
 crate::cluster::string_enum!(

@@ -85,12 +85,10 @@ pub struct RestoreItem {
 impl RestoreItem {
     /// The item for `object` (a backed-up object), with `fate`.
     pub fn of(object: &Value, fate: Fate, reason: Option<String>) -> Self {
-        let (group, _) = group_version(text(object, &["apiVersion"]));
-        let kind = text(object, &["kind"]).to_owned();
         Self {
             api_version: text(object, &["apiVersion"]).to_owned(),
-            stage: stage_of(group, &kind),
-            kind,
+            stage: stage_of_object(object),
+            kind: text(object, &["kind"]).to_owned(),
             namespace: Some(text(object, &["metadata", "namespace"]))
                 .filter(|n| !n.is_empty())
                 .map(str::to_owned),
@@ -114,11 +112,15 @@ pub fn tally(items: &[RestoreItem]) -> Vec<(Fate, u32)> {
     out
 }
 
+/// The string at `path` in `object`, empty when there is none.
 pub(crate) fn text<'a>(object: &'a Value, path: &[&str]) -> &'a str {
-    path.iter()
-        .try_fold(object, |v, key| v.get(key))
-        .and_then(Value::as_str)
-        .unwrap_or_default()
+    super::field(object, path).unwrap_or_default()
+}
+
+/// When a restore creates `object` (a backed-up object).
+pub fn stage_of_object(object: &Value) -> Stage {
+    let (group, _) = group_version(text(object, &["apiVersion"]));
+    stage_of(group, text(object, &["kind"]))
 }
 
 /// `("apps", "v1")` of `apps/v1`; `("", "v1")` of `v1`.

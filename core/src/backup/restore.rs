@@ -13,7 +13,9 @@ use kube::discovery::Scope;
 use serde_json::Value;
 
 use super::clean::clean;
-use super::plan::{defined_kinds, group_version, selected, text, Fate, RestoreItem};
+use super::plan::{
+    defined_kinds, group_version, selected, stage_of_object, text, Fate, RestoreItem, Stage,
+};
 use crate::workloads::{api_error, WorkloadError};
 
 /// How long a restore waits for the kinds of the CRDs it created to be served.
@@ -122,7 +124,7 @@ fn in_order(objects: Vec<Value>, namespaces: &[String]) -> Vec<Value> {
         .into_iter()
         .filter(|o| selected(o, namespaces))
         .collect();
-    kept.sort_by_key(|o| RestoreItem::of(o, Fate::WillCreate, None).stage);
+    kept.sort_by_key(stage_of_object);
     kept
 }
 
@@ -188,8 +190,7 @@ pub async fn restore(
     let mut items = Vec::with_capacity(ordered.len());
     for (i, object) in ordered.iter().enumerate() {
         progress(i, ordered.len());
-        let stage = RestoreItem::of(object, Fate::WillCreate, None).stage;
-        if !waited && stage > super::plan::Stage::Definitions {
+        if !waited && stage_of_object(object) > Stage::Definitions {
             served = served_with(client, &defined).await?;
             waited = true;
         }

@@ -45,16 +45,31 @@ impl ArchiveDir {
             .map_err(|e| Self::io("store", e))
     }
 
+    /// Why an archive this directory does not have cannot be read.
+    fn not_here() -> Error {
+        Error::Conflict(
+            "the backup's archive is not in this KQueen's data directory (kept on another \
+             replica's disk, or removed by hand)"
+                .into(),
+        )
+    }
+
     /// The archive of `backup`; `Conflict` when this directory does not have it (another
     /// replica's disk, or removed by hand).
     pub async fn get(&self, cluster: Uuid, backup: Uuid) -> Result<Vec<u8>> {
         match tokio::fs::read(self.path(cluster, backup)).await {
             Ok(bytes) => Ok(bytes),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Error::Conflict(
-                "the backup's archive is not in this KQueen's data directory (kept on another \
-                 replica's disk, or removed by hand)"
-                    .into(),
-            )),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Self::not_here()),
+            Err(e) => Err(Self::io("read", e)),
+        }
+    }
+
+    /// That this directory has the archive of `backup` (without reading it); `Conflict` as
+    /// [`Self::get`] when it does not.
+    pub async fn require(&self, cluster: Uuid, backup: Uuid) -> Result<()> {
+        match tokio::fs::metadata(self.path(cluster, backup)).await {
+            Ok(_) => Ok(()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Self::not_here()),
             Err(e) => Err(Self::io("read", e)),
         }
     }
@@ -80,10 +95,12 @@ mod tests {
         let store = ArchiveDir::new(dir.path().join("backups"));
         let (c, b) = (Uuid::now_v7(), Uuid::now_v7());
         assert!(matches!(store.get(c, b).await, Err(Error::Conflict(_))));
+        assert!(matches!(store.require(c, b).await, Err(Error::Conflict(_))));
         store
             .put(c, b, b"archive")
             .await
             .unwrap_or_else(|e| panic!("{e}"));
+        assert!(store.require(c, b).await.is_ok());
         assert_eq!(store.get(c, b).await.ok().as_deref(), Some(&b"archive"[..]));
         let file = dir.path().join(format!("backups/{c}/{b}.tar.gz"));
         assert!(file.is_file());

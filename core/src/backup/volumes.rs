@@ -34,10 +34,7 @@ pub const VOLUME_GUIDANCE: &str = "The objects of PersistentVolumes and Persiste
      provider's own snapshots, or copy the data with a pod that mounts the claim.";
 
 fn text(object: &Value, path: &[&str]) -> Option<String> {
-    path.iter()
-        .try_fold(object, |v, key| v.get(key))
-        .and_then(Value::as_str)
-        .map(str::to_owned)
+    super::field(object, path).map(str::to_owned)
 }
 
 /// The record of `object` when it is a volume or a claim.

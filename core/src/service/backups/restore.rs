@@ -156,7 +156,9 @@ impl Backups {
         let result = async {
             let (backup, namespaces) = self.restorable(&source, backup_id, req).await?;
             // The archive must be here before a worker is told to read it.
-            self.archives().get(backup.cluster_id, backup.id).await?;
+            self.archives()
+                .require(backup.cluster_id, backup.id)
+                .await?;
             let who = actor.to_string();
             let restore = Restore::new(target.tenant_id, target.id, &backup, namespaces, &who);
             let now = crate::clock::now();
