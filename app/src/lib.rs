@@ -93,6 +93,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/apps/preview") view=apps::AppPreview ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/apps/:app") view=apps::AppVersion ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
+                    <Route path=path!("/backups") view=backups::AllBackups ssr=SsrMode::Async />
+                    <Route path=path!("/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
                     <Route path=path!("/providers/:name/clusters") view=providers::ProviderClusters ssr=SsrMode::Async />
                     <Route path=path!("/addons") view=addons::AddonCatalog ssr=SsrMode::Async />

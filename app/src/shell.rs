@@ -102,6 +102,7 @@ fn Nav(user: MeDto) -> impl IntoView {
                 } else {
                     None
                 }}
+                {user.can_audit.then(|| view! { <li><NavLink href="/backups" label="Backups" /></li> })}
                 {user.can_audit.then(|| view! { <li><NavLink href="/audit" label="Audit" /></li> })}
                 {user.operator.then(|| view! { <li><NavLink href="/admin" label="Admin" /></li> })}
             </ul>

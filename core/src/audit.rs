@@ -105,6 +105,8 @@ pub mod action {
     pub const BACKUP_CREATE: &str = "backup.create";
     pub const BACKUP_VIEW: &str = "backup.view";
     pub const BACKUP_DOWNLOAD: &str = "backup.download";
+    /// A backup removed by hand, or by its schedule's retention.
+    pub const BACKUP_DELETE: &str = "backup.delete";
     /// A cluster's backup schedule set or removed.
     pub const BACKUP_SCHEDULE: &str = "backup.schedule";
     /// A backup restored (or its plan asked for) into a cluster.

@@ -37,8 +37,8 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, Backups, BulkOutcome,
-    ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync,
+    Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, BackupRef, Backups,
+    BulkOutcome, ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync,
     DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview, FleetTotals,
     ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview, RestorePlan,
     RestoreRequest, Tally, TemplateView, Users, ATTENTION_SHOWN,

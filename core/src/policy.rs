@@ -14,7 +14,7 @@
 //! | list, view clusters; own kubeconfig      | –         | own    | own          | all      | all         |
 //! | request, scale, upgrade, delete clusters | –         | own    | own          | all      | all         |
 //! | revoke another user's cluster access     | –         | –      | own          | all      | all         |
-//! | back up clusters, download backups       | –         | –      | own          | all      | all         |
+//! | back up, restore, delete backups         | –         | –      | own          | all      | all         |
 //! | manage providers and templates           | –         | –      | –            | yes      | yes         |
 //! | set a tenant's quota                     | –         | –      | –            | yes      | yes         |
 //! | download a cluster's admin kubeconfig    | –         | –      | –            | yes      | yes         |

@@ -3,9 +3,10 @@
 #![allow(clippy::unwrap_used)]
 
 use kqueen_core::audit::{action, AuditEvent, AuditQuery, Outcome};
+use kqueen_core::backup::Backup;
 use kqueen_core::cluster::{
     AdminAccess, Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind,
-    Operation, OperationKind, Provider, Template,
+    Operation, OperationKind, OperationTarget, Provider, Template,
 };
 use kqueen_core::identity::{MembershipSource, Role};
 use kqueen_core::page::Page;
@@ -596,6 +597,74 @@ macro_rules! scenarios {
     };
 }
 
+/// Backups are listed by tenant with their cluster, and removed only once they have ended.
+async fn backups_are_listed_by_tenant_and_removed_once_ended(s: &dyn Store) {
+    let (a, b) = (tenant("team-a", "A"), tenant("team-b", "B"));
+    for t in [&a, &b] {
+        s.create_tenant(t, &created(t)).await.unwrap();
+    }
+    let (provider, _) = catalog(s).await;
+    let audit = || AuditEvent::now(&Actor::system(), "test", "x", Outcome::Success);
+    let mut taken = Vec::new();
+    for (t, name) in [(&a, "one"), (&b, "two")] {
+        let c = cluster(t, provider.id, name, ClusterState::Ready);
+        insert(s, &c).await;
+        let backup = Backup::new(t.id, c.id, false, "tim");
+        let now = kqueen_core::clock::now();
+        let op = Operation::new(
+            c.id,
+            OperationKind::Backup,
+            Some(OperationTarget::Backup(backup.id)),
+            "tim",
+            now,
+            chrono::Duration::hours(1),
+        );
+        let event = ClusterEvent::new(c.id, Some(op.id), EventKind::State, "backup", now);
+        s.queue_backup(&backup, &op, &event, &audit())
+            .await
+            .unwrap();
+        taken.push(backup);
+    }
+    let listed = s.backups_in(Some(&[a.id]), 10).await.unwrap();
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0].backup, taken[0]);
+    assert_eq!(
+        (
+            listed[0].cluster_name.as_str(),
+            listed[0].tenant_slug.as_str()
+        ),
+        ("one", "team-a")
+    );
+    assert!(!listed[0].cluster_deleted);
+    assert!(s.backups_in(Some(&[]), 10).await.unwrap().is_empty());
+    let all: Vec<Uuid> = s
+        .backups_in(None, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|l| l.backup.id)
+        .collect();
+    assert_eq!(all, vec![taken[1].id, taken[0].id], "newest first");
+    assert_eq!(s.backups_in(None, 1).await.unwrap().len(), 1);
+
+    // Running: kept. Ended: removed, once.
+    let id = taken[0].id;
+    assert!(matches!(
+        s.remove_backup(id, &audit()).await,
+        Err(Error::Conflict(_))
+    ));
+    s.finish_backup(id, Err("refused"), kqueen_core::clock::now())
+        .await
+        .unwrap();
+    s.remove_backup(id, &audit()).await.unwrap();
+    assert!(matches!(s.backup(id).await, Err(Error::NotFound(_))));
+    assert!(matches!(
+        s.remove_backup(id, &audit()).await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(s.backups_in(Some(&[a.id]), 10).await.unwrap().is_empty());
+}
+
 /// A template's admin access is kept, and changed by an update.
 async fn templates_keep_their_admin_access(s: &dyn Store) {
     let (_, mut template) = catalog(s).await;
@@ -665,6 +734,7 @@ async fn job_leases_go_to_one_replica_at_a_time(s: &dyn Store) {
 }
 
 scenarios!(
+    backups_are_listed_by_tenant_and_removed_once_ended,
     job_leases_go_to_one_replica_at_a_time,
     templates_keep_their_admin_access,
     tenants_round_trip,

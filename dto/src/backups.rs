@@ -11,6 +11,24 @@ pub struct BackupRequest {
     /// Keep the cluster's Secrets too: sealed in KQueen's vault, never in the archive.
     #[serde(default)]
     pub include_secrets: bool,
+    /// Ask the cluster for a VolumeSnapshot of every PersistentVolumeClaim (where it serves
+    /// the snapshot API, `snapshot.storage.k8s.io`; the class is the cluster's default).
+    #[serde(default)]
+    pub snapshot_volumes: bool,
+}
+
+/// A VolumeSnapshot a backup asked the cluster for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupSnapshot {
+    pub namespace: String,
+    /// The claim snapshotted.
+    pub claim: String,
+    /// The VolumeSnapshot's name (labelled `kqueen.io/backup=<backup id>`).
+    pub name: String,
+    /// Created; false when the cluster refused it (then `reason`).
+    pub created: bool,
+    pub reason: Option<String>,
 }
 
 /// How many objects of one kind a backup holds.
@@ -68,6 +86,11 @@ pub struct BackupContents {
     pub volumes: Vec<BackupVolume>,
     /// How to keep the data of the volumes, which no backup of objects holds.
     pub volume_guidance: String,
+    /// The VolumeSnapshots asked for (empty unless `snapshot_volumes`).
+    pub snapshots: Vec<BackupSnapshot>,
+    /// Why no VolumeSnapshot was asked for, when they were wanted (the cluster does not serve
+    /// the snapshot API, or holds no claim).
+    pub snapshot_note: Option<String>,
 }
 
 /// One backup of a cluster.
@@ -77,9 +100,14 @@ pub struct Backup {
     /// UUID.
     #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
+    /// UUID of the cluster it was taken of (which may have been deleted since).
+    #[cfg_attr(feature = "openapi", schema(format = Uuid))]
+    pub cluster: String,
     /// `running`, `succeeded` or `failed`.
     pub state: String,
     pub include_secrets: bool,
+    /// VolumeSnapshots of its claims asked for.
+    pub snapshot_volumes: bool,
     /// Why it failed.
     pub error: Option<String>,
     /// What it holds, once taken.
@@ -91,6 +119,19 @@ pub struct Backup {
     pub created_at: String,
     /// RFC 3339.
     pub finished_at: Option<String>,
+}
+
+/// A backup in the list of a tenant's (or every tenant's) backups, with the cluster it was
+/// taken of, live or deleted.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ListedBackup {
+    pub backup: Backup,
+    /// The tenant's slug.
+    pub tenant: String,
+    pub cluster_name: String,
+    /// The cluster was deleted: restore the backup into another one.
+    pub cluster_deleted: bool,
 }
 
 /// A queued backup: the backup (`running`) and the operation that takes it; follow it at

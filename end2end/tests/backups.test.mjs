@@ -6,8 +6,10 @@
 // gzipped tar holding backup.yaml and the ConfigMap's YAML. The ConfigMap, deleted, comes
 // back from a backup after a preview limited to its namespace, and the operator sets and
 // stops the cluster's backup schedule (JavaScript off and on). A member of the tenant sees
-// no Backups section and cannot fetch an archive. Skipped, with the reason printed, without
-// the Kubernetes binaries.
+// no Backups section and cannot fetch an archive. The Backups page lists every backup (a
+// delete there asks first, JavaScript off and on); once the cluster is deleted, its backup is
+// restored from there into another imported cluster. Skipped, with the reason printed,
+// without the Kubernetes binaries.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -180,4 +182,82 @@ test('a member sees no backups and cannot fetch an archive', { skip }, async () 
   assert.equal(res.status(), 303);
   assert.match(res.headers().location, /error=permission/i);
   await close();
+});
+
+for (const js of [false, true]) {
+  test(`the Backups page lists every backup and deletes one after confirming (JavaScript ${js ? 'on' : 'off'})`, { skip }, async () => {
+    const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
+    await loginLocal(page, server.url);
+    const id = await takeBackup(page, js, { secrets: false });
+    await page.goto(`${server.url}/backups`);
+    if (js) await page.waitForSelector('main[data-hydrated=true]');
+    assert.equal(await page.locator('nav a[href="/backups"]').count(), 1);
+    const row = page.locator(`#all-backups tr[data-backup="${id}"]`);
+    assert.equal(await row.getAttribute('data-cluster-deleted'), 'false');
+    assert.match(await row.locator('td').first().textContent(), /team-a\/prod/);
+    assert.equal(await page.locator('#confirm-backup-delete').count(), 0, 'nothing to confirm yet');
+    await row.locator(`[data-delete="${id}"]`).click();
+    await page.locator('#confirm-backup-delete').waitFor();
+    assert.match(page.url(), /confirm=delete-backup/);
+    if (js) await page.click('#confirm-backup-delete-submit');
+    else await Promise.all([page.waitForNavigation(), page.click('#confirm-backup-delete-submit')]);
+    await page.waitForFunction((b) => !document.querySelector(`#all-backups tr[data-backup="${b}"]`), id);
+    assert.equal(await page.locator('#confirm-backup-delete').count(), 0);
+    const gone = await page.request.get(`${server.url}/backups/${id}/archive`, { maxRedirects: 0 });
+    assert.equal(gone.status(), 303);
+    assert.match(gone.headers().location, /error=/);
+    assert.deepEqual(errors, []);
+    await close();
+  });
+}
+
+test("a deleted cluster's backup is restored into another cluster from the Backups page", { skip }, async () => {
+  const spare = await startKubeApiserver();
+  const { page, errors, close } = await newPage(browser, { javaScriptEnabled: true });
+  try {
+    await loginLocal(page, server.url);
+    const id = await takeBackup(page, true, { secrets: false });
+    const sparePath = await requestCluster(page, server.url, {
+      tenant: 'team-a', template: 'bring-your-own', name: 'spare', fields: { 'f-kubeconfig': spare.kubeconfigText },
+    });
+    await waitForState(page, server.url, sparePath, 'ready', { timeout: 60_000 });
+
+    // The backed-up cluster goes.
+    await page.goto(`${server.url}${clusterPath}`);
+    await page.waitForSelector('main[data-hydrated=true]');
+    await page.click('#delete-cluster');
+    await page.locator('#confirm-delete').waitFor();
+    await page.click('#confirm-delete-submit');
+    for (let i = 0; ; i++) {
+      await page.goto(`${server.url}/backups`);
+      const deleted = await page.locator(`#all-backups tr[data-backup="${id}"]`).getAttribute('data-cluster-deleted');
+      if (deleted === 'true') break;
+      assert.ok(i < 120, 'the cluster was never deleted');
+      await page.waitForTimeout(250);
+    }
+    await page.waitForSelector('main[data-hydrated=true]');
+    await page.click(`#all-backups [data-restore="${id}"]`);
+    await page.waitForSelector('#restore-form');
+    await page.waitForSelector('main[data-hydrated=true]');
+    assert.match(await page.locator('#restore-cluster-deleted').textContent(), /was deleted/);
+    await page.selectOption('#restore-target', { label: 'team-a/spare' });
+    await Promise.all([page.waitForURL(/plan=1/), page.click('#restore-preview')]);
+    await page.waitForSelector('#restore-plan');
+    const fate = await page.locator('#restore-plan tr[data-name="default/settings"]').first().getAttribute('data-fate');
+    assert.equal(fate, 'will-create');
+    await Promise.all([page.waitForURL(new RegExp(`${sparePath}$`), { timeout: 30_000 }), page.click('#restore-run')]);
+    for (let i = 0; ; i++) {
+      const back = await spare.api('GET', '/api/v1/namespaces/default/configmaps/settings');
+      if (back.status === 200) {
+        assert.equal(back.body.data.color, 'blue');
+        break;
+      }
+      assert.ok(i < 120, `the ConfigMap was not restored: ${back.status}`);
+      await page.waitForTimeout(250);
+    }
+    assert.deepEqual(errors, []);
+  } finally {
+    await close();
+    await spare.stop();
+  }
 });

@@ -6,7 +6,7 @@
 use axum::extract::{Path, State};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::Extension;
-use kqueen_core::Actor;
+use kqueen_core::{Actor, BackupRef};
 
 use crate::api::{archive_response, kubeconfig_response};
 use crate::escape::query_escape;
@@ -34,8 +34,31 @@ pub async fn backup_archive(
     Path((id, backup)): Path<(String, String)>,
 ) -> Response {
     let page = format!("/clusters/{}", query_escape(&id));
-    match state.kqueen.backups().archive(&actor, &id, &backup).await {
+    match state
+        .kqueen
+        .backups()
+        .archive(&actor, BackupRef::of(&id, &backup))
+        .await
+    {
         Ok(a) => archive_response(a),
         Err(e) => Redirect::to(&kqueen_app::back_to(&page, Err(e))).into_response(),
+    }
+}
+
+/// `GET /backups/{backup}/archive`: a backup's archive by id (its cluster may have been
+/// deleted), or back to the backups page with the reason (or to the login page).
+pub async fn backup_archive_by_id(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path(backup): Path<String>,
+) -> Response {
+    match state
+        .kqueen
+        .backups()
+        .archive(&actor, BackupRef::id(&backup))
+        .await
+    {
+        Ok(a) => archive_response(a),
+        Err(e) => Redirect::to(&kqueen_app::back_to("/backups", Err(e))).into_response(),
     }
 }

@@ -52,6 +52,10 @@ pub fn router(state: AppState) -> Router {
             "/clusters/{id}/backups/{backup}/archive",
             get(download::backup_archive),
         )
+        .route(
+            "/backups/{backup}/archive",
+            get(download::backup_archive_by_id),
+        )
         .leptos_routes_with_context(
             &state,
             routes,

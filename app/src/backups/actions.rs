@@ -5,13 +5,23 @@ use leptos::prelude::*;
 
 use crate::AppError;
 
-/// Queues a backup of the cluster; `include_secrets` is the checkbox (present: checked).
+/// Queues a backup of the cluster; `include_secrets` and `snapshot_volumes` are the
+/// checkboxes (present: checked).
 #[server(prefix = "/sfn", endpoint = "take_backup")]
-pub async fn take_backup(id: String, include_secrets: Option<String>) -> Result<(), AppError> {
+pub async fn take_backup(
+    id: String,
+    include_secrets: Option<String>,
+    snapshot_volumes: Option<String>,
+) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = k
         .backups()
-        .take(&actor, &id, include_secrets.is_some())
+        .take(
+            &actor,
+            &id,
+            include_secrets.is_some(),
+            snapshot_volumes.is_some(),
+        )
         .await
         .map(|_| ());
     crate::ssr::back(
@@ -21,16 +31,31 @@ pub async fn take_backup(id: String, include_secrets: Option<String>) -> Result<
     Ok(())
 }
 
-/// Queues the restore of `backup` (of cluster `id`) into `target` (the namespaces
-/// comma-separated, empty: everything) and leads to that cluster's page, where it runs; a
-/// refusal goes back to the restore page with the reason.
+/// The restore page of `backup`: under its cluster `id`, or by its id alone.
+#[cfg(feature = "ssr")]
+fn restore_page_path(id: Option<&str>, backup: &str) -> String {
+    let backup = crate::query::form_escape(backup);
+    match id {
+        Some(id) => format!(
+            "/clusters/{}/backups/{backup}/restore",
+            crate::query::form_escape(id)
+        ),
+        None => format!("/backups/{backup}/restore"),
+    }
+}
+
+/// Queues the restore of `backup` (of cluster `id`, or by its id alone) into `target` (the
+/// namespaces comma-separated, empty: everything) and leads to that cluster's page, where it
+/// runs; a refusal goes back to the restore page with the reason.
 #[server(prefix = "/sfn", endpoint = "restore_backup")]
 pub async fn restore_backup(
-    id: String,
+    id: Option<String>,
     backup: String,
     target: String,
     namespaces: Option<String>,
 ) -> Result<(), AppError> {
+    use kqueen_core::BackupRef;
+
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let request = kqueen_core::RestoreRequest {
         target: Some(target.clone()),
@@ -42,19 +67,34 @@ pub async fn restore_backup(
             .map(str::to_owned)
             .collect(),
     };
-    match k.backups().restore(&actor, &id, &backup, &request).await {
+    let id = id.filter(|i| !i.trim().is_empty());
+    let r = match id.as_deref() {
+        Some(cluster) => BackupRef::of(cluster, &backup),
+        None => BackupRef::id(&backup),
+    };
+    match k.backups().restore(&actor, r, &request).await {
         Ok(_) => {
             leptos_axum::redirect(&format!("/clusters/{}", crate::query::form_escape(&target)))
         }
-        Err(e) => crate::ssr::back(
-            &format!(
-                "/clusters/{}/backups/{}/restore",
-                crate::query::form_escape(&id),
-                crate::query::form_escape(&backup)
-            ),
-            Err(e),
-        ),
+        Err(e) => crate::ssr::back(&restore_page_path(id.as_deref(), &backup), Err(e)),
     }
+    Ok(())
+}
+
+/// Deletes a backup (its archive and sealed Secrets too), from the cluster page (`id`) or
+/// the backups page; a refusal is said there.
+#[server(prefix = "/sfn", endpoint = "delete_backup")]
+pub async fn delete_backup(id: Option<String>, backup: String) -> Result<(), AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    let result = k
+        .backups()
+        .delete(&actor, kqueen_core::BackupRef::id(&backup))
+        .await;
+    let page = match id.as_deref().map(str::trim).filter(|i| !i.is_empty()) {
+        Some(id) => format!("/clusters/{}", crate::query::form_escape(id)),
+        None => "/backups".to_owned(),
+    };
+    crate::ssr::back(&page, result);
     Ok(())
 }
 

@@ -1,14 +1,18 @@
 //! Backups in the portal: the cluster page's "Backups" section, for tenant admins and
 //! operators: take one (with or without Secrets), follow it, see what each holds (kinds,
 //! what was left out and why, volumes and how to keep their data), download its archive,
-//! and restore it into this cluster or another after a preview.
+//! and restore it into this cluster or another after a preview; the "Backups" page lists the
+//! backups of every cluster the caller backs up, deleted ones too.
 
 pub mod actions;
+mod delete;
 pub mod dto;
+mod page;
 pub mod restore_page;
 mod section;
 pub mod sfn;
 
+pub use page::AllBackups;
 pub use restore_page::BackupRestore;
 pub use section::ClusterBackups;
 

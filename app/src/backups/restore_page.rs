@@ -1,5 +1,6 @@
-//! `/clusters/:id/backups/:backup/restore`: restoring a backup. The form picks the cluster
-//! to restore into (this one or another the caller may restore into) and, optionally, some
+//! `/clusters/:id/backups/:backup/restore` and `/backups/:backup/restore` (a backup found by
+//! its id: its cluster may have been deleted): restoring a backup. The form picks the cluster
+//! to restore into (its own while it lives, or another the caller may restore into) and, optionally, some
 //! of the backup's namespaces; "Preview" shows each object's fate (to create, already there
 //! and equal, already there and different, cannot be restored and why), asked of that
 //! cluster; "Restore" queues it and leads to that cluster's page, where it runs.
@@ -23,7 +24,7 @@ pub fn BackupRestore() -> impl IntoView {
             let p = params.read();
             let q = query.read();
             (
-                p.get("id").unwrap_or_default(),
+                p.get("id"),
                 p.get("backup").unwrap_or_default(),
                 q.get("target"),
                 q.get_all("ns").filter(|ns| !ns.is_empty()),
@@ -53,12 +54,19 @@ pub fn BackupRestore() -> impl IntoView {
 #[component]
 fn RestoreForm(page: RestorePageDto, restore: ServerAction<RestoreBackup>) -> impl IntoView {
     let p = page;
-    let cluster_page = format!("/clusters/{}", p.cluster_id);
+    let (back, back_label) = match &p.cluster_id {
+        Some(id) => (format!("/clusters/{id}"), "back to the cluster"),
+        None => ("/backups".to_owned(), "back to the backups"),
+    };
     let chosen = p
         .plan
         .as_ref()
         .map(|plan| plan.target_cluster.clone())
-        .unwrap_or_else(|| p.cluster_id.clone());
+        .or_else(|| p.cluster_id.clone())
+        .unwrap_or_default();
+    let deleted = p.cluster_id.is_none().then(|| {
+        view! { <p class="muted" id="restore-cluster-deleted">"The cluster this backup was taken of was deleted: restore it into another."</p> }
+    });
     let picked: Vec<String> = p
         .plan
         .as_ref()
@@ -74,14 +82,15 @@ fn RestoreForm(page: RestorePageDto, restore: ServerAction<RestoreBackup>) -> im
     view! {
         <div class="page-head">
             <h1>"Restore a backup"</h1>
-            <span class="muted">{format!("of cluster {}, taken {taken} UTC", p.cluster_name)} " · " <a href=cluster_page.clone()>"back to the cluster"</a></span>
+            <span class="muted">{format!("of cluster {}, taken {taken} UTC", p.cluster_name)} " · " <a href=back>{back_label}</a></span>
         </div>
+        {deleted}
         <FormError />
         <section class="card" aria-labelledby="restore-form-heading">
             <div class="card-head"><h2 id="restore-form-heading">"Where and what"</h2></div>
             <form method="get" class="stack" id="restore-form">
                 <label for="restore-target">"Restore into"</label>
-                <select id="restore-target" name="target">
+                <select id="restore-target" name="target" required>
                     {p.targets.iter().map(|(id, label)| view! {
                         <option value=id.clone() selected=*id == chosen>{label.clone()}</option>
                     }).collect_view()}
@@ -123,7 +132,7 @@ fn counts(items: &[RestoreItem]) -> String {
 #[component]
 fn Plan(
     plan: RestorePlan,
-    cluster_id: String,
+    cluster_id: Option<String>,
     backup_id: String,
     restore: ServerAction<RestoreBackup>,
 ) -> impl IntoView {
@@ -161,7 +170,7 @@ fn Plan(
                 </table>
             </div>
             <ActionForm action=restore attr:class="filter" attr:id="restore-run-form">
-                <input type="hidden" name="id" value=cluster_id />
+                {cluster_id.map(|id| view! { <input type="hidden" name="id" value=id /> })}
                 <input type="hidden" name="backup" value=backup_id />
                 <input type="hidden" name="target" value=target />
                 <input type="hidden" name="namespaces" value=namespaces />

@@ -4,7 +4,8 @@
 
 use leptos::prelude::*;
 
-use crate::backups::actions::{RemoveBackupSchedule, SetBackupSchedule, TakeBackup};
+use crate::backups::actions::{DeleteBackup, RemoveBackupSchedule, SetBackupSchedule, TakeBackup};
+use crate::backups::delete::{ConfirmDelete, DeleteLink};
 use crate::backups::{archive_path, size_label};
 use crate::components::{ErrorNote, TableHead};
 use crate::time::to_minute;
@@ -18,13 +19,20 @@ pub fn ClusterBackups(
     ready: bool,
 ) -> impl IntoView {
     let take = ServerAction::<TakeBackup>::new();
+    let delete = ServerAction::<DeleteBackup>::new();
     let set_schedule = ServerAction::<SetBackupSchedule>::new();
     let stop_schedule = ServerAction::<RemoveBackupSchedule>::new();
     let tick = RwSignal::new(0u32);
     let running = RwSignal::new(false);
     let id = cluster_id.clone();
     let backups = Resource::new(
-        move || (id.clone(), tick.get(), take.version().get()),
+        move || {
+            (
+                id.clone(),
+                tick.get(),
+                take.version().get() + delete.version().get(),
+            )
+        },
         |(id, _, _)| crate::backups::sfn::cluster_backups(id),
     );
     let schedule_id = cluster_id.clone();
@@ -57,9 +65,11 @@ pub fn ClusterBackups(
             .and_then(Result::err)
             .or_else(|| set_schedule.value().get().and_then(Result::err))
             .or_else(|| stop_schedule.value().get().and_then(Result::err))
+            .or_else(|| delete.value().get().and_then(Result::err))
             .map(|e| view! { <ErrorNote error=e /> })
     };
     let schedule_cluster = cluster_id.clone();
+    let confirm_cluster = cluster_id.clone();
     view! {
         <section class="card" aria-labelledby="backups-heading" id="backups">
             <div class="card-head"><h2 id="backups-heading">"Backups"</h2></div>
@@ -73,10 +83,15 @@ pub fn ClusterBackups(
                         <input type="checkbox" name="include_secrets" value="on" id="backup-secrets" />
                         " Include Secrets (sealed in the vault)"
                     </label>
+                    <label class="check">
+                        <input type="checkbox" name="snapshot_volumes" value="on" id="backup-snapshots" />
+                        " Snapshot volumes (a VolumeSnapshot of every claim)"
+                    </label>
                     <button type="submit" id="take-backup">"Back up now"</button>
                 </ActionForm>
             })}
             {refused}
+            <ConfirmDelete page=format!("/clusters/{confirm_cluster}") cluster_id=Some(confirm_cluster.clone()) delete />
             <Transition fallback=|| view! { <p class="muted">"Loading…"</p> }>
                 {move || {
                     let cluster_id = schedule_cluster.clone();
@@ -128,6 +143,9 @@ fn BackupTable(backups: Vec<Backup>, cluster_id: String) -> impl IntoView {
 #[component]
 fn BackupRow(backup: Backup, cluster_id: String) -> impl IntoView {
     let b = backup;
+    let deletable = (b.state != "running").then(|| {
+        view! { <DeleteLink page=format!("/clusters/{cluster_id}") backup=b.id.clone() /> }
+    });
     let download = b.contents.is_some().then(|| {
         let href = archive_path(&cluster_id, &b.id);
         let restore = format!("/clusters/{cluster_id}/backups/{}/restore", b.id);
@@ -156,14 +174,14 @@ fn BackupRow(backup: Backup, cluster_id: String) -> impl IntoView {
             <td><span class=format!("badge backup-state-{}", b.state)>{state}</span></td>
             <td>{contents}</td>
             <td>{b.size_bytes.map(size_label).unwrap_or_else(|| "—".into())}</td>
-            <td>{download}</td>
+            <td>{download}{deletable}</td>
         </tr>
     }
 }
 
 /// What a backup holds, with the details folded: kinds, what was left out and why, volumes.
 #[component]
-fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
+pub(super) fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
     let c = contents;
     let secrets = if include_secrets {
         format!("{} Secret(s) sealed in the vault", c.secrets)
@@ -219,6 +237,16 @@ fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
                 }.into_any()
             }}
             <p class="backup-volume-guidance">{c.volume_guidance.clone()}</p>
+            {c.snapshot_note.clone().map(|n| view! { <p class="backup-snapshot-note">{n}</p> })}
+            {(!c.snapshots.is_empty()).then(|| view! {
+                <h3>"Volume snapshots"</h3>
+                <ul class="backup-snapshots">
+                    {c.snapshots.iter().map(|s| {
+                        let fate = if s.created { "asked for".to_owned() } else { format!("refused: {}", s.reason.clone().unwrap_or_default()) };
+                        view! { <li data-snapshot=s.name.clone()>{format!("VolumeSnapshot {}/{} of claim {}: {fate}", s.namespace, s.name, s.claim)}</li> }
+                    }).collect_view()}
+                </ul>
+            })}
         </details>
     }
 }

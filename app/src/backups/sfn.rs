@@ -17,11 +17,12 @@ pub async fn cluster_backups(id: String) -> Result<Vec<kqueen_dto::backups::Back
         .collect())
 }
 
-/// The restore page: the backup, the clusters the caller may restore into, and the plan
+/// The restore page: the backup (of cluster `id`, or by its id alone when `id` is None: its
+/// cluster may have been deleted), the clusters the caller may restore into, and the plan
 /// for the chosen one when `plan` (a plan that cannot be made says why, on the page).
 #[server(prefix = "/sfn", endpoint = "restore_page")]
 pub async fn restore_page(
-    id: String,
+    id: Option<String>,
     backup: String,
     target: Option<String>,
     // Optional: an empty list travels as no field at all.
@@ -30,10 +31,23 @@ pub async fn restore_page(
 ) -> Result<super::dto::RestorePageDto, AppError> {
     use kqueen_core::cluster::{ClusterFilter, ClusterState};
     use kqueen_core::policy::{check, Permission};
+    use kqueen_core::BackupRef;
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let found = k.backups().get(&actor, &id, &backup).await?;
-    let d = k.clusters().cluster_detail(&actor, &id).await?;
+    let r = match id.as_deref() {
+        Some(cluster) => BackupRef::of(cluster, &backup),
+        None => BackupRef::id(&backup),
+    };
+    let found = k.backups().get(&actor, r).await?;
+    let own = match k
+        .clusters()
+        .cluster_detail(&actor, &found.cluster_id.to_string())
+        .await
+    {
+        Ok(d) => Some(d.cluster),
+        Err(kqueen_core::Error::NotFound(_)) => None,
+        Err(e) => return Err(e.into()),
+    };
     let ready = ClusterFilter {
         state: Some(ClusterState::Ready),
         ..Default::default()
@@ -42,17 +56,19 @@ pub async fn restore_page(
         .clusters()
         .list_clusters(&actor, &ready, kqueen_core::page::Page::new(500, 0))
         .await?;
-    let mut targets: Vec<(String, String)> = vec![(
-        d.cluster.id.to_string(),
-        format!(
-            "{}/{} (this cluster)",
-            d.cluster.tenant_slug, d.cluster.name
-        ),
-    )];
+    let mut targets: Vec<(String, String)> = own
+        .iter()
+        .map(|c| {
+            (
+                c.id.to_string(),
+                format!("{}/{} (its own cluster)", c.tenant_slug, c.name),
+            )
+        })
+        .collect();
     targets.extend(
         clusters
             .iter()
-            .filter(|c| c.id != d.cluster.id)
+            .filter(|c| c.id != found.cluster_id)
             .filter(|c| check(&actor, Permission::ManageBackups(c.tenant_id)).is_ok())
             .map(|c| (c.id.to_string(), format!("{}/{}", c.tenant_slug, c.name))),
     );
@@ -61,25 +77,41 @@ pub async fn restore_page(
             target,
             namespaces: namespaces.unwrap_or_default(),
         };
-        match k
-            .backups()
-            .restore_plan(&actor, &id, &backup, &request)
-            .await
-        {
+        match k.backups().restore_plan(&actor, r, &request).await {
             Ok(p) => (Some(p.into()), None),
             Err(e) => (None, Some(e.public().message)),
         }
     } else {
         (None, None)
     };
+    let cluster_name = match (&own, &found.summary) {
+        (Some(c), _) => c.name.to_string(),
+        (None, Some(s)) => s.cluster.clone(),
+        (None, None) => "a deleted cluster".to_owned(),
+    };
     Ok(super::dto::RestorePageDto {
-        cluster_id: d.cluster.id.to_string(),
-        cluster_name: d.cluster.name.to_string(),
+        cluster_id: own.map(|c| c.id.to_string()),
+        cluster_name,
         backup: found.into(),
         targets,
         plan,
         plan_error,
     })
+}
+
+/// The backups the caller manages, of live and deleted clusters (of tenant `tenant` when
+/// given), newest first.
+#[server(prefix = "/sfn", endpoint = "all_backups")]
+pub async fn all_backups(
+    tenant: Option<String>,
+) -> Result<Vec<kqueen_dto::backups::ListedBackup>, AppError> {
+    let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
+    Ok(k.backups()
+        .all(&actor, tenant.as_deref())
+        .await?
+        .into_iter()
+        .map(Into::into)
+        .collect())
 }
 
 /// A cluster's backup schedule, if it has one (tenant admins and operators).

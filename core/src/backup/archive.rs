@@ -194,6 +194,7 @@ mod tests {
             left_out: vec![],
             volumes: vec![],
             volume_guidance: VOLUME_GUIDANCE.into(),
+            snapshots: None,
         }
     }
 

@@ -11,6 +11,7 @@ pub mod collect;
 pub mod plan;
 pub mod restore;
 pub mod schedule;
+pub mod snapshots;
 pub mod storage;
 pub mod volumes;
 
@@ -47,6 +48,8 @@ pub struct Backup {
     pub state: BackupState,
     /// Secrets asked for (sealed in the vault, never in the archive).
     pub include_secrets: bool,
+    /// A VolumeSnapshot of every claim asked for.
+    pub snapshot_volumes: bool,
     pub error: Option<String>,
     /// What it holds, once taken.
     pub summary: Option<BackupSummary>,
@@ -55,6 +58,15 @@ pub struct Backup {
     pub requested_by: String,
     pub created_at: DateTime<Utc>,
     pub finished_at: Option<DateTime<Utc>>,
+}
+
+/// A backup with the cluster it was taken of, which may have been deleted since.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListedBackup {
+    pub backup: Backup,
+    pub cluster_name: String,
+    pub tenant_slug: String,
+    pub cluster_deleted: bool,
 }
 
 /// How many objects of one kind a backup holds.
@@ -95,9 +107,18 @@ pub struct BackupSummary {
     pub left_out: Vec<LeftOut>,
     pub volumes: Vec<VolumeRecord>,
     pub volume_guidance: String,
+    /// The VolumeSnapshots asked for, when they were.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshots: Option<snapshots::Snapshots>,
 }
 
 impl Backup {
+    /// The same backup, asking for a VolumeSnapshot of every claim when `snapshot`.
+    pub fn snapshotting(mut self, snapshot: bool) -> Self {
+        self.snapshot_volumes = snapshot;
+        self
+    }
+
     /// A backup `actor_name` asked for now, running from the start (its operation is queued
     /// in the same transaction).
     pub fn new(
@@ -112,6 +133,7 @@ impl Backup {
             cluster_id,
             state: BackupState::Running,
             include_secrets,
+            snapshot_volumes: false,
             error: None,
             summary: None,
             size_bytes: None,

@@ -3,7 +3,8 @@
 
 use kqueen_dto::backups;
 
-use crate::backup::{Backup, BackupSummary, KindCount, LeftOut, VolumeRecord};
+use crate::backup::snapshots::SnapshotRecord;
+use crate::backup::{Backup, BackupSummary, KindCount, LeftOut, ListedBackup, VolumeRecord};
 
 impl From<KindCount> for backups::BackupKind {
     fn from(k: KindCount) -> Self {
@@ -39,6 +40,18 @@ impl From<VolumeRecord> for backups::BackupVolume {
     }
 }
 
+impl From<SnapshotRecord> for backups::BackupSnapshot {
+    fn from(r: SnapshotRecord) -> Self {
+        Self {
+            namespace: r.namespace,
+            claim: r.claim,
+            name: r.name,
+            created: r.created,
+            reason: r.reason,
+        }
+    }
+}
+
 impl From<BackupSummary> for backups::BackupContents {
     fn from(s: BackupSummary) -> Self {
         Self {
@@ -51,6 +64,11 @@ impl From<BackupSummary> for backups::BackupContents {
             left_out: s.left_out.into_iter().map(Into::into).collect(),
             volumes: s.volumes.into_iter().map(Into::into).collect(),
             volume_guidance: s.volume_guidance,
+            snapshot_note: s.snapshots.as_ref().and_then(|n| n.note.clone()),
+            snapshots: s
+                .snapshots
+                .map(|n| n.records.into_iter().map(Into::into).collect())
+                .unwrap_or_default(),
         }
     }
 }
@@ -59,14 +77,27 @@ impl From<Backup> for backups::Backup {
     fn from(b: Backup) -> Self {
         Self {
             id: b.id.to_string(),
+            cluster: b.cluster_id.to_string(),
             state: b.state.to_string(),
             include_secrets: b.include_secrets,
+            snapshot_volumes: b.snapshot_volumes,
             error: b.error,
             contents: b.summary.map(Into::into),
             size_bytes: b.size_bytes,
             requested_by: b.requested_by,
             created_at: b.created_at.to_rfc3339(),
             finished_at: b.finished_at.map(|t| t.to_rfc3339()),
+        }
+    }
+}
+
+impl From<ListedBackup> for backups::ListedBackup {
+    fn from(l: ListedBackup) -> Self {
+        Self {
+            backup: l.backup.into(),
+            tenant: l.tenant_slug,
+            cluster_name: l.cluster_name,
+            cluster_deleted: l.cluster_deleted,
         }
     }
 }

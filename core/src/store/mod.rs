@@ -618,8 +618,17 @@ pub trait BackupStore: Send + Sync {
         audit: &AuditEvent,
     ) -> Result<()>;
     async fn restore(&self, id: Uuid) -> Result<crate::backup::Restore>;
-    /// Forgets a backup (its archive and sealed Secrets are the caller's to remove).
-    async fn remove_backup(&self, id: Uuid) -> Result<()>;
+    /// Forgets a backup and its finished restores, with its audit event (its archive and
+    /// sealed Secrets are the caller's to remove). NotFound when there is no such backup,
+    /// Conflict while it is being taken or restored.
+    async fn remove_backup(&self, id: Uuid, audit: &AuditEvent) -> Result<()>;
+    /// Backups of the tenants `tenants` (None: every tenant), of live and deleted clusters,
+    /// newest first, at most `limit`.
+    async fn backups_in(
+        &self,
+        tenants: Option<&[Uuid]>,
+        limit: u32,
+    ) -> Result<Vec<crate::backup::ListedBackup>>;
     /// Sets a cluster's schedule (creates or replaces it), with its audit event.
     async fn put_backup_schedule(
         &self,

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::{Extension, Json};
-use kqueen_core::{Actor, BackupArchive};
+use kqueen_core::{Actor, BackupArchive, BackupRef};
 use kqueen_dto::backups::{
     Backup, BackupAccepted, BackupRequest, BackupSchedule, BackupScheduleInput, Restore,
     RestoreAccepted, RestorePlan, RestoreRequest,
@@ -31,8 +31,9 @@ pub async fn list_backups(
 }
 
 /// Takes a backup of everything the cluster holds (every listable resource at its preferred
-/// version; Secrets only when asked for, sealed in KQueen's vault). Answers at once (202):
-/// the backup is taken in the background.
+/// version; Secrets only when asked for, sealed in KQueen's vault; on request, a
+/// VolumeSnapshot of every claim where the cluster serves the snapshot API). Answers at once
+/// (202): the backup is taken in the background.
 #[utoipa::path(post, path = "/api/v1/clusters/{id}/backups", tag = "backups",
     params(("id" = uuid::Uuid, Path)), request_body = BackupRequest,
     responses((status = 202, body = BackupAccepted), (status = 403, body = ErrorOut),
@@ -47,7 +48,7 @@ pub async fn take_backup(
     let (backup, op) = state
         .kqueen
         .backups()
-        .take(&actor, &id, input.include_secrets)
+        .take(&actor, &id, input.include_secrets, input.snapshot_volumes)
         .await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -69,7 +70,11 @@ pub async fn get_backup(
     Extension(actor): Extension<Actor>,
     Path((id, backup)): Path<(String, String)>,
 ) -> ApiResult<Json<Backup>> {
-    let backup = state.kqueen.backups().get(&actor, &id, &backup).await?;
+    let backup = state
+        .kqueen
+        .backups()
+        .get(&actor, BackupRef::of(&id, &backup))
+        .await?;
     Ok(Json(backup.into()))
 }
 
@@ -86,7 +91,11 @@ pub async fn backup_archive(
     Extension(actor): Extension<Actor>,
     Path((id, backup)): Path<(String, String)>,
 ) -> ApiResult<Response> {
-    let archive = state.kqueen.backups().archive(&actor, &id, &backup).await?;
+    let archive = state
+        .kqueen
+        .backups()
+        .archive(&actor, BackupRef::of(&id, &backup))
+        .await?;
     Ok(archive_response(archive))
 }
 
@@ -130,7 +139,7 @@ pub async fn restore_plan(
     let plan = state
         .kqueen
         .backups()
-        .restore_plan(&actor, &id, &backup, &(&input).into())
+        .restore_plan(&actor, BackupRef::of(&id, &backup), &(&input).into())
         .await?;
     Ok(Json(plan.into()))
 }
@@ -154,7 +163,7 @@ pub async fn restore_backup(
     let (restore, op) = state
         .kqueen
         .backups()
-        .restore(&actor, &id, &backup, &(&input).into())
+        .restore(&actor, BackupRef::of(&id, &backup), &(&input).into())
         .await?;
     Ok((
         StatusCode::ACCEPTED,

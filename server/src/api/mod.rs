@@ -5,6 +5,7 @@
 mod addons;
 mod apps;
 mod audit;
+mod backup_ids;
 mod backups;
 mod clusters;
 mod device_login;
@@ -105,6 +106,14 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(backups::restore_plan))
         .routes(routes!(backups::restore_backup))
         .routes(routes!(backups::get_restore))
+        .routes(routes!(backup_ids::list_all_backups))
+        .routes(routes!(
+            backup_ids::get_backup_by_id,
+            backup_ids::delete_backup
+        ))
+        .routes(routes!(backup_ids::backup_archive_by_id))
+        .routes(routes!(backup_ids::restore_plan_by_id))
+        .routes(routes!(backup_ids::restore_backup_by_id))
         .routes(routes!(
             backups::get_schedule,
             backups::put_schedule,

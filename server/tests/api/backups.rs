@@ -6,7 +6,10 @@
 //! sealed in the vault; what was left out says why; members get 403, other tenants 404,
 //! anonymous callers 401; every download is audited. A backup is then restored into a second,
 //! empty API server after a plan (namespaces chosen, definitions first), whose objects then
-//! equal the backup's, Secrets included.
+//! equal the backup's, Secrets included. A deleted cluster's backup stays: found by tenant,
+//! restored by id into another cluster, deleted by hand. Backups asking for volume snapshots
+//! create a VolumeSnapshot of the claim once the cluster serves the snapshot API, and say why
+//! not before.
 
 use std::time::Duration;
 
@@ -182,12 +185,18 @@ impl World {
 
     /// Takes a backup as tim (tenant admin) and waits until it is taken: the backup.
     async fn back_up(&self, include_secrets: bool) -> Value {
+        self.back_up_with(json!({"include_secrets": include_secrets}))
+            .await
+    }
+
+    /// Takes a backup asked for with `request` as tim and waits until it is taken.
+    async fn back_up_with(&self, request: Value) -> Value {
         let (status, accepted) = call(
             &self.tim,
             &self.app,
             Method::POST,
             &self.backups(),
-            Some(json!({"include_secrets": include_secrets})),
+            Some(request),
         )
         .await;
         assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
@@ -415,7 +424,10 @@ async fn admins_back_up_a_cluster_and_download_an_archive_a_person_can_read() {
                 let b = s
                     .kqueen
                     .backups()
-                    .get(&kqueen_core::Actor::system(), &cluster, &sealed_id)
+                    .get(
+                        &kqueen_core::Actor::system(),
+                        kqueen_core::BackupRef::of(&cluster, &sealed_id),
+                    )
                     .await
                     .unwrap();
                 let at = kqueen_core::vault::names::backup_secrets(b.tenant_id, b.id);
@@ -795,6 +807,258 @@ async fn a_schedule_backs_up_when_due_and_keeps_the_newest() {
         events.len() >= 4,
         "set, refused twice, removed: {}",
         events.len()
+    );
+    w.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deleted_clusters_backup_is_found_by_tenant_restored_elsewhere_and_deleted() {
+    let Some(w) = world().await else { return };
+    furnish(&w).await;
+    let backup = w.back_up(false).await;
+    let id = backup["id"].as_str().unwrap().to_owned();
+    assert_eq!(backup["cluster"], w.cluster.as_str());
+    let (target, kube) = spare(&w).await;
+
+    // The cluster goes; its backup stays.
+    let path = format!("/api/v1/clusters/{}", w.cluster);
+    let (status, body) = call(&w.tim, &w.app, Method::DELETE, &path, None).await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let mut gone = false;
+    for _ in 0..600 {
+        let (status, _) = call(&w.tim, &w.app, Method::GET, &path, None).await;
+        if status == StatusCode::NOT_FOUND {
+            gone = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(gone, "the cluster was never deleted");
+    let (status, _) = call(&w.tim, &w.app, Method::GET, &w.backups(), None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "no cluster, no cluster list");
+
+    // Found by tenant: the tenant admin's and the operator's lists hold it, marked deleted.
+    for (who, query) in [(&w.tim, ""), (&w.tim, "?tenant=team-a"), (&w.olga, "")] {
+        let (status, list) = call(
+            who,
+            &w.app,
+            Method::GET,
+            &format!("/api/v1/backups{query}"),
+            None,
+        )
+        .await;
+        assert_eq!(status, StatusCode::OK, "{list}");
+        let listed = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["backup"]["id"] == id.as_str())
+            .unwrap_or_else(|| panic!("{query}: {list}"));
+        assert_eq!(listed["cluster_deleted"], true);
+        assert_eq!(listed["cluster_name"], "prod");
+        assert_eq!(listed["tenant"], "team-a");
+    }
+    // Not to a member (none of their own, refused by tenant), another tenant, nobody.
+    let (status, list) = call(&w.amy, &w.app, Method::GET, "/api/v1/backups", None).await;
+    assert_eq!((status, list), (StatusCode::OK, json!([])));
+    let by_tenant = "/api/v1/backups?tenant=team-a";
+    let (status, _) = call(&w.amy, &w.app, Method::GET, by_tenant, None).await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+    let (status, _) = call(&w.bea, &w.app, Method::GET, by_tenant, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let (status, _) = call(&w.app.client, &w.app, Method::GET, "/api/v1/backups", None).await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    let one = format!("/api/v1/backups/{id}");
+    for (who, want) in [
+        (&w.amy, StatusCode::FORBIDDEN),
+        (&w.bea, StatusCode::NOT_FOUND),
+        (&w.tim, StatusCode::OK),
+    ] {
+        let (status, body) = call(who, &w.app, Method::GET, &one, None).await;
+        assert_eq!(status, want, "{body}");
+    }
+    for (method, path) in [
+        (Method::DELETE, one.clone()),
+        (Method::POST, format!("{one}/restore")),
+        (Method::GET, format!("{one}/archive")),
+    ] {
+        let body = (method == Method::POST).then(|| json!({"target_cluster": target}));
+        let (status, _) = call(&w.bea, &w.app, method.clone(), &path, body.clone()).await;
+        assert_eq!(
+            status,
+            StatusCode::NOT_FOUND,
+            "{method} {path} as another tenant"
+        );
+        let (status, _) = call(&w.amy, &w.app, method.clone(), &path, body).await;
+        assert_eq!(status, StatusCode::FORBIDDEN, "{method} {path} as a member");
+    }
+
+    // Restored by id: the target must be named, then the spare cluster gets its objects.
+    let (status, refused) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        &format!("{one}/restore/plan"),
+        Some(json!({})),
+    )
+    .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");
+    assert!(message(status, &refused).contains("deleted"), "{refused}");
+    let body = Some(json!({"target_cluster": target, "namespaces": ["shop"]}));
+    let (status, plan) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        &format!("{one}/restore/plan"),
+        body.clone(),
+    )
+    .await;
+    assert_eq!(status, StatusCode::OK, "{plan}");
+    assert_eq!(
+        fates(&plan["items"])["ConfigMap shop/settings"],
+        "will-create"
+    );
+    let (status, accepted) = call(
+        &w.tim,
+        &w.app,
+        Method::POST,
+        &format!("{one}/restore"),
+        body,
+    )
+    .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
+    let restore_id = accepted["restore"]["id"].as_str().unwrap().to_owned();
+    let status_path = format!("/api/v1/clusters/{target}/restores/{restore_id}");
+    let mut done = Value::Null;
+    for _ in 0..600 {
+        let (_, body) = call(&w.tim, &w.app, Method::GET, &status_path, None).await;
+        if body["state"] != "running" {
+            done = body;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(done["state"], "succeeded", "{done}");
+    assert_eq!(fates(&done["report"])["ConfigMap shop/settings"], "created");
+    let res = w.app.get_as(&w.tim, &format!("{one}/archive")).await;
+    assert_eq!(res.status(), StatusCode::OK);
+    assert!(!res.bytes().await.unwrap().is_empty());
+
+    // Deleted by hand: gone from the list, its archive too; audited.
+    let (status, body) = call(&w.tim, &w.app, Method::DELETE, &one, None).await;
+    assert_eq!(status, StatusCode::NO_CONTENT, "{body}");
+    let (status, _) = call(&w.tim, &w.app, Method::GET, &one, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+    let res = w.app.get_as(&w.tim, &format!("{one}/archive")).await;
+    assert_eq!(res.status(), StatusCode::NOT_FOUND);
+    let (_, list) = call(&w.olga, &w.app, Method::GET, "/api/v1/backups", None).await;
+    assert_eq!(list, json!([]));
+    let (status, _) = call(&w.tim, &w.app, Method::DELETE, &one, None).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "deleted once");
+    let deletes = w
+        .app
+        .audit(AuditQuery {
+            action: Some("backup.delete".into()),
+            ..Default::default()
+        })
+        .await;
+    let by: Vec<(&str, &str)> = deletes
+        .iter()
+        .map(|e| (e.actor.as_str(), e.outcome.as_str()))
+        .collect();
+    assert!(by.contains(&("tim", "success")), "{by:?}");
+    assert!(by.contains(&("amy", "denied")), "{by:?}");
+    drop(kube);
+    w.app.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volume_snapshots_are_asked_for_where_the_cluster_serves_the_snapshot_api() {
+    let Some(w) = world().await else { return };
+    furnish(&w).await;
+    let wanted = json!({"include_secrets": false, "snapshot_volumes": true});
+
+    // No snapshot API: the backup is taken and says why no VolumeSnapshot was asked for.
+    let taken = w.back_up_with(wanted.clone()).await;
+    assert_eq!(taken["snapshot_volumes"], true);
+    let contents = &taken["contents"];
+    assert_eq!(contents["snapshots"], json!([]), "{contents}");
+    assert!(
+        contents["snapshot_note"]
+            .as_str()
+            .unwrap()
+            .contains("does not serve the snapshot API"),
+        "{contents}"
+    );
+
+    // With the VolumeSnapshot CRD served: one of the claim shop/data, labelled with the backup.
+    let c = w.admin_client().await;
+    create(
+        &c,
+        &resource(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+        ),
+        json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            // A *.k8s.io group: the upstream CRDs carry this approval, as must any.
+            "metadata": {"name": "volumesnapshots.snapshot.storage.k8s.io",
+                "annotations": {"api-approved.kubernetes.io":
+                    "https://github.com/kubernetes-csi/external-snapshotter/pull/419"}},
+            "spec": {"group": "snapshot.storage.k8s.io", "scope": "Namespaced",
+                "names": {"plural": "volumesnapshots", "singular": "volumesnapshot",
+                    "kind": "VolumeSnapshot"},
+                "versions": [{"name": "v1", "served": true, "storage": true,
+                    "schema": {"openAPIV3Schema": {"type": "object",
+                        "x-kubernetes-preserve-unknown-fields": true}}}]}}),
+    )
+    .await;
+    let snapshots = resource(
+        "snapshot.storage.k8s.io",
+        "v1",
+        "VolumeSnapshot",
+        "volumesnapshots",
+    );
+    let api: Api<DynamicObject> = Api::namespaced_with(c.clone(), "shop", &snapshots);
+    let mut served = false;
+    for _ in 0..100 {
+        if api.list(&Default::default()).await.is_ok() {
+            served = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(served, "the VolumeSnapshot CRD was never served");
+    let taken = w.back_up_with(wanted).await;
+    let id = taken["id"].as_str().unwrap();
+    let asked = taken["contents"]["snapshots"].as_array().unwrap();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    assert_eq!(asked[0]["namespace"], "shop");
+    assert_eq!(asked[0]["claim"], "data");
+    assert_eq!(asked[0]["created"], true, "{asked:?}");
+    assert_eq!(taken["contents"]["snapshot_note"], Value::Null);
+    let name = asked[0]["name"].as_str().unwrap();
+    let live = api.get(name).await.unwrap();
+    assert_eq!(
+        live.data["spec"]["source"]["persistentVolumeClaimName"],
+        "data"
+    );
+    assert_eq!(
+        live.metadata.labels.unwrap()["kqueen.io/backup"],
+        id.to_owned()
+    );
+
+    // Not asked for: none.
+    let plain = w.back_up(false).await;
+    assert_eq!(plain["snapshot_volumes"], false);
+    assert_eq!(plain["contents"]["snapshots"], json!([]));
+    assert_eq!(plain["contents"]["snapshot_note"], Value::Null);
+    let all = api.list(&Default::default()).await.unwrap();
+    assert_eq!(
+        all.items.len(),
+        1,
+        "one VolumeSnapshot, of the backup that asked"
     );
     w.app.stop().await;
 }

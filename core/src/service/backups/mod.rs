@@ -1,7 +1,9 @@
 //! Backups of clusters: tenant admins (of the cluster's tenant) and operators take a backup
 //! of what a cluster holds (a durable operation, [`run`]), list a cluster's backups with what
-//! each holds, download an archive (audited: who downloaded which backup), and restore one
-//! into its cluster or another ([`restore`]).
+//! each holds, download an archive (audited: who downloaded which backup), restore one into
+//! its cluster or another ([`restore`]), and delete one. A backup outlives its cluster: the
+//! backups of a deleted cluster are found by tenant ([`Backups::all`]) and by id, and restored
+//! into another cluster.
 
 mod restore;
 mod run;
@@ -14,16 +16,65 @@ use super::clusters::Clusters;
 use super::guard::Guard;
 use crate::audit::{action, AuditEvent};
 use crate::backup::storage::ArchiveDir;
-use crate::backup::Backup;
+use crate::backup::{Backup, ListedBackup};
 use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind, OperationTarget};
 use crate::deps::Deps;
-use crate::policy::Permission;
+use crate::policy::{self, Permission};
+use crate::tenant::TenantSlug;
+use crate::vault::names;
 use crate::{Actor, Error, Result};
 
 pub use restore::{RestorePlan, RestoreRequest};
 
 /// How long taking a backup may take.
 const OPERATION_MINUTES: i64 = 30;
+
+/// Backups listed at most by [`Backups::all`].
+const LISTED: u32 = 500;
+
+/// Which backup a request names: by its id alone, or as one of a cluster's backups (then it
+/// is not found unless it is a backup of that cluster).
+#[derive(Debug, Clone, Copy)]
+pub struct BackupRef<'a> {
+    /// The cluster (id) whose backup it must be, when the request names one.
+    pub cluster: Option<&'a str>,
+    pub backup: &'a str,
+}
+
+impl<'a> BackupRef<'a> {
+    /// Backup `backup` of cluster `cluster`.
+    pub fn of(cluster: &'a str, backup: &'a str) -> Self {
+        Self {
+            cluster: Some(cluster),
+            backup,
+        }
+    }
+
+    /// Backup `backup`, whichever cluster it was taken of (deleted ones too).
+    pub fn id(backup: &'a str) -> Self {
+        Self {
+            cluster: None,
+            backup,
+        }
+    }
+}
+
+/// A backup found for a use case, with its cluster while that cluster lives.
+struct Located {
+    backup: Backup,
+    cluster: Option<Cluster>,
+}
+
+impl Located {
+    /// What the audit trail names: the cluster, or the backup when its cluster is gone.
+    fn target(&self) -> String {
+        match (&self.cluster, &self.backup.summary) {
+            (Some(c), _) => c.name.to_string(),
+            (None, Some(s)) => s.cluster.clone(),
+            (None, None) => format!("backup {}", self.backup.id),
+        }
+    }
+}
 
 /// A downloaded archive: its file name and bytes.
 #[derive(Clone)]
@@ -87,6 +138,61 @@ impl Backups {
         Ok(cluster)
     }
 
+    /// The backup `r` names when `actor` may use it for `action`: tenant admins of its
+    /// tenant and operators; members get `Forbidden`, other tenants `NotFound` (audited).
+    async fn located(&self, actor: &Actor, r: BackupRef<'_>, action: &str) -> Result<Located> {
+        if let Some(cluster_id) = r.cluster {
+            let cluster = self.authorized(actor, cluster_id, action).await?;
+            let result = self.backup_of(&cluster, r.backup).await;
+            let backup = self
+                .guard
+                .audited(
+                    actor,
+                    action,
+                    cluster.name.as_str(),
+                    Some(cluster.tenant_id),
+                    result,
+                )
+                .await?;
+            return Ok(Located {
+                backup,
+                cluster: Some(cluster),
+            });
+        }
+        let found = match Uuid::parse_str(r.backup.trim()) {
+            Ok(id) => match self.deps.store.backup(id).await {
+                Ok(b) => Some(b),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        };
+        let tenant = found.as_ref().map(|b| b.tenant_id);
+        let error = match found {
+            Some(backup) => match policy::check(actor, Permission::ViewTenant(backup.tenant_id)) {
+                Ok(()) => match policy::check(actor, Permission::ManageBackups(backup.tenant_id)) {
+                    Ok(()) => {
+                        let cluster = match self.deps.store.cluster(backup.cluster_id).await {
+                            Ok(c) => Some(c),
+                            Err(Error::NotFound(_)) => None,
+                            Err(e) => return Err(e),
+                        };
+                        return Ok(Located { backup, cluster });
+                    }
+                    Err(e) => e,
+                },
+                Err(Error::Unauthenticated) => Error::Unauthenticated,
+                Err(_) => Error::NotFound("backup"),
+            },
+            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
+            None => Error::NotFound("backup"),
+        };
+        self.guard
+            .audit_refusal(actor, action, r.backup, tenant, &error)
+            .await?;
+        Err(error)
+    }
+
     /// The backups of a cluster, newest first.
     pub async fn list(&self, actor: &Actor, cluster_id: &str) -> Result<Vec<Backup>> {
         let cluster = self
@@ -95,12 +201,64 @@ impl Backups {
         self.deps.store.backups_of(cluster.id).await
     }
 
-    /// One backup of a cluster.
-    pub async fn get(&self, actor: &Actor, cluster_id: &str, backup_id: &str) -> Result<Backup> {
-        let cluster = self
-            .authorized(actor, cluster_id, action::BACKUP_VIEW)
+    /// The backups `actor` may manage, of live and deleted clusters, newest first (at most
+    /// 500): of every tenant for operators, of the tenants they administer for others; of
+    /// the tenant `tenant` (slug) alone when given.
+    pub async fn all(&self, actor: &Actor, tenant: Option<&str>) -> Result<Vec<ListedBackup>> {
+        if actor.identity().is_none() && !actor.is_trusted() {
+            let error = Error::Unauthenticated;
+            self.guard
+                .audit_refusal(actor, action::BACKUP_VIEW, "backups", None, &error)
+                .await?;
+            return Err(error);
+        }
+        if let Some(slug) = tenant.map(str::trim).filter(|s| !s.is_empty()) {
+            return self.in_tenant(actor, slug).await;
+        }
+        match actor.identity() {
+            Some(who) if !who.is_operator => {
+                let mine: Vec<Uuid> = who.admin_tenants().collect();
+                self.deps.store.backups_in(Some(&mine), LISTED).await
+            }
+            _ => self.deps.store.backups_in(None, LISTED).await,
+        }
+    }
+
+    /// The backups of the tenant `slug`: NotFound unless `actor` may see it, Forbidden
+    /// unless they may manage its backups.
+    async fn in_tenant(&self, actor: &Actor, slug: &str) -> Result<Vec<ListedBackup>> {
+        let tenant = match TenantSlug::parse(slug) {
+            Ok(s) => match self.deps.store.tenant_by_slug(&s).await {
+                Ok(t) => Some(t),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        };
+        let Some(tenant) =
+            tenant.filter(|t| policy::check(actor, Permission::ViewTenant(t.id)).is_ok())
+        else {
+            let error = Error::NotFound("tenant");
+            self.guard
+                .audit_refusal(actor, action::BACKUP_VIEW, slug, None, &error)
+                .await?;
+            return Err(error);
+        };
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageBackups(tenant.id),
+                action::BACKUP_VIEW,
+                slug,
+                Some(tenant.id),
+            )
             .await?;
-        self.backup_of(&cluster, backup_id).await
+        self.deps.store.backups_in(Some(&[tenant.id]), LISTED).await
+    }
+
+    /// One backup, of a cluster or by id.
+    pub async fn get(&self, actor: &Actor, r: BackupRef<'_>) -> Result<Backup> {
+        Ok(self.located(actor, r, action::BACKUP_VIEW).await?.backup)
     }
 
     async fn backup_of(&self, cluster: &Cluster, backup_id: &str) -> Result<Backup> {
@@ -112,13 +270,48 @@ impl Backups {
         }
     }
 
+    /// Deletes a finished backup: its record (and its finished restores'), its archive and
+    /// its sealed Secrets. Conflict while it is being taken or restored.
+    pub async fn delete(&self, actor: &Actor, r: BackupRef<'_>) -> Result<()> {
+        let found = self.located(actor, r, action::BACKUP_DELETE).await?;
+        let target = found.target();
+        let audit = AuditEvent::success(actor, action::BACKUP_DELETE, target.as_str())
+            .in_tenant(found.backup.tenant_id)
+            .with_detail(format!("backup {}", found.backup.id));
+        let result = self.remove(&found.backup, &audit).await;
+        self.guard
+            .audited(
+                actor,
+                action::BACKUP_DELETE,
+                &target,
+                Some(found.backup.tenant_id),
+                result,
+            )
+            .await
+    }
+
+    /// Removes `backup`'s record (audited as `audit`), then its archive and sealed Secrets.
+    async fn remove(&self, backup: &Backup, audit: &AuditEvent) -> Result<()> {
+        self.deps.store.remove_backup(backup.id, audit).await?;
+        self.archives().remove(backup.cluster_id, backup.id).await?;
+        if backup.include_secrets {
+            self.deps
+                .vault
+                .delete(&names::backup_secrets(backup.tenant_id, backup.id))
+                .await?;
+        }
+        Ok(())
+    }
+
     /// Queues a backup of the cluster (Secrets only when `include_secrets`, sealed in the
-    /// vault). Conflict when the cluster is not Ready or a backup of it is running.
+    /// vault; a VolumeSnapshot of every claim when `snapshot_volumes`). Conflict when the
+    /// cluster is not Ready or a backup of it is running.
     pub async fn take(
         &self,
         actor: &Actor,
         cluster_id: &str,
         include_secrets: bool,
+        snapshot_volumes: bool,
     ) -> Result<(Backup, Operation)> {
         let cluster = self
             .authorized(actor, cluster_id, action::BACKUP_CREATE)
@@ -128,7 +321,8 @@ impl Backups {
             cluster.id,
             include_secrets,
             &actor.to_string(),
-        );
+        )
+        .snapshotting(snapshot_volumes);
         let result = self.queue(actor, &cluster, backup).await;
         self.guard
             .audited(
@@ -159,10 +353,11 @@ impl Backups {
             now,
             chrono::Duration::minutes(OPERATION_MINUTES),
         );
-        let secrets = if backup.include_secrets {
-            "with Secrets"
-        } else {
-            "without Secrets"
+        let secrets = match (backup.include_secrets, backup.snapshot_volumes) {
+            (true, false) => "with Secrets",
+            (false, false) => "without Secrets",
+            (true, true) => "with Secrets and volume snapshots",
+            (false, true) => "without Secrets, with volume snapshots",
         };
         let event = ClusterEvent::new(
             cluster.id,
@@ -182,45 +377,36 @@ impl Backups {
     }
 
     /// The archive of a finished backup, audited as a download.
-    pub async fn archive(
-        &self,
-        actor: &Actor,
-        cluster_id: &str,
-        backup_id: &str,
-    ) -> Result<BackupArchive> {
-        let cluster = self
-            .authorized(actor, cluster_id, action::BACKUP_DOWNLOAD)
-            .await?;
+    pub async fn archive(&self, actor: &Actor, r: BackupRef<'_>) -> Result<BackupArchive> {
+        let found = self.located(actor, r, action::BACKUP_DOWNLOAD).await?;
+        let (backup, target) = (&found.backup, found.target());
         let result = async {
-            let backup = self.backup_of(&cluster, backup_id).await?;
             if backup.summary.is_none() {
                 return Err(Error::Conflict(format!(
                     "backup {} has no archive: it is {}",
                     backup.id, backup.state
                 )));
             }
-            let bytes = self.archives().get(cluster.id, backup.id).await?;
-            Ok((backup, bytes))
+            self.archives().get(backup.cluster_id, backup.id).await
         }
         .await;
-        let (backup, bytes) = self
+        let bytes = self
             .guard
             .audited(
                 actor,
                 action::BACKUP_DOWNLOAD,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
+                &target,
+                Some(backup.tenant_id),
                 result,
             )
             .await?;
-        let audit = AuditEvent::success(actor, action::BACKUP_DOWNLOAD, cluster.name.as_str())
-            .in_tenant(cluster.tenant_id)
+        let audit = AuditEvent::success(actor, action::BACKUP_DOWNLOAD, target.as_str())
+            .in_tenant(backup.tenant_id)
             .with_detail(format!("backup {}", backup.id));
         self.deps.store.record_audit(&audit).await?;
         Ok(BackupArchive {
             file_name: format!(
-                "{}-{}.tar.gz",
-                cluster.name.as_str(),
+                "{target}-{}.tar.gz",
                 backup.created_at.format("%Y%m%d-%H%M%S")
             ),
             bytes,

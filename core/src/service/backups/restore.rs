@@ -5,7 +5,7 @@
 use serde_json::Value;
 use uuid::Uuid;
 
-use super::Backups;
+use super::{BackupRef, Backups};
 use crate::audit::{action, AuditEvent};
 use crate::backup::archive::{read_archive, read_secrets_stream};
 use crate::backup::{restore, Backup, Restore, RestoreItem};
@@ -38,54 +38,48 @@ pub struct RestorePlan {
 }
 
 impl Backups {
-    /// The backup's cluster and the cluster to restore into, both as `actor` may use them
-    /// (refusals are audited there).
-    async fn restore_clusters(
+    /// The backup and the cluster to restore into (the request's, or the backup's own while
+    /// it lives), both as `actor` may use them (refusals are audited there), with the
+    /// request's namespaces checked against the backup's.
+    async fn restore_input(
         &self,
         actor: &Actor,
-        cluster_id: &str,
+        r: BackupRef<'_>,
         req: &RestoreRequest,
-    ) -> Result<(Cluster, Cluster)> {
-        let source = self
-            .authorized(actor, cluster_id, action::BACKUP_RESTORE)
+    ) -> Result<(Backup, Cluster, Vec<String>)> {
+        let found = self.located(actor, r, action::BACKUP_RESTORE).await?;
+        let target = match (req.target.as_deref().map(str::trim), &found.cluster) {
+            (None | Some(""), Some(own)) => own.clone(),
+            (None | Some(""), None) => {
+                let error = Error::Invalid(ValidationError::new(
+                    "target_cluster",
+                    "the backup's cluster was deleted: choose a cluster to restore into",
+                ));
+                self.guard
+                    .audit_refusal(
+                        actor,
+                        action::BACKUP_RESTORE,
+                        &found.target(),
+                        Some(found.backup.tenant_id),
+                        &error,
+                    )
+                    .await?;
+                return Err(error);
+            }
+            (Some(id), _) => self.authorized(actor, id, action::BACKUP_RESTORE).await?,
+        };
+        let result = restorable(&found.backup, req);
+        let namespaces = self
+            .guard
+            .audited(
+                actor,
+                action::BACKUP_RESTORE,
+                target.name.as_str(),
+                Some(target.tenant_id),
+                result,
+            )
             .await?;
-        let target = match req.target.as_deref().map(str::trim) {
-            None | Some("") => source.clone(),
-            Some(id) => self.authorized(actor, id, action::BACKUP_RESTORE).await?,
-        };
-        Ok((source, target))
-    }
-
-    /// The backup `backup_id` of `source` when it can be restored, with the request's
-    /// namespaces checked against the backup's.
-    async fn restorable(
-        &self,
-        source: &Cluster,
-        backup_id: &str,
-        req: &RestoreRequest,
-    ) -> Result<(Backup, Vec<String>)> {
-        let backup = self.backup_of(source, backup_id).await?;
-        let Some(summary) = &backup.summary else {
-            return Err(Error::Conflict(format!(
-                "backup {} cannot be restored: it is {}",
-                backup.id, backup.state
-            )));
-        };
-        let mut namespaces: Vec<String> = req
-            .namespaces
-            .iter()
-            .map(|n| n.trim().to_owned())
-            .filter(|n| !n.is_empty())
-            .collect();
-        namespaces.sort();
-        namespaces.dedup();
-        if let Some(unknown) = namespaces.iter().find(|n| !summary.namespaces.contains(n)) {
-            return Err(Error::Invalid(ValidationError::new(
-                "namespaces",
-                format!("the backup holds no namespace “{unknown}”"),
-            )));
-        }
-        Ok((backup, namespaces))
+        Ok((found.backup, target, namespaces))
     }
 
     /// The backup's objects, with its Secrets when it kept them.
@@ -113,22 +107,20 @@ impl Backups {
     pub async fn restore_plan(
         &self,
         actor: &Actor,
-        cluster_id: &str,
-        backup_id: &str,
+        r: BackupRef<'_>,
         req: &RestoreRequest,
     ) -> Result<RestorePlan> {
-        let (source, target) = self.restore_clusters(actor, cluster_id, req).await?;
+        let (backup, target, namespaces) = self.restore_input(actor, r, req).await?;
         let result = async {
-            let (backup, namespaces) = self.restorable(&source, backup_id, req).await?;
             let objects = self.objects_of(&backup).await?;
             let (client, _) = self.admin.admin_client(&target).await?;
             let items = restore::plan(&client, objects, &namespaces)
                 .await
                 .map_err(workload_error)?;
             Ok(RestorePlan {
-                backup,
+                backup: backup.clone(),
                 target: target.clone(),
-                namespaces,
+                namespaces: namespaces.clone(),
                 items,
             })
         }
@@ -148,13 +140,11 @@ impl Backups {
     pub async fn restore(
         &self,
         actor: &Actor,
-        cluster_id: &str,
-        backup_id: &str,
+        r: BackupRef<'_>,
         req: &RestoreRequest,
     ) -> Result<(Restore, Operation)> {
-        let (source, target) = self.restore_clusters(actor, cluster_id, req).await?;
+        let (backup, target, namespaces) = self.restore_input(actor, r, req).await?;
         let result = async {
-            let (backup, namespaces) = self.restorable(&source, backup_id, req).await?;
             // The archive must be here before a worker is told to read it.
             self.archives()
                 .require(backup.cluster_id, backup.id)
@@ -280,4 +270,29 @@ impl Backups {
             tracing::warn!(error = %e, "cannot record a failed restore");
         }
     }
+}
+
+/// The request's namespaces, sorted, when `backup` can be restored and holds them all.
+fn restorable(backup: &Backup, req: &RestoreRequest) -> Result<Vec<String>> {
+    let Some(summary) = &backup.summary else {
+        return Err(Error::Conflict(format!(
+            "backup {} cannot be restored: it is {}",
+            backup.id, backup.state
+        )));
+    };
+    let mut namespaces: Vec<String> = req
+        .namespaces
+        .iter()
+        .map(|n| n.trim().to_owned())
+        .filter(|n| !n.is_empty())
+        .collect();
+    namespaces.sort();
+    namespaces.dedup();
+    if let Some(unknown) = namespaces.iter().find(|n| !summary.namespaces.contains(n)) {
+        return Err(Error::Invalid(ValidationError::new(
+            "namespaces",
+            format!("the backup holds no namespace “{unknown}”"),
+        )));
+    }
+    Ok(namespaces)
 }

@@ -5,6 +5,7 @@
 use super::Backups;
 use crate::backup::archive::{secrets_stream, write_archive};
 use crate::backup::collect::collect;
+use crate::backup::snapshots::snapshot_claims;
 use crate::backup::{BackupSummary, VOLUME_GUIDANCE};
 use crate::cluster::{Cluster, Operation};
 use crate::provisioner::Reporter;
@@ -31,6 +32,12 @@ impl Backups {
             reporter.progress(5 + u8::try_from(share).unwrap_or(85));
         };
         let collected = collect(&client, backup.include_secrets, &progress).await?;
+        let snapshots = if backup.snapshot_volumes {
+            reporter.step("Asking the cluster for VolumeSnapshots of its claims");
+            Some(snapshot_claims(&client, id, &collected.volumes).await?)
+        } else {
+            None
+        };
         let summary = BackupSummary {
             cluster: cluster.name.as_str().to_owned(),
             tenant: cluster.tenant_slug.clone(),
@@ -44,6 +51,7 @@ impl Backups {
             left_out: collected.left_out,
             volumes: collected.volumes,
             volume_guidance: VOLUME_GUIDANCE.into(),
+            snapshots,
         };
         if backup.include_secrets {
             reporter.step("Sealing the Secrets in the vault");
@@ -76,8 +84,15 @@ impl Backups {
             .finish_backup(id, Ok((&summary, size)), crate::clock::now())
             .await
             .map_err(op_error)?;
+        let snapshotted = match &summary.snapshots {
+            Some(s) => format!(
+                "; {} VolumeSnapshot(s) asked for",
+                s.records.iter().filter(|r| r.created).count()
+            ),
+            None => String::new(),
+        };
         Ok(format!(
-            "Backed up {} object(s) in {} namespace(s){}; {} volume object(s) recorded; \
+            "Backed up {} object(s) in {} namespace(s){}; {} volume object(s) recorded{snapshotted}; \
              archive of {} KiB",
             summary.objects,
             summary.namespaces.len(),

@@ -9,7 +9,6 @@ use crate::audit::{action, AuditEvent};
 use crate::backup::schedule::{past_retention, BackupSchedule, SCHEDULED_BY};
 use crate::backup::Backup;
 use crate::cluster::Cluster;
-use crate::vault::names;
 use crate::{Actor, Error, Result};
 
 /// Schedules handled per sweep.
@@ -157,18 +156,30 @@ impl Backups {
             .map(|_| ())
     }
 
-    /// Removes the scheduled backups of `cluster` past the newest `keep`: archive, sealed
-    /// Secrets, record.
+    /// Removes the scheduled backups of `cluster` past the newest `keep`: record, archive,
+    /// sealed Secrets (a backup being restored waits for the next sweep).
     async fn prune(&self, cluster: &Cluster, keep: u32) -> Result<()> {
         let backups = self.deps.store.backups_of(cluster.id).await?;
         for id in past_retention(&backups, keep) {
-            self.archives().remove(cluster.id, id).await?;
-            self.deps
-                .vault
-                .delete(&names::backup_secrets(cluster.tenant_id, id))
-                .await?;
-            self.deps.store.remove_backup(id).await?;
-            tracing::info!(cluster = %cluster.name, backup = %id, "scheduled backup past retention removed");
+            let Some(backup) = backups.iter().find(|b| b.id == id) else {
+                continue;
+            };
+            let audit = AuditEvent::success(
+                &Actor::system(),
+                action::BACKUP_DELETE,
+                cluster.name.as_str(),
+            )
+            .in_tenant(cluster.tenant_id)
+            .with_detail(format!("backup {id}: past the schedule's retention"));
+            match self.remove(backup, &audit).await {
+                Ok(()) => {
+                    tracing::info!(cluster = %cluster.name, backup = %id, "scheduled backup past retention removed")
+                }
+                Err(Error::Conflict(why)) => {
+                    tracing::info!(cluster = %cluster.name, backup = %id, why, "scheduled backup kept for now")
+                }
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }

@@ -12,13 +12,22 @@ use super::operations::{insert_events, insert_op};
 use super::{Pool, SqlStore, INSERT_AUDIT};
 use crate::audit::AuditEvent;
 use crate::backup::schedule::BackupSchedule;
-use crate::backup::{Backup, BackupState, BackupSummary, Restore, RestoreItem};
+use crate::backup::{Backup, BackupState, BackupSummary, ListedBackup, Restore, RestoreItem};
 use crate::cluster::{ClusterEvent, Operation};
 use crate::store::BackupStore;
 use crate::{Error, Result};
 
-const BACKUP_COLS: &str = "id, tenant_id, cluster_id, state, include_secrets, error, summary, \
-     size_bytes, requested_by, created_at, finished_at";
+const BACKUP_COLS: &str = "id, tenant_id, cluster_id, state, include_secrets, snapshot_volumes, \
+     error, summary, size_bytes, requested_by, created_at, finished_at";
+
+#[derive(FromRow)]
+struct ListedRow {
+    #[sqlx(flatten)]
+    backup: BackupRow,
+    cluster_name: String,
+    tenant_slug: String,
+    cluster_deleted: bool,
+}
 
 #[derive(FromRow)]
 struct BackupRow {
@@ -27,6 +36,7 @@ struct BackupRow {
     cluster_id: Uuid,
     state: String,
     include_secrets: bool,
+    snapshot_volumes: bool,
     error: Option<String>,
     summary: Option<String>,
     size_bytes: Option<i64>,
@@ -50,6 +60,7 @@ impl TryFrom<BackupRow> for Backup {
             tenant_id: r.tenant_id,
             cluster_id: r.cluster_id,
             include_secrets: r.include_secrets,
+            snapshot_volumes: r.snapshot_volumes,
             error: r.error,
             requested_by: r.requested_by,
             created_at: r.created_at,
@@ -154,13 +165,15 @@ impl BackupStore for SqlStore {
             }
             sqlx::query(
                 "INSERT INTO backups (id, tenant_id, cluster_id, state, include_secrets, \
-                 requested_by, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                 snapshot_volumes, requested_by, created_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
             )
             .bind(backup.id)
             .bind(backup.tenant_id)
             .bind(backup.cluster_id)
             .bind(backup.state.as_str())
             .bind(backup.include_secrets)
+            .bind(backup.snapshot_volumes)
             .bind(&backup.requested_by)
             .bind(backup.created_at)
             .execute(&mut *tx)
@@ -289,10 +302,86 @@ impl BackupStore for SqlStore {
         Ok(())
     }
 
-    async fn remove_backup(&self, id: Uuid) -> Result<()> {
-        on_pool!(self, p => sqlx::query("DELETE FROM backups WHERE id = $1")
-            .bind(id).execute(p).await.map(|_| ())?);
+    async fn remove_backup(&self, id: Uuid, audit: &AuditEvent) -> Result<()> {
+        audited_tx!(self, audit, |tx| {
+            let state: Option<(String,)> =
+                sqlx::query_as("SELECT state FROM backups WHERE id = $1")
+                    .bind(id)
+                    .fetch_optional(&mut *tx)
+                    .await?;
+            match state {
+                None => return Err(Error::NotFound("backup")),
+                Some((s,)) if s == BackupState::Running.as_str() => {
+                    return Err(Error::Conflict(
+                        "the backup is still being taken: wait for it to end".into(),
+                    ))
+                }
+                Some(_) => {}
+            }
+            let restoring: Option<(Uuid,)> = sqlx::query_as(
+                "SELECT id FROM restores WHERE backup_id = $1 AND state = 'running' LIMIT 1",
+            )
+            .bind(id)
+            .fetch_optional(&mut *tx)
+            .await?;
+            if restoring.is_some() {
+                return Err(Error::Conflict(
+                    "the backup is being restored: wait for the restore to end".into(),
+                ));
+            }
+            // Its finished restores go with it (their outcome stays in the clusters'
+            // timelines and the audit log).
+            sqlx::query("DELETE FROM restores WHERE backup_id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+            sqlx::query("DELETE FROM backups WHERE id = $1")
+                .bind(id)
+                .execute(&mut *tx)
+                .await?;
+        });
         Ok(())
+    }
+
+    async fn backups_in(&self, tenants: Option<&[Uuid]>, limit: u32) -> Result<Vec<ListedBackup>> {
+        let cols: String = BACKUP_COLS
+            .split(", ")
+            .map(|c| format!("b.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let scope = match tenants {
+            None => String::new(),
+            Some([]) => return Ok(Vec::new()),
+            Some(ids) => {
+                let ps: Vec<String> = (0..ids.len()).map(|i| format!("${}", i + 2)).collect();
+                format!("WHERE b.tenant_id IN ({})", ps.join(", "))
+            }
+        };
+        let sql = format!(
+            "SELECT {cols}, c.name AS cluster_name, t.slug AS tenant_slug, \
+             c.deleted_at IS NOT NULL AS cluster_deleted \
+             FROM backups b JOIN clusters c ON c.id = b.cluster_id \
+             JOIN tenants t ON t.id = b.tenant_id {scope} \
+             ORDER BY b.created_at DESC, b.id DESC LIMIT $1"
+        );
+        let ids = tenants.unwrap_or_default();
+        let rows: Vec<ListedRow> = on_pool!(self, p => {
+            let mut q = sqlx::query_as(&sql).bind(i64::from(limit));
+            for id in ids {
+                q = q.bind(*id);
+            }
+            q.fetch_all(p).await?
+        });
+        rows.into_iter()
+            .map(|r| {
+                Ok(ListedBackup {
+                    cluster_name: r.cluster_name,
+                    tenant_slug: r.tenant_slug,
+                    cluster_deleted: r.cluster_deleted,
+                    backup: r.backup.try_into()?,
+                })
+            })
+            .collect()
     }
 
     async fn put_backup_schedule(
