@@ -1,7 +1,8 @@
 // Backups in the browser, against a real kube-apiserver (testkit/examples/kube_apiserver.rs,
 // v1.20.2): an operator imports the cluster, puts a ConfigMap in it, takes a backup from the
 // cluster page with JavaScript off (the form posts; the page reloads until it is taken) and
-// one with Secrets with JavaScript on (the section follows by itself), reads what it holds
+// one with Secrets and volume snapshots with JavaScript on (the section follows by itself;
+// this cluster holds no claim to snapshot and the backup says so), reads what it holds
 // (kinds, what was left out and why, the volume guidance) and downloads the archive, a
 // gzipped tar holding backup.yaml and the ConfigMap's YAML. The ConfigMap, deleted, comes
 // back from a backup after a preview limited to its namespace, and the operator sets and
@@ -67,11 +68,12 @@ const rows = (page) => page.locator('#backup-table > tbody > tr').evaluateAll(
 );
 
 /** Takes a backup from the cluster page and waits until the newest row is taken. */
-async function takeBackup(page, js, { secrets }) {
+async function takeBackup(page, js, { secrets, snapshots = false }) {
   await page.goto(`${server.url}${clusterPath}`);
   if (js) await page.waitForSelector('main[data-hydrated=true]');
   const before = (await rows(page)).length;
   if (secrets) await page.check('#backup-secrets');
+  if (snapshots) await page.check('#backup-snapshots');
   await page.click('#take-backup');
   const deadline = Date.now() + 60_000;
   for (;;) {
@@ -88,7 +90,7 @@ for (const js of [false, true]) {
   test(`an operator backs a cluster up and downloads its archive (JavaScript ${js ? 'on' : 'off'})`, { skip }, async () => {
     const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
     await loginLocal(page, server.url);
-    const id = await takeBackup(page, js, { secrets: js });
+    const id = await takeBackup(page, js, { secrets: js, snapshots: js });
     const row = page.locator(`#backup-table tr[data-backup="${id}"]`);
     const headline = await row.locator('.backup-headline').textContent();
     assert.match(headline, /object\(s\) in \d+ namespace\(s\)/);
@@ -97,6 +99,9 @@ for (const js of [false, true]) {
     assert.match(await row.locator('.backup-kinds').textContent(), /ConfigMap: \d+/);
     assert.match(await row.locator('.backup-left-out').textContent(), /Event: events are history/);
     assert.match(await row.locator('.backup-volume-guidance').textContent(), /VolumeSnapshot/);
+    // Snapshots asked for (JavaScript on): this cluster holds no claim, and the backup says so.
+    assert.equal(await row.locator('.backup-snapshot-note').count(), js ? 1 : 0);
+    if (js) assert.match(await row.locator('.backup-snapshot-note').textContent(), /holds no PersistentVolumeClaim: nothing to snapshot/);
 
     const [download] = await Promise.all([page.waitForEvent('download'), row.locator('[data-download]').click()]);
     assert.match(download.suggestedFilename(), /^prod-\d{8}-\d{6}\.tar\.gz$/);
