@@ -61,13 +61,14 @@ function pages(operator) {
   const common = [
     '/', '/clusters', '/clusters/new', '/clusters/new?tenant=team-a&template=adopt', clusterPath, `${clusterPath}/join`,
     '/tenants/team-a', '/fleet', '/fleet/images', '/fleet/images/history', '/fleet/versions', '/fleet/findings', '/audit',
-    '/tokens', NOT_FOUND,
+    '/backups', '/tokens', NOT_FOUND,
   ];
   const operators = [
     `${clusterPath}?confirm=delete`, '/tenants/team-a?confirm=remove-member&name=bob', '/admin',
     '/providers', '/providers?kind=import', '/providers?kind=command', '/providers?kind=jenkins', '/providers?kind=hosted',
     '/providers?edit=existing', '/providers?template=adopt',
     '/providers?confirm=delete-provider&name=existing', '/providers?confirm=delete-template&name=adopt',
+    '/backups?confirm=delete-backup&name=00000000-0000-7000-8000-000000000000',
   ];
   return operator ? [...common, ...operators] : [...common, `${clusterPath}?confirm=revoke`];
 }
