@@ -135,7 +135,7 @@ for (const js of [false, true]) {
   test(`on a phone the top bar is a menu whose items are all reachable (JavaScript ${js ? 'on' : 'off'})`, async () => {
     const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
     await loginLocal(page, server.url);
-    const items = ['Clusters', 'Providers', 'Fleet', 'Audit', 'Admin', 'API tokens'];
+    const items = ['Clusters', 'Providers', 'Fleet', 'Backups', 'Audit', 'Admin', 'API tokens'];
     const visible = (name) => page.getByRole('link', { name, exact: true }).first().isVisible();
 
     await page.setViewportSize({ width: 1440, height: 900 });
