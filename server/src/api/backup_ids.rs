@@ -12,7 +12,7 @@ use kqueen_dto::backups::{Backup, ListedBackup, RestoreAccepted, RestorePlan, Re
 use serde::Deserialize;
 use utoipa::IntoParams;
 
-use crate::api::backups::archive_response;
+use crate::api::backups::{archive_response, restore_accepted};
 use crate::api::extract::ApiQuery;
 use crate::api::{ApiJson, ApiResult, ErrorOut};
 use crate::state::AppState;
@@ -141,11 +141,5 @@ pub async fn restore_backup_by_id(
         .backups()
         .restore(&actor, BackupRef::id(&backup), &(&input).into())
         .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(RestoreAccepted {
-            restore: restore.into(),
-            operation: op.into(),
-        }),
-    ))
+    Ok(restore_accepted(restore, op))
 }

@@ -165,13 +165,21 @@ pub async fn restore_backup(
         .backups()
         .restore(&actor, BackupRef::of(&id, &backup), &(&input).into())
         .await?;
-    Ok((
+    Ok(restore_accepted(restore, op))
+}
+
+/// The 202 answer to a queued restore.
+pub(super) fn restore_accepted(
+    restore: kqueen_core::backup::Restore,
+    op: kqueen_core::cluster::Operation,
+) -> (StatusCode, Json<RestoreAccepted>) {
+    (
         StatusCode::ACCEPTED,
         Json(RestoreAccepted {
             restore: restore.into(),
             operation: op.into(),
         }),
-    ))
+    )
 }
 
 /// A restore into a cluster, with what became of each object once done.

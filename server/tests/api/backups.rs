@@ -217,6 +217,38 @@ impl World {
         panic!("backup {id} was never taken");
     }
 
+    /// Waits (up to a minute) until restore `id` into cluster `target` has succeeded: it.
+    async fn restored(&self, target: &str, id: &str) -> Value {
+        let path = format!("/api/v1/clusters/{target}/restores/{id}");
+        for _ in 0..600 {
+            let (status, body) = call(&self.tim, &self.app, Method::GET, &path, None).await;
+            assert_eq!(status, StatusCode::OK, "{body}");
+            if body["state"] != "running" {
+                assert_eq!(body["state"], "succeeded", "{body}");
+                return body;
+            }
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+        panic!("restore {id} never ended");
+    }
+
+    /// `action` is in the audit log as tim's success and amy's (a member's) refusal.
+    async fn assert_audited(&self, action: &str) {
+        let events = self
+            .app
+            .audit(AuditQuery {
+                action: Some(action.into()),
+                ..Default::default()
+            })
+            .await;
+        let by: Vec<(&str, &str)> = events
+            .iter()
+            .map(|e| (e.actor.as_str(), e.outcome.as_str()))
+            .collect();
+        assert!(by.contains(&("tim", "success")), "{action}: {by:?}");
+        assert!(by.contains(&("amy", "denied")), "{action}: {by:?}");
+    }
+
     async fn archive(&self, client: &reqwest::Client, id: &str) -> reqwest::Response {
         self.app
             .get_as(client, &format!("{}/{id}/archive", self.backups()))
@@ -393,19 +425,7 @@ async fn admins_back_up_a_cluster_and_download_an_archive_a_person_can_read() {
         .to_str()
         .unwrap()
         .contains("error=permission"));
-    let downloads = w
-        .app
-        .audit(AuditQuery {
-            action: Some("backup.download".into()),
-            ..Default::default()
-        })
-        .await;
-    let by: Vec<(&str, &str)> = downloads
-        .iter()
-        .map(|e| (e.actor.as_str(), e.outcome.as_str()))
-        .collect();
-    assert!(by.contains(&("tim", "success")), "{by:?}");
-    assert!(by.contains(&("amy", "denied")), "{by:?}");
+    w.assert_audited("backup.download").await;
 
     // With Secrets: counted, sealed in the vault, still never in the archive.
     let sealed = w.back_up(true).await;
@@ -608,18 +628,7 @@ async fn a_backup_restores_into_an_empty_cluster_whose_objects_then_equal_the_fi
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
     assert_eq!(accepted["operation"]["kind"], "restore");
     let restore_id = accepted["restore"]["id"].as_str().unwrap().to_owned();
-    let path = format!("/api/v1/clusters/{target}/restores/{restore_id}");
-    let mut done = Value::Null;
-    for _ in 0..600 {
-        let (status, body) = call(&w.tim, &w.app, Method::GET, &path, None).await;
-        assert_eq!(status, StatusCode::OK, "{body}");
-        if body["state"] != "running" {
-            done = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(done["state"], "succeeded", "{done}");
+    let done = w.restored(&target, &restore_id).await;
     let report = fates(&done["report"]);
     assert!(
         report.values().all(|f| f != "failed" && f != "cannot"),
@@ -928,17 +937,7 @@ async fn a_deleted_clusters_backup_is_found_by_tenant_restored_elsewhere_and_del
     .await;
     assert_eq!(status, StatusCode::ACCEPTED, "{accepted}");
     let restore_id = accepted["restore"]["id"].as_str().unwrap().to_owned();
-    let status_path = format!("/api/v1/clusters/{target}/restores/{restore_id}");
-    let mut done = Value::Null;
-    for _ in 0..600 {
-        let (_, body) = call(&w.tim, &w.app, Method::GET, &status_path, None).await;
-        if body["state"] != "running" {
-            done = body;
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    assert_eq!(done["state"], "succeeded", "{done}");
+    let done = w.restored(&target, &restore_id).await;
     assert_eq!(fates(&done["report"])["ConfigMap shop/settings"], "created");
     let res = w.app.get_as(&w.tim, &format!("{one}/archive")).await;
     assert_eq!(res.status(), StatusCode::OK);
@@ -955,19 +954,7 @@ async fn a_deleted_clusters_backup_is_found_by_tenant_restored_elsewhere_and_del
     assert_eq!(list, json!([]));
     let (status, _) = call(&w.tim, &w.app, Method::DELETE, &one, None).await;
     assert_eq!(status, StatusCode::NOT_FOUND, "deleted once");
-    let deletes = w
-        .app
-        .audit(AuditQuery {
-            action: Some("backup.delete".into()),
-            ..Default::default()
-        })
-        .await;
-    let by: Vec<(&str, &str)> = deletes
-        .iter()
-        .map(|e| (e.actor.as_str(), e.outcome.as_str()))
-        .collect();
-    assert!(by.contains(&("tim", "success")), "{by:?}");
-    assert!(by.contains(&("amy", "denied")), "{by:?}");
+    w.assert_audited("backup.delete").await;
     drop(kube);
     w.app.stop().await;
 }
