@@ -69,8 +69,18 @@ impl Backups {
             (Some(id), _) => self.authorized(actor, id, action::BACKUP_RESTORE).await?,
         };
         let result = restorable(&found.backup, req);
-        let namespaces = self
-            .guard
+        let namespaces = self.audited_restore(actor, &target, result).await?;
+        Ok((found.backup, target, namespaces))
+    }
+
+    /// Passes `result` through, auditing a client error as a refused restore into `target`.
+    async fn audited_restore<T>(
+        &self,
+        actor: &Actor,
+        target: &Cluster,
+        result: Result<T>,
+    ) -> Result<T> {
+        self.guard
             .audited(
                 actor,
                 action::BACKUP_RESTORE,
@@ -78,8 +88,7 @@ impl Backups {
                 Some(target.tenant_id),
                 result,
             )
-            .await?;
-        Ok((found.backup, target, namespaces))
+            .await
     }
 
     /// The backup's objects, with its Secrets when it kept them.
@@ -125,15 +134,7 @@ impl Backups {
             })
         }
         .await;
-        self.guard
-            .audited(
-                actor,
-                action::BACKUP_RESTORE,
-                target.name.as_str(),
-                Some(target.tenant_id),
-                result,
-            )
-            .await
+        self.audited_restore(actor, &target, result).await
     }
 
     /// Queues the restore of a backup into its own cluster or another.
@@ -185,15 +186,7 @@ impl Backups {
             Ok((restore, op))
         }
         .await;
-        self.guard
-            .audited(
-                actor,
-                action::BACKUP_RESTORE,
-                target.name.as_str(),
-                Some(target.tenant_id),
-                result,
-            )
-            .await
+        self.audited_restore(actor, &target, result).await
     }
 
     /// A restore into a cluster, with its report once done.
