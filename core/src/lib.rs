@@ -37,9 +37,9 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, BackupRef, Backups,
-    BulkOutcome, ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync,
-    DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview, FleetTotals,
-    ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview, RestorePlan,
-    RestoreRequest, Tally, TemplateView, Users, ATTENTION_SHOWN,
+    Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, BackupOptions, BackupRef,
+    Backups, BulkOutcome, ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings,
+    ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview,
+    FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
+    RestorePlan, RestoreRequest, Tally, TemplateView, Users, ATTENTION_SHOWN,
 };

@@ -4,7 +4,9 @@
 //! writes ([`ControlPlaneFiles`]) and the PKI it generates: both become ready through their
 //! admin kubeconfigs, each sees only its own namespaces, etcd holds nothing outside their key
 //! spaces, a read-only key space makes its API server refuse writes (and not the other's),
-//! the controller manager finalises a deleted namespace, and removing a key space clears it.
+//! the controller manager finalises a deleted namespace, and removing a key space clears it;
+//! a key space copied with its own etcd user (which cannot read another's) and loaded into
+//! another is served by that one's API server.
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
 
 mod support;
@@ -13,9 +15,10 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use etcd_client::GetOptions;
-use k8s_openapi::api::core::v1::Namespace;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kqueen_core::hosted::control_plane::{ControlPlaneFiles, ControlPlaneSpec};
-use kqueen_core::hosted::etcd::{KeySpace, SharedEtcd};
+use kqueen_core::hosted::dump::KeySpaceDump;
+use kqueen_core::hosted::etcd::{EtcdAccess, KeySpace, SharedEtcd};
 use kqueen_core::hosted::pki::{self, PkiRequest};
 use kqueen_core::hosted::supervisor::{Backoff, ProcessSpec, Supervisor, SupervisorEvent};
 use kqueen_testkit::process::free_port;
@@ -46,6 +49,30 @@ impl Running {
         let text = std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Why the controller manager did not act: whether it still runs, its error and fatal
+    /// lines (a fatal exit ends the log with every goroutine's stack, which hides them), and
+    /// the log's last lines.
+    fn controller_manager_report(&mut self) -> String {
+        let state = match self.children.get_mut(1).map(Child::try_wait) {
+            Some(Ok(None)) => "running".to_string(),
+            Some(Ok(Some(status))) => format!("exited: {status}"),
+            Some(Err(e)) => format!("unknown: {e}"),
+            None => "not started".into(),
+        };
+        let text = std::fs::read_to_string(self.dir.path().join("controller-manager.log"))
+            .unwrap_or_default();
+        let errors: Vec<&str> = text
+            .lines()
+            .filter(|l| l.starts_with('E') || l.starts_with('F'))
+            .take(40)
+            .collect();
+        format!(
+            "kube-controller-manager {state}\nerror and fatal lines:\n{}\nlast lines:\n{}",
+            errors.join("\n"),
+            self.log("controller-manager.log")
+        )
     }
 }
 
@@ -139,24 +166,26 @@ async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
         spec,
         client,
     } = prepare(etcd, space, name).await;
-    let mut children = vec![spawn(
+    let children = vec![spawn(
         &binary,
         files.apiserver_args(&spec),
         dir.path().join("apiserver.log"),
     )];
-    if let Ok(cm) = std::env::var(CONTROLLER_MANAGER) {
-        children.push(spawn(
-            &cm,
-            files.controller_manager_args(&spec),
-            dir.path().join("controller-manager.log"),
-        ));
-    }
-    let running = Running {
+    let mut running = Running {
         children,
         client,
         dir,
     };
     wait_ready(&running.client, name, &|| running.log("apiserver.log")).await;
+    // Started once the API server answers: unsupervised (KQueen's supervisor would restart
+    // it), a controller manager exits for good when the API server is not healthy within its
+    // 10 s wait, as two API servers starting at once on a busy machine can be.
+    if let Ok(cm) = std::env::var(CONTROLLER_MANAGER) {
+        let log = running.dir.path().join("controller-manager.log");
+        running
+            .children
+            .push(spawn(&cm, files.controller_manager_args(&spec), log));
+    }
     running
 }
 
@@ -197,7 +226,7 @@ async fn two_tenants_control_planes_share_one_etcd_and_cannot_see_each_other() {
     );
     admin.open(&a).await.unwrap();
     admin.open(&b).await.unwrap();
-    let (one, two) = tokio::join!(
+    let (mut one, two) = tokio::join!(
         start(&etcd, &a, "team-a-dev"),
         start(&etcd, &b, "team-b-dev")
     );
@@ -261,7 +290,7 @@ async fn two_tenants_control_planes_share_one_etcd_and_cannot_see_each_other() {
             assert!(
                 started.elapsed() < Duration::from_secs(120),
                 "namespace not finalised:\n{}",
-                one.log("controller-manager.log")
+                one.controller_manager_report()
             );
             tokio::time::sleep(Duration::from_millis(300)).await;
         }
@@ -411,4 +440,119 @@ async fn a_supervised_control_plane_survives_a_killed_api_server_a_restart_of_kq
         );
     }
     assert!(admin.remove(&space).await.unwrap() > 20);
+}
+
+#[tokio::test]
+async fn a_tenants_key_space_is_copied_with_its_own_user_and_served_by_a_new_control_plane() {
+    if std::env::var(APISERVER).is_err() {
+        println!("skipped: {APISERVER} not set (the real kube-apiserver binary)");
+        return;
+    }
+    let etcd = TlsEtcd::start().await;
+    let admin = SharedEtcd::connect(&etcd.root_access(), Duration::from_secs(5))
+        .await
+        .unwrap();
+    let (a, b, other) = (
+        KeySpace::for_cluster(uuid::Uuid::now_v7()),
+        KeySpace::for_cluster(uuid::Uuid::now_v7()),
+        KeySpace::for_cluster(uuid::Uuid::now_v7()),
+    );
+    for space in [&a, &b, &other] {
+        admin.open(space).await.unwrap();
+    }
+    // A third tenant's key, which the copy of A must never read.
+    let mut root = etcd.raw(&etcd.client_cert("root")).await.unwrap();
+    let foreign = format!("{}secrets/x/y", other.prefix());
+    root.put(foreign.as_str(), "not-yours", None).await.unwrap();
+
+    let one = start(&etcd, &a, "team-a-prod").await;
+    create_namespace(&one.client, "shop").await.unwrap();
+    let settings: ConfigMap = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "settings", "namespace": "shop"},
+        "data": {"colour": "teal"}
+    }))
+    .unwrap();
+    Api::<ConfigMap>::namespaced(one.client.clone(), "shop")
+        .create(&PostParams::default(), &settings)
+        .await
+        .unwrap();
+
+    // Read as A's own etcd user: etcd refuses it any other range.
+    let as_a = EtcdAccess {
+        client: etcd.client_cert(&a.user()),
+        ..etcd.root_access()
+    };
+    let tenant = SharedEtcd::connect(&as_a, Duration::from_secs(5))
+        .await
+        .unwrap();
+    let refused = tenant.dump(&other).await;
+    assert!(refused.is_err(), "A's user read another key space");
+    let dump = tenant.dump(&a).await.unwrap();
+    assert!(dump.revision > 0);
+    assert!(dump.entries.len() > 20, "{}", dump.entries.len());
+    assert!(dump
+        .entries
+        .iter()
+        .all(|e| !e.key.starts_with(b"/") && !e.value.windows(9).any(|w| w == b"not-yours")));
+    let keys: Vec<String> = dump
+        .entries
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.key).into_owned())
+        .collect();
+    assert!(
+        keys.contains(&"configmaps/shop/settings".to_owned()),
+        "{keys:?}"
+    );
+    assert_eq!(dump.namespaces().contains(&"shop".to_owned()), true);
+    let dump = KeySpaceDump::decode(&dump.encode()).unwrap();
+
+    // Loaded into B, under a running API server of its own: B serves A's objects, B's
+    // user may write again, and the third tenant's key is as it was.
+    let two = start(&etcd, &b, "team-a-spare").await;
+    let loaded = admin.load(&b, &dump).await.unwrap();
+    assert!(loaded.written > 0, "{loaded:?}");
+    assert_eq!(admin.writable(&b).await.unwrap(), Some(true));
+    let configmaps = Api::<ConfigMap>::namespaced(two.client.clone(), "shop");
+    let started = Instant::now();
+    let restored = loop {
+        match configmaps.get_opt("settings").await {
+            Ok(Some(c)) => break c,
+            other => {
+                assert!(
+                    started.elapsed() < Duration::from_secs(30),
+                    "{other:?}\n{}",
+                    two.log("apiserver.log")
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    };
+    assert_eq!(
+        restored
+            .data
+            .unwrap_or_default()
+            .get("colour")
+            .map(String::as_str),
+        Some("teal")
+    );
+    create_namespace(&two.client, "after-restore")
+        .await
+        .unwrap();
+    let foreign_now = root.get(foreign.as_str(), None).await.unwrap();
+    assert_eq!(foreign_now.kvs()[0].value(), b"not-yours");
+    assert_eq!(
+        foreign_now.kvs()[0].version(),
+        1,
+        "the third key space was not written"
+    );
+
+    // A read-only key space stays read-only after a load.
+    admin.set_writable(&b, false).await.unwrap();
+    admin.load(&b, &dump).await.unwrap();
+    assert_eq!(admin.writable(&b).await.unwrap(), Some(false));
+    // A key space that is not open is refused.
+    let closed = KeySpace::for_cluster(uuid::Uuid::now_v7());
+    assert!(admin.load(&closed, &dump).await.is_err());
+    drop(one);
+    drop(two);
 }

@@ -8,6 +8,13 @@ use crate::clusters::Operation;
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct BackupRequest {
+    /// `resources` (default): every listable resource, through the cluster's API server.
+    /// `key_space` (hosted clusters): the control plane's whole key space in the shared etcd
+    /// at one revision, read with the cluster's own etcd user and sealed in KQueen's vault
+    /// (Secrets included); restored whole into a hosted cluster.
+    #[serde(default)]
+    #[cfg_attr(feature = "openapi", schema(example = "resources"))]
+    pub kind: Option<String>,
     /// Keep the cluster's Secrets too: sealed in KQueen's vault, never in the archive.
     #[serde(default)]
     pub include_secrets: bool,
@@ -91,6 +98,32 @@ pub struct BackupContents {
     /// Why no VolumeSnapshot was asked for, when they were wanted (the cluster does not serve
     /// the snapshot API, or holds no claim).
     pub snapshot_note: Option<String>,
+    /// What a key-space backup copied (its values are sealed in the vault; the archive lists
+    /// the keys).
+    pub key_space: Option<BackupKeySpace>,
+}
+
+/// The copy of a hosted control plane's key space a backup holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct BackupKeySpace {
+    /// The etcd revision it was read at.
+    pub revision: i64,
+    pub keys: u64,
+    /// Keys and values, in bytes.
+    pub bytes: u64,
+}
+
+/// What loading a key-space backup changes in the key space of the cluster restored into.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct KeySpaceChanges {
+    /// Keys written: new, or holding another value now.
+    pub written: u64,
+    /// Keys already holding the backup's value.
+    pub unchanged: u64,
+    /// Keys the backup does not hold: removed.
+    pub removed: u64,
 }
 
 /// One backup of a cluster.
@@ -103,6 +136,8 @@ pub struct Backup {
     /// UUID of the cluster it was taken of (which may have been deleted since).
     #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub cluster: String,
+    /// `resources` or `key_space`.
+    pub kind: String,
     /// `running`, `succeeded` or `failed`.
     pub state: String,
     pub include_secrets: bool,
@@ -186,7 +221,10 @@ pub struct RestorePlan {
     pub target_cluster: String,
     pub target_cluster_name: String,
     pub namespaces: Vec<String>,
+    /// Each object's fate (a resources backup).
     pub items: Vec<RestoreItem>,
+    /// What loading a key-space backup changes (its restore replaces the key space whole).
+    pub key_space: Option<KeySpaceChanges>,
 }
 
 /// A restore of a backup into a cluster.

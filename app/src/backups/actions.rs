@@ -5,25 +5,26 @@ use leptos::prelude::*;
 
 use crate::AppError;
 
-/// Queues a backup of the cluster; `include_secrets` and `snapshot_volumes` are the
-/// checkboxes (present: checked).
+/// Queues a backup of the cluster; `kind` is the choice of a hosted cluster's form
+/// (`resources` or `key_space`; absent: resources), `include_secrets` and `snapshot_volumes`
+/// are the checkboxes (present: checked).
 #[server(prefix = "/sfn", endpoint = "take_backup")]
 pub async fn take_backup(
     id: String,
+    kind: Option<String>,
     include_secrets: Option<String>,
     snapshot_volumes: Option<String>,
 ) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
-    let result = k
-        .backups()
-        .take(
-            &actor,
-            &id,
-            include_secrets.is_some(),
-            snapshot_volumes.is_some(),
-        )
-        .await
-        .map(|_| ());
+    let request = kqueen_dto::backups::BackupRequest {
+        kind,
+        include_secrets: include_secrets.is_some(),
+        snapshot_volumes: snapshot_volumes.is_some(),
+    };
+    let result = match kqueen_core::BackupOptions::try_from(&request) {
+        Ok(options) => k.backups().take(&actor, &id, options).await.map(|_| ()),
+        Err(e) => Err(e),
+    };
     crate::ssr::back(
         &format!("/clusters/{}", crate::query::form_escape(&id)),
         result,

@@ -72,10 +72,12 @@ fn RestoreForm(page: RestorePageDto, restore: ServerAction<RestoreBackup>) -> im
         .as_ref()
         .map(|pl| pl.namespaces.clone())
         .unwrap_or_default();
+    let whole = p.backup.kind == "key_space";
     let namespaces = p
         .backup
         .contents
         .as_ref()
+        .filter(|_| !whole)
         .map(|c| c.namespaces.clone())
         .unwrap_or_default();
     let taken = crate::time::to_minute(&p.backup.created_at);
@@ -95,7 +97,10 @@ fn RestoreForm(page: RestorePageDto, restore: ServerAction<RestoreBackup>) -> im
                         <option value=id.clone() selected=*id == chosen>{label.clone()}</option>
                     }).collect_view()}
                 </select>
-                <fieldset>
+                {whole.then(|| view! {
+                    <p class="muted" id="restore-whole">"A key-space backup is restored whole, into a hosted cluster: its key space in the shared etcd then holds exactly the backup's keys, and its API server serves the backup's objects."</p>
+                })}
+                <fieldset hidden=whole>
                     <legend>"Namespaces (none checked: everything the backup holds)"</legend>
                     {namespaces.iter().map(|ns| {
                         let (input, label_for) = (format!("restore-ns-{ns}"), format!("restore-ns-{ns}"));
@@ -136,7 +141,14 @@ fn Plan(
     backup_id: String,
     restore: ServerAction<RestoreBackup>,
 ) -> impl IntoView {
-    let summary = counts(&plan.items);
+    let summary = match &plan.key_space {
+        Some(k) => format!(
+            "Key space: {} key(s) to write, {} already equal, {} to remove. The cluster's objects become the backup's; its other objects go.",
+            k.written, k.unchanged, k.removed
+        ),
+        None => counts(&plan.items),
+    };
+    let whole = plan.key_space.is_some();
     let namespaces = plan.namespaces.join(",");
     let heading = format!("What a restore into {} does", plan.target_cluster_name);
     let target = plan.target_cluster.clone();
@@ -144,7 +156,7 @@ fn Plan(
         <section class="card" aria-labelledby="restore-plan-heading">
             <div class="card-head"><h2 id="restore-plan-heading">{heading}</h2></div>
             <p id="restore-summary">{summary}</p>
-            <div class="table-scroll">
+            <div class="table-scroll" hidden=whole>
                 <table class="table" id="restore-plan">
                     <TableHead cols=vec!["Object", "Stage", "Fate"] />
                     <tbody>

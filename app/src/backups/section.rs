@@ -9,7 +9,7 @@ use crate::backups::delete::{ConfirmDelete, DeleteLink};
 use crate::backups::{archive_path, size_label};
 use crate::components::{ErrorNote, TableHead};
 use crate::time::to_minute;
-use kqueen_dto::backups::{Backup, BackupContents, BackupSchedule};
+use kqueen_dto::backups::{Backup, BackupContents, BackupKeySpace, BackupSchedule};
 
 /// The section (tenant admins and operators only), read on its own.
 #[component]
@@ -17,6 +17,8 @@ pub fn ClusterBackups(
     cluster_id: String,
     /// Backups are taken of Ready clusters only.
     ready: bool,
+    /// A hosted cluster: its key space in the shared etcd can be copied too.
+    key_space: bool,
 ) -> impl IntoView {
     let take = ServerAction::<TakeBackup>::new();
     let delete = ServerAction::<DeleteBackup>::new();
@@ -79,6 +81,19 @@ pub fn ClusterBackups(
             {ready.then(move || view! {
                 <ActionForm action=take attr:class="inline-form" attr:id="backup-form">
                     <input type="hidden" name="id" value=form_id />
+                    {key_space.then(|| view! {
+                        <fieldset class="backup-kind">
+                            <legend>"What to copy"</legend>
+                            <label class="check">
+                                <input type="radio" name="kind" value="resources" id="backup-kind-resources" checked=true />
+                                " Resources (every object, as YAML)"
+                            </label>
+                            <label class="check">
+                                <input type="radio" name="kind" value="key_space" id="backup-kind-key-space" />
+                                " Key space (the control plane's whole etcd key space at one revision, Secrets included, sealed in the vault; restored whole into a hosted cluster)"
+                            </label>
+                        </fieldset>
+                    })}
                     <label class="check">
                         <input type="checkbox" name="include_secrets" value="on" id="backup-secrets" />
                         " Include Secrets (sealed in the vault)"
@@ -179,9 +194,47 @@ fn BackupRow(backup: Backup, cluster_id: String) -> impl IntoView {
     }
 }
 
-/// What a backup holds, with the details folded: kinds, what was left out and why, volumes.
+/// What a backup holds: a key space copied, or resources with their details folded.
 #[component]
 pub(super) fn Contents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
+    if let Some(k) = &contents.key_space {
+        return view! { <KeySpaceContents copy=k.clone() contents=contents.clone() /> }.into_any();
+    }
+    view! { <ResourceContents contents include_secrets /> }.into_any()
+}
+
+/// What a key-space backup holds: the revision, keys and bytes, and its namespaces.
+#[component]
+fn KeySpaceContents(copy: BackupKeySpace, contents: BackupContents) -> impl IntoView {
+    let headline = format!(
+        "Key space at etcd revision {}: {} key(s), {} in {} namespace(s); sealed in the vault",
+        copy.revision,
+        copy.keys,
+        size_label(copy.bytes),
+        contents.namespaces.len()
+    );
+    let version = contents
+        .kubernetes_version
+        .map(|v| format!("Kubernetes {v}"))
+        .unwrap_or_default();
+    view! {
+        <span class="backup-headline" data-backup-kind="key_space">{headline}</span>
+        <details class="backup-details">
+            <summary>"What it holds"</summary>
+            <p class="muted">{version}</p>
+            <p>"Every key the control plane's API server wrote under its prefix in the shared etcd, read with the cluster's own etcd user (etcd lets it read nothing else). The archive lists the keys; their values, Secrets among them, are sealed in KQueen's vault. A restore replaces the key space of a hosted cluster whole."</p>
+            <h3>"Namespaces"</h3>
+            <ul class="backup-namespaces">
+                {contents.namespaces.into_iter().map(|n| view! { <li>{n}</li> }).collect_view()}
+            </ul>
+        </details>
+    }
+}
+
+/// What a resources backup holds, with the details folded: kinds, what was left out and
+/// why, volumes.
+#[component]
+fn ResourceContents(contents: BackupContents, include_secrets: bool) -> impl IntoView {
     let c = contents;
     let secrets = if include_secrets {
         format!("{} Secret(s) sealed in the vault", c.secrets)

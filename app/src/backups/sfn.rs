@@ -65,10 +65,13 @@ pub async fn restore_page(
             )
         })
         .collect();
+    // A key space loads only into a hosted cluster's key space.
+    let whole = found.kind == kqueen_core::backup::BackupKind::KeySpace;
     targets.extend(
         clusters
             .iter()
             .filter(|c| c.id != found.cluster_id)
+            .filter(|c| !whole || c.provider_kind == kqueen_dto::kinds::ProviderKind::Hosted)
             .filter(|c| check(&actor, Permission::ManageBackups(c.tenant_id)).is_ok())
             .map(|c| (c.id.to_string(), format!("{}/{}", c.tenant_slug, c.name))),
     );

@@ -197,7 +197,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == ClusterState::Ready />
         <crate::addons::ClusterAddons cluster_id=c.id.clone() can_manage=page.can_manage ready=c.state == ClusterState::Ready />
         {page.can_back_up.then(|| view! {
-            <crate::backups::ClusterBackups cluster_id=c.id.clone() ready=c.state == ClusterState::Ready />
+            <crate::backups::ClusterBackups cluster_id=c.id.clone() ready=c.state == ClusterState::Ready key_space=c.kind == ProviderKind::Hosted />
         })}
         {page.inventory.clone().map(|inv| view! {
             <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == ClusterState::Ready sync=writes.sync />

@@ -74,6 +74,28 @@ fn yaml(value: &impl serde::Serialize) -> Result<String, ArchiveError> {
 
 /// The archive of `objects` (cleaned) with `summary` as its `backup.yaml`, in memory.
 pub fn write_archive(summary: &BackupSummary, objects: &[Value]) -> Result<Vec<u8>, ArchiveError> {
+    let mut files = objects
+        .iter()
+        .map(|o| Ok((path_of(o), yaml(o)?)))
+        .collect::<Result<Vec<_>, ArchiveError>>()?;
+    files.sort_by(|a, b| a.0.cmp(&b.0));
+    pack(summary, files)
+}
+
+/// The list of keys in the archive of a key-space backup (the values are sealed in the vault).
+pub const KEYS_FILE: &str = "keys.txt";
+
+/// The archive of a key-space backup: `summary` as its `backup.yaml` and `listing` (one line
+/// per key with its value's size) as `keys.txt`.
+pub fn write_key_space_archive(
+    summary: &BackupSummary,
+    listing: String,
+) -> Result<Vec<u8>, ArchiveError> {
+    pack(summary, vec![(KEYS_FILE.to_owned(), listing)])
+}
+
+/// A gzipped tar of `backup.yaml` and `files`, in this order.
+fn pack(summary: &BackupSummary, files: Vec<(String, String)>) -> Result<Vec<u8>, ArchiveError> {
     let write_err = |e: std::io::Error| ArchiveError::Write(e.to_string());
     let mut tar = tar::Builder::new(GzEncoder::new(Vec::new(), flate2::Compression::default()));
     let mut total = 0usize;
@@ -91,10 +113,8 @@ pub fn write_archive(summary: &BackupSummary, objects: &[Value]) -> Result<Vec<u
             .map_err(write_err)
     };
     add(&mut tar, SUMMARY_FILE, &yaml(summary)?)?;
-    let mut sorted: Vec<(String, &Value)> = objects.iter().map(|o| (path_of(o), o)).collect();
-    sorted.sort_by(|a, b| a.0.cmp(&b.0));
-    for (path, object) in sorted {
-        add(&mut tar, &path, &yaml(object)?)?;
+    for (path, text) in files {
+        add(&mut tar, &path, &text)?;
     }
     let gz = tar.into_inner().map_err(write_err)?;
     gz.finish().map_err(write_err)
@@ -195,7 +215,39 @@ mod tests {
             volumes: vec![],
             volume_guidance: VOLUME_GUIDANCE.into(),
             snapshots: None,
+            key_space: None,
         }
+    }
+
+    #[test]
+    fn a_key_space_archive_holds_the_summary_and_the_keys_only() {
+        let mut s = summary();
+        s.key_space = Some(crate::backup::KeySpaceCopy {
+            revision: 12,
+            keys: 1,
+            bytes: 40,
+        });
+        let bytes = write_key_space_archive(&s, "9\tregistry/namespaces/shop\n".into()).unwrap();
+        let mut tar = tar::Archive::new(GzDecoder::new(bytes.as_slice()));
+        let mut files = Vec::new();
+        for entry in tar.entries().unwrap() {
+            let mut entry = entry.unwrap();
+            let path = entry.path().unwrap().to_string_lossy().into_owned();
+            let mut text = String::new();
+            entry.read_to_string(&mut text).unwrap();
+            files.push((path, text));
+        }
+        assert_eq!(files[0].0, SUMMARY_FILE);
+        let back: BackupSummary = serde_saphyr::from_str(&files[0].1).unwrap();
+        assert_eq!(back, s);
+        assert_eq!(
+            files[1],
+            (
+                KEYS_FILE.to_owned(),
+                "9\tregistry/namespaces/shop\n".to_owned()
+            )
+        );
+        assert_eq!(files.len(), 2);
     }
 
     #[test]

@@ -39,12 +39,23 @@ crate::cluster::string_enum!(
     }
 );
 
+crate::cluster::string_enum!(
+    /// What a backup copies.
+    BackupKind {
+        /// Every listable resource, through the cluster's API server.
+        Resources = "resources",
+        /// A hosted control plane's whole key space in the shared etcd, at one revision.
+        KeySpace = "key_space",
+    }
+);
+
 /// One backup of one cluster, as stored.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Backup {
     pub id: Uuid,
     pub tenant_id: Uuid,
     pub cluster_id: Uuid,
+    pub kind: BackupKind,
     pub state: BackupState,
     /// Secrets asked for (sealed in the vault, never in the archive).
     pub include_secrets: bool,
@@ -110,9 +121,28 @@ pub struct BackupSummary {
     /// The VolumeSnapshots asked for, when they were.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub snapshots: Option<snapshots::Snapshots>,
+    /// What a key-space backup copied.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub key_space: Option<KeySpaceCopy>,
+}
+
+/// The copy of a hosted control plane's key space a backup holds (sealed in the vault).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KeySpaceCopy {
+    /// The etcd revision it was read at.
+    pub revision: i64,
+    pub keys: u64,
+    /// Keys and values.
+    pub bytes: u64,
 }
 
 impl Backup {
+    /// The same backup, of `kind`.
+    pub fn of_kind(mut self, kind: BackupKind) -> Self {
+        self.kind = kind;
+        self
+    }
+
     /// The same backup, asking for a VolumeSnapshot of every claim when `snapshot`.
     pub fn snapshotting(mut self, snapshot: bool) -> Self {
         self.snapshot_volumes = snapshot;
@@ -131,6 +161,7 @@ impl Backup {
             id: Uuid::now_v7(),
             tenant_id,
             cluster_id,
+            kind: BackupKind::Resources,
             state: BackupState::Running,
             include_secrets,
             snapshot_volumes: false,

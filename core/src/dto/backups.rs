@@ -4,7 +4,9 @@
 use kqueen_dto::backups;
 
 use crate::backup::snapshots::SnapshotRecord;
-use crate::backup::{Backup, BackupSummary, KindCount, LeftOut, ListedBackup, VolumeRecord};
+use crate::backup::{
+    Backup, BackupKind, BackupSummary, KindCount, LeftOut, ListedBackup, VolumeRecord,
+};
 
 impl From<KindCount> for backups::BackupKind {
     fn from(k: KindCount) -> Self {
@@ -69,6 +71,11 @@ impl From<BackupSummary> for backups::BackupContents {
                 .snapshots
                 .map(|n| n.records.into_iter().map(Into::into).collect())
                 .unwrap_or_default(),
+            key_space: s.key_space.map(|k| backups::BackupKeySpace {
+                revision: k.revision,
+                keys: k.keys,
+                bytes: k.bytes,
+            }),
         }
     }
 }
@@ -78,6 +85,7 @@ impl From<Backup> for backups::Backup {
         Self {
             id: b.id.to_string(),
             cluster: b.cluster_id.to_string(),
+            kind: b.kind.to_string(),
             state: b.state.to_string(),
             include_secrets: b.include_secrets,
             snapshot_volumes: b.snapshot_volumes,
@@ -131,6 +139,11 @@ impl From<crate::RestorePlan> for backups::RestorePlan {
             target_cluster_name: p.target.name.as_str().to_owned(),
             namespaces: p.namespaces,
             items: p.items.into_iter().map(Into::into).collect(),
+            key_space: p.key_space.map(|k| backups::KeySpaceChanges {
+                written: k.written,
+                unchanged: k.unchanged,
+                removed: k.removed,
+            }),
         }
     }
 }
@@ -151,6 +164,27 @@ impl From<crate::backup::Restore> for backups::Restore {
             created_at: r.created_at.to_rfc3339(),
             finished_at: r.finished_at.map(|t| t.to_rfc3339()),
         }
+    }
+}
+
+/// And back: a backup as the API and the portal ask for it (an unknown kind is refused).
+impl TryFrom<&backups::BackupRequest> for crate::BackupOptions {
+    type Error = crate::Error;
+    fn try_from(r: &backups::BackupRequest) -> crate::Result<Self> {
+        let kind = match r.kind.as_deref().map(str::trim) {
+            None | Some("") => BackupKind::Resources,
+            Some(k) => BackupKind::parse(k).ok_or_else(|| {
+                crate::Error::Invalid(crate::ValidationError::new(
+                    "kind",
+                    format!("“{k}” is not a kind of backup (resources, key_space)"),
+                ))
+            })?,
+        };
+        Ok(Self {
+            kind,
+            include_secrets: r.include_secrets,
+            snapshot_volumes: r.snapshot_volumes,
+        })
     }
 }
 

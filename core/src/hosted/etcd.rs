@@ -79,7 +79,7 @@ pub enum EtcdError {
     Etcd(String),
 }
 
-fn etcd(e: etcd_client::Error) -> EtcdError {
+pub(super) fn etcd(e: etcd_client::Error) -> EtcdError {
     EtcdError::Etcd(e.to_string())
 }
 
@@ -102,6 +102,11 @@ pub struct SharedEtcd {
 const PAGE: i64 = 1_000;
 
 impl SharedEtcd {
+    /// The connection, for the other parts of [`super`] (a clone shares it).
+    pub(super) fn client(&self) -> Client {
+        self.client.clone()
+    }
+
     pub async fn connect(access: &EtcdAccess, timeout: Duration) -> Result<Self, EtcdError> {
         if access.endpoints.is_empty() {
             return Err(EtcdError::Invalid("no etcd endpoint is configured".into()));

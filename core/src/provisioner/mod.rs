@@ -412,6 +412,36 @@ pub trait Provisioner: Send + Sync + 'static {
         ))
     }
 
+    /// Whether its clusters' shared storage can be copied and loaded
+    /// ([`Provisioner::dump_shared_storage`], [`Provisioner::load_shared_storage`]).
+    fn dumps_shared_storage(&self) -> bool {
+        false
+    }
+
+    /// A copy of the cluster's shared storage at one revision (a hosted control plane's key
+    /// space), read with the cluster's own credentials so that nothing of another cluster can
+    /// be read. Defaults to refusing, as [`Provisioner::set_shared_storage_writable`].
+    async fn dump_shared_storage(
+        &self,
+        _ctx: &OpContext,
+    ) -> Result<crate::hosted::dump::KeySpaceDump, ProvisionError> {
+        Err(ProvisionError::Failed(
+            "this kind of cluster keeps nothing in shared storage".into(),
+        ))
+    }
+
+    /// Makes the cluster's shared storage hold exactly `dump` (taken of it or of another
+    /// cluster of the kind). Defaults to refusing.
+    async fn load_shared_storage(
+        &self,
+        _ctx: &OpContext,
+        _dump: &crate::hosted::dump::KeySpaceDump,
+    ) -> Result<crate::hosted::dump::Loaded, ProvisionError> {
+        Err(ProvisionError::Failed(
+            "this kind of cluster keeps nothing in shared storage".into(),
+        ))
+    }
+
     /// What it will tell about its clusters outside operations, once: the engine takes the
     /// receiver at its start and records each notice in the cluster's timeline.
     fn notices(&self) -> Option<mpsc::Receiver<Notice>> {

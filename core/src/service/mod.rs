@@ -48,7 +48,7 @@ pub use addons::{Addons, BulkOutcome, ClusterAddonView};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
-pub use backups::{BackupArchive, BackupRef, Backups, RestorePlan, RestoreRequest};
+pub use backups::{BackupArchive, BackupOptions, BackupRef, Backups, RestorePlan, RestoreRequest};
 pub use clusters::{AdoptRequest, ClusterDetail, Clusters};
 pub use fleet::{
     Attention, ClusterSync, Fleet, FleetMetrics, FleetOverview, FleetTotals, InventorySettings,

@@ -40,6 +40,11 @@ pub fn backup_secrets(tenant: Uuid, backup: Uuid) -> SecretRef {
     SecretRef::tenant(tenant, format!("backup/{backup}/secrets"))
 }
 
+/// The key space a key-space backup copied (every value its API server wrote, Secrets too).
+pub fn backup_key_space(tenant: Uuid, backup: Uuid) -> SecretRef {
+    SecretRef::tenant(tenant, format!("backup/{backup}/key-space"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

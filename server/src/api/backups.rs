@@ -37,6 +37,7 @@ pub async fn list_backups(
 #[utoipa::path(post, path = "/api/v1/clusters/{id}/backups", tag = "backups",
     params(("id" = uuid::Uuid, Path)), request_body = BackupRequest,
     responses((status = 202, body = BackupAccepted), (status = 403, body = ErrorOut),
+              (status = 400, body = ErrorOut, description = "An unknown kind, or a key-space backup of a cluster that keeps no key space"),
               (status = 404, body = ErrorOut),
               (status = 409, body = ErrorOut, description = "The cluster is not Ready, or a backup of it is being taken")))]
 pub async fn take_backup(
@@ -45,11 +46,8 @@ pub async fn take_backup(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<BackupRequest>,
 ) -> ApiResult<(StatusCode, Json<BackupAccepted>)> {
-    let (backup, op) = state
-        .kqueen
-        .backups()
-        .take(&actor, &id, input.include_secrets, input.snapshot_volumes)
-        .await?;
+    let options = kqueen_core::BackupOptions::try_from(&input)?;
+    let (backup, op) = state.kqueen.backups().take(&actor, &id, options).await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(BackupAccepted {

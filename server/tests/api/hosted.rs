@@ -15,7 +15,7 @@ use kqueen_testkit::tls_etcd::TlsEtcd;
 
 /// The real binaries, or None after saying why the test is skipped.
 #[allow(clippy::print_stdout)]
-fn binaries() -> Option<(String, String)> {
+pub(crate) fn binaries() -> Option<(String, String)> {
     let found = (
         std::env::var("KQUEEN_TEST_KUBE_APISERVER"),
         std::env::var("KQUEEN_TEST_KUBE_CONTROLLER_MANAGER"),
@@ -30,7 +30,7 @@ fn binaries() -> Option<(String, String)> {
 }
 
 /// A hosted provider `shared` on `etcd`, offering 1.20 with these binaries.
-fn hosted_provider(etcd: &TlsEtcd, apiserver: &str, cm: &str) -> serde_json::Value {
+pub(crate) fn hosted_provider(etcd: &TlsEtcd, apiserver: &str, cm: &str) -> serde_json::Value {
     let mut settings: serde_json::Map<String, serde_json::Value> = etcd
         .provider_settings()
         .into_iter()

@@ -16,6 +16,7 @@ mod device_login;
 mod fleet;
 mod helpers;
 mod hosted;
+mod hosted_backups;
 mod metrics;
 mod oidc;
 mod openapi;

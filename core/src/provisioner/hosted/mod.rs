@@ -31,6 +31,7 @@ use super::{
     Capabilities, Notice, OpContext, ParamKind, ParamSchema, ParamSpec, Params, ProviderKind,
     ProvisionError, Provisioned, Provisioner, SharedStorage, Step,
 };
+use crate::hosted::dump::{KeySpaceDump, Loaded};
 use crate::hosted::etcd::{KeySpace, SharedEtcd};
 use crate::hosted::pki::{self, ControlPlanePki, PkiRequest};
 use crate::hosted::supervisor::{Backoff, Supervisor};
@@ -354,6 +355,37 @@ impl Provisioner for HostedProvisioner {
             .await
             .map_err(transient)?;
         etcd.set_writable(&KeySpace::for_cluster(ctx.cluster_id), writable)
+            .await
+            .map_err(transient)
+    }
+
+    fn dumps_shared_storage(&self) -> bool {
+        true
+    }
+
+    async fn dump_shared_storage(&self, ctx: &OpContext) -> Result<KeySpaceDump, ProvisionError> {
+        let space = KeySpace::for_cluster(ctx.cluster_id);
+        // As the key space's own etcd user (a certificate for a day, like its API server's):
+        // etcd refuses it every other tenant's range.
+        let mut access = settings::etcd_access(ctx)?;
+        access.client = settings::client_ca(ctx)?
+            .client(&space.user(), None, 1)
+            .map_err(failed)?;
+        let etcd = SharedEtcd::connect(&access, ETCD_TIMEOUT)
+            .await
+            .map_err(transient)?;
+        etcd.dump(&space).await.map_err(transient)
+    }
+
+    async fn load_shared_storage(
+        &self,
+        ctx: &OpContext,
+        dump: &KeySpaceDump,
+    ) -> Result<Loaded, ProvisionError> {
+        let etcd = SharedEtcd::connect(&settings::etcd_access(ctx)?, ETCD_TIMEOUT)
+            .await
+            .map_err(transient)?;
+        etcd.load(&KeySpace::for_cluster(ctx.cluster_id), dump)
             .await
             .map_err(transient)
     }

@@ -5,6 +5,7 @@
 //! backups of a deleted cluster are found by tenant ([`Backups::all`]) and by id, and restored
 //! into another cluster.
 
+mod key_space;
 mod restore;
 mod run;
 mod schedule;
@@ -16,13 +17,13 @@ use super::clusters::Clusters;
 use super::guard::Guard;
 use crate::audit::{action, AuditEvent};
 use crate::backup::storage::ArchiveDir;
-use crate::backup::{Backup, ListedBackup};
+use crate::backup::{Backup, BackupKind, ListedBackup};
 use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind, OperationTarget};
 use crate::deps::Deps;
 use crate::policy::{self, Permission};
 use crate::tenant::TenantSlug;
 use crate::vault::names;
-use crate::{Actor, Error, Result};
+use crate::{Actor, Error, Result, ValidationError};
 
 pub use restore::{RestorePlan, RestoreRequest};
 
@@ -31,6 +32,27 @@ const OPERATION_MINUTES: i64 = 30;
 
 /// Backups listed at most by [`Backups::all`].
 const LISTED: u32 = 500;
+
+/// What a backup asked for copies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackupOptions {
+    pub kind: BackupKind,
+    /// Secrets too, sealed in the vault (a key-space backup always holds them).
+    pub include_secrets: bool,
+    /// A VolumeSnapshot of every claim (resources backups only).
+    pub snapshot_volumes: bool,
+}
+
+impl BackupOptions {
+    /// A resources backup, with Secrets when `include_secrets`.
+    pub fn resources(include_secrets: bool) -> Self {
+        Self {
+            kind: BackupKind::Resources,
+            include_secrets,
+            snapshot_volumes: false,
+        }
+    }
+}
 
 /// Which backup a request names: by its id alone, or as one of a cluster's backups (then it
 /// is not found unless it is a backup of that cluster).
@@ -290,40 +312,41 @@ impl Backups {
             .await
     }
 
-    /// Removes `backup`'s record (audited as `audit`), then its archive and sealed Secrets.
+    /// Removes `backup`'s record (audited as `audit`), then its archive and what it sealed in
+    /// the vault (Secrets, or the key space).
     async fn remove(&self, backup: &Backup, audit: &AuditEvent) -> Result<()> {
         self.deps.store.remove_backup(backup.id, audit).await?;
         self.archives().remove(backup.cluster_id, backup.id).await?;
-        if backup.include_secrets {
-            self.deps
-                .vault
-                .delete(&names::backup_secrets(backup.tenant_id, backup.id))
-                .await?;
+        let sealed = match backup.kind {
+            BackupKind::KeySpace => Some(names::backup_key_space(backup.tenant_id, backup.id)),
+            BackupKind::Resources if backup.include_secrets => {
+                Some(names::backup_secrets(backup.tenant_id, backup.id))
+            }
+            BackupKind::Resources => None,
+        };
+        if let Some(at) = sealed {
+            self.deps.vault.delete(&at).await?;
         }
         Ok(())
     }
 
-    /// Queues a backup of the cluster (Secrets only when `include_secrets`, sealed in the
-    /// vault; a VolumeSnapshot of every claim when `snapshot_volumes`). Conflict when the
-    /// cluster is not Ready or a backup of it is running.
+    /// Queues a backup of the cluster as `options` ask. Conflict when the cluster is not
+    /// Ready or a backup of it is running; Invalid for a key-space backup of a cluster that
+    /// keeps no key space in the shared etcd, or with volume snapshots.
     pub async fn take(
         &self,
         actor: &Actor,
         cluster_id: &str,
-        include_secrets: bool,
-        snapshot_volumes: bool,
+        options: BackupOptions,
     ) -> Result<(Backup, Operation)> {
         let cluster = self
             .authorized(actor, cluster_id, action::BACKUP_CREATE)
             .await?;
-        let backup = Backup::new(
-            cluster.tenant_id,
-            cluster.id,
-            include_secrets,
-            &actor.to_string(),
-        )
-        .snapshotting(snapshot_volumes);
-        let result = self.queue(actor, &cluster, backup).await;
+        let result = async {
+            let backup = self.backup_for(&cluster, options, &actor.to_string())?;
+            self.queue(actor, &cluster, backup).await
+        }
+        .await;
         self.guard
             .audited(
                 actor,
@@ -333,6 +356,42 @@ impl Backups {
                 result,
             )
             .await
+    }
+
+    /// The backup `options` ask for, when the cluster can have it.
+    fn backup_for(&self, cluster: &Cluster, options: BackupOptions, who: &str) -> Result<Backup> {
+        let invalid = |field: &'static str, message: &'static str| {
+            Err(Error::Invalid(ValidationError::new(field, message)))
+        };
+        let mut include_secrets = options.include_secrets;
+        if options.kind == BackupKind::KeySpace {
+            let dumps = self
+                .deps
+                .registry
+                .get(cluster.provider_kind)
+                .is_some_and(|p| p.dumps_shared_storage());
+            if !dumps {
+                return invalid(
+                    "kind",
+                    "only hosted clusters keep a key space in the shared etcd: back this \
+                     cluster up as resources",
+                );
+            }
+            if options.snapshot_volumes {
+                return invalid(
+                    "snapshot_volumes",
+                    "a key-space backup copies etcd, not volumes: ask for VolumeSnapshots with \
+                     a resources backup",
+                );
+            }
+            // The copy holds every value the API server wrote, Secrets too (sealed).
+            include_secrets = true;
+        }
+        Ok(
+            Backup::new(cluster.tenant_id, cluster.id, include_secrets, who)
+                .of_kind(options.kind)
+                .snapshotting(options.snapshot_volumes),
+        )
     }
 
     /// Records `backup` of `cluster` and queues the operation that takes it, audited as
@@ -353,11 +412,12 @@ impl Backups {
             now,
             chrono::Duration::minutes(OPERATION_MINUTES),
         );
-        let secrets = match (backup.include_secrets, backup.snapshot_volumes) {
-            (true, false) => "with Secrets",
-            (false, false) => "without Secrets",
-            (true, true) => "with Secrets and volume snapshots",
-            (false, true) => "without Secrets, with volume snapshots",
+        let secrets = match (backup.kind, backup.include_secrets, backup.snapshot_volumes) {
+            (BackupKind::KeySpace, ..) => "of the key space in the shared etcd",
+            (_, true, false) => "with Secrets",
+            (_, false, false) => "without Secrets",
+            (_, true, true) => "with Secrets and volume snapshots",
+            (_, false, true) => "without Secrets, with volume snapshots",
         };
         let event = ClusterEvent::new(
             cluster.id,

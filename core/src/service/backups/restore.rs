@@ -8,8 +8,9 @@ use uuid::Uuid;
 use super::{BackupRef, Backups};
 use crate::audit::{action, AuditEvent};
 use crate::backup::archive::{read_archive, read_secrets_stream};
-use crate::backup::{restore, Backup, Restore, RestoreItem};
+use crate::backup::{restore, Backup, BackupKind, Restore, RestoreItem};
 use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind, OperationTarget};
+use crate::hosted::dump::Loaded;
 use crate::provisioner::Reporter;
 use crate::service::apps::{op_error, workload_error};
 use crate::vault::names;
@@ -35,6 +36,8 @@ pub struct RestorePlan {
     pub target: Cluster,
     pub namespaces: Vec<String>,
     pub items: Vec<RestoreItem>,
+    /// For a key-space backup: what loading it changes in the target's key space.
+    pub key_space: Option<Loaded>,
 }
 
 impl Backups {
@@ -121,6 +124,15 @@ impl Backups {
     ) -> Result<RestorePlan> {
         let (backup, target, namespaces) = self.restore_input(actor, r, req).await?;
         let result = async {
+            if backup.kind == BackupKind::KeySpace {
+                return Ok(RestorePlan {
+                    key_space: Some(self.key_space_plan(&backup, &target).await?),
+                    backup: backup.clone(),
+                    target: target.clone(),
+                    namespaces: Vec::new(),
+                    items: Vec::new(),
+                });
+            }
             let objects = self.objects_of(&backup).await?;
             let (client, _) = self.admin.admin_client(&target).await?;
             let items = restore::plan(&client, objects, &namespaces)
@@ -131,6 +143,7 @@ impl Backups {
                 target: target.clone(),
                 namespaces: namespaces.clone(),
                 items,
+                key_space: None,
             })
         }
         .await;
@@ -146,10 +159,15 @@ impl Backups {
     ) -> Result<(Restore, Operation)> {
         let (backup, target, namespaces) = self.restore_input(actor, r, req).await?;
         let result = async {
-            // The archive must be here before a worker is told to read it.
-            self.archives()
-                .require(backup.cluster_id, backup.id)
-                .await?;
+            if backup.kind == BackupKind::KeySpace {
+                // Refused now, not in the worker, when the target keeps no key space.
+                self.key_space_of(&target).await?;
+            } else {
+                // The archive must be here before a worker is told to read it.
+                self.archives()
+                    .require(backup.cluster_id, backup.id)
+                    .await?;
+            }
             let who = actor.to_string();
             let restore = Restore::new(target.tenant_id, target.id, &backup, namespaces, &who);
             let now = crate::clock::now();
@@ -222,6 +240,11 @@ impl Backups {
             .backup(restore.backup_id)
             .await
             .map_err(op_error)?;
+        if backup.kind == BackupKind::KeySpace {
+            return self
+                .restore_key_space(cluster, &restore, &backup, reporter)
+                .await;
+        }
         reporter.step("Reading the backup");
         reporter.progress(2);
         let objects = self.objects_of(&backup).await.map_err(op_error)?;
@@ -281,6 +304,12 @@ fn restorable(backup: &Backup, req: &RestoreRequest) -> Result<Vec<String>> {
         .collect();
     namespaces.sort();
     namespaces.dedup();
+    if backup.kind == BackupKind::KeySpace && !namespaces.is_empty() {
+        return Err(Error::Invalid(ValidationError::new(
+            "namespaces",
+            "a key-space backup is restored whole: choose no namespace",
+        )));
+    }
     if let Some(unknown) = namespaces.iter().find(|n| !summary.namespaces.contains(n)) {
         return Err(Error::Invalid(ValidationError::new(
             "namespaces",

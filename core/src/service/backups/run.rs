@@ -6,7 +6,7 @@ use super::Backups;
 use crate::backup::archive::{secrets_stream, write_archive};
 use crate::backup::collect::collect;
 use crate::backup::snapshots::snapshot_claims;
-use crate::backup::{BackupSummary, VOLUME_GUIDANCE};
+use crate::backup::{BackupKind, BackupSummary, VOLUME_GUIDANCE};
 use crate::cluster::{Cluster, Operation};
 use crate::provisioner::Reporter;
 use crate::service::apps::op_error;
@@ -23,6 +23,9 @@ impl Backups {
     ) -> Result<String, WorkloadError> {
         let id = op.backup().map_err(WorkloadError::Refused)?;
         let backup = self.deps.store.backup(id).await.map_err(op_error)?;
+        if backup.kind == BackupKind::KeySpace {
+            return self.run_key_space(cluster, &backup, reporter).await;
+        }
         reporter.step("Reading what the cluster holds");
         reporter.progress(2);
         let (client, _) = self.admin.admin_client(cluster).await.map_err(op_error)?;
@@ -52,6 +55,7 @@ impl Backups {
             volumes: collected.volumes,
             volume_guidance: VOLUME_GUIDANCE.into(),
             snapshots,
+            key_space: None,
         };
         if backup.include_secrets {
             reporter.step("Sealing the Secrets in the vault");

@@ -12,13 +12,15 @@ use super::operations::{insert_events, insert_op};
 use super::{Pool, SqlStore, INSERT_AUDIT};
 use crate::audit::AuditEvent;
 use crate::backup::schedule::BackupSchedule;
-use crate::backup::{Backup, BackupState, BackupSummary, ListedBackup, Restore, RestoreItem};
+use crate::backup::{
+    Backup, BackupKind, BackupState, BackupSummary, ListedBackup, Restore, RestoreItem,
+};
 use crate::cluster::{ClusterEvent, Operation};
 use crate::store::BackupStore;
 use crate::{Error, Result};
 
-const BACKUP_COLS: &str = "id, tenant_id, cluster_id, state, include_secrets, snapshot_volumes, \
-     error, summary, size_bytes, requested_by, created_at, finished_at";
+const BACKUP_COLS: &str = "id, tenant_id, cluster_id, kind, state, include_secrets, \
+     snapshot_volumes, error, summary, size_bytes, requested_by, created_at, finished_at";
 
 #[derive(FromRow)]
 struct ListedRow {
@@ -34,6 +36,7 @@ struct BackupRow {
     id: Uuid,
     tenant_id: Uuid,
     cluster_id: Uuid,
+    kind: String,
     state: String,
     include_secrets: bool,
     snapshot_volumes: bool,
@@ -49,6 +52,8 @@ impl TryFrom<BackupRow> for Backup {
     type Error = Error;
     fn try_from(r: BackupRow) -> Result<Self> {
         Ok(Backup {
+            kind: BackupKind::parse(&r.kind)
+                .ok_or_else(|| Error::Corrupt(format!("backup {}: kind", r.id)))?,
             state: BackupState::parse(&r.state)
                 .ok_or_else(|| Error::Corrupt(format!("backup {}: state", r.id)))?,
             summary: match &r.summary {
@@ -164,13 +169,14 @@ impl BackupStore for SqlStore {
                 ));
             }
             sqlx::query(
-                "INSERT INTO backups (id, tenant_id, cluster_id, state, include_secrets, \
+                "INSERT INTO backups (id, tenant_id, cluster_id, kind, state, include_secrets, \
                  snapshot_volumes, requested_by, created_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
             )
             .bind(backup.id)
             .bind(backup.tenant_id)
             .bind(backup.cluster_id)
+            .bind(backup.kind.as_str())
             .bind(backup.state.as_str())
             .bind(backup.include_secrets)
             .bind(backup.snapshot_volumes)

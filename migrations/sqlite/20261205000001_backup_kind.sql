@@ -1,0 +1,4 @@
+-- A backup copies a cluster's resources through its API server ('resources'), or a hosted
+-- control plane's whole key space in the shared etcd at one revision ('key_space', sealed in
+-- the vault).
+ALTER TABLE backups ADD COLUMN kind TEXT NOT NULL DEFAULT 'resources';
