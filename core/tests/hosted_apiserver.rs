@@ -503,7 +503,7 @@ async fn a_tenants_key_space_is_copied_with_its_own_user_and_served_by_a_new_con
         keys.contains(&"configmaps/shop/settings".to_owned()),
         "{keys:?}"
     );
-    assert_eq!(dump.namespaces().contains(&"shop".to_owned()), true);
+    assert!(dump.namespaces().contains(&"shop".to_owned()));
     let dump = KeySpaceDump::decode(&dump.encode()).unwrap();
 
     // Loaded into B, under a running API server of its own: B serves A's objects, B's
