@@ -276,6 +276,23 @@ pub struct BackupScheduleInput {
     /// Keep the Secrets too (sealed in the vault).
     #[serde(default)]
     pub include_secrets: bool,
+    /// `resources` (default) or `key_space` (hosted clusters), as for one backup.
+    #[serde(default)]
+    pub kind: Option<String>,
+    /// A VolumeSnapshot of every claim with each backup (resources backups).
+    #[serde(default)]
+    pub snapshot_volumes: bool,
+}
+
+impl BackupScheduleInput {
+    /// What each scheduled backup asks for, as one backup would.
+    pub fn backup(&self) -> BackupRequest {
+        BackupRequest {
+            kind: self.kind.clone(),
+            include_secrets: self.include_secrets,
+            snapshot_volumes: self.snapshot_volumes,
+        }
+    }
 }
 
 /// A cluster's backup schedule.
@@ -284,7 +301,10 @@ pub struct BackupScheduleInput {
 pub struct BackupSchedule {
     pub every_hours: u32,
     pub keep: u32,
+    /// `resources` or `key_space`.
+    pub kind: String,
     pub include_secrets: bool,
+    pub snapshot_volumes: bool,
     /// RFC 3339: when the next backup is due.
     pub next_at: String,
     pub updated_by: String,

@@ -238,6 +238,14 @@ test("an operator copies the hosted cluster's key space and restores a deleted C
   const back = await until(() => kubeGet(kubeconfig.server, kubeconfig, menu), (r) => r.status === 200, 60_000);
   assert.equal(back.status, 200, back.body);
   assert.equal(JSON.parse(back.body).data.dish, 'soup');
+
+  // A schedule may copy the key space too.
+  await page.waitForSelector('main[data-hydrated=true]');
+  await page.fill('#schedule-every', '12');
+  await page.fill('#schedule-keep', '3');
+  await page.check('#schedule-kind-key-space');
+  await page.click('#schedule-save');
+  await page.waitForFunction(() => document.querySelector('#backup-schedule-now')?.textContent.startsWith('Every 12 h copying the key space'));
   assert.deepEqual(errors, []);
   await close();
 });

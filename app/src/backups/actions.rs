@@ -116,14 +116,22 @@ pub async fn set_backup_schedule(
     id: String,
     every_hours: String,
     keep: String,
+    kind: Option<String>,
     include_secrets: Option<String>,
+    snapshot_volumes: Option<String>,
 ) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = async {
         let every = whole("every_hours", &every_hours)?;
         let keep = whole("keep", &keep)?;
+        let request = kqueen_dto::backups::BackupRequest {
+            kind,
+            include_secrets: include_secrets.is_some(),
+            snapshot_volumes: snapshot_volumes.is_some(),
+        };
+        let options = kqueen_core::BackupOptions::try_from(&request)?;
         k.backups()
-            .set_schedule(&actor, &id, every, keep, include_secrets.is_some())
+            .set_schedule(&actor, &id, every, keep, options)
             .await
             .map(|_| ())
     }

@@ -112,7 +112,7 @@ pub fn ClusterBackups(
                     let cluster_id = schedule_cluster.clone();
                     Suspend::new(async move {
                         match schedule.await {
-                            Ok(s) => view! { <Schedule schedule=s cluster_id set=set_schedule stop=stop_schedule /> }.into_any(),
+                            Ok(s) => view! { <Schedule schedule=s cluster_id key_space set=set_schedule stop=stop_schedule /> }.into_any(),
                             Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                         }
                     })
@@ -309,19 +309,24 @@ fn ResourceContents(contents: BackupContents, include_secrets: bool) -> impl Int
 fn Schedule(
     schedule: Option<BackupSchedule>,
     cluster_id: String,
+    /// A hosted cluster: the schedule may copy its key space.
+    key_space: bool,
     set: ServerAction<SetBackupSchedule>,
     stop: ServerAction<RemoveBackupSchedule>,
 ) -> impl IntoView {
-    let (every, keep, secrets) = schedule
+    let (every, keep, secrets, snapshots) = schedule
         .as_ref()
-        .map(|s| (s.every_hours, s.keep, s.include_secrets))
-        .unwrap_or((24, 7, false));
+        .map(|s| (s.every_hours, s.keep, s.include_secrets, s.snapshot_volumes))
+        .unwrap_or((24, 7, false, false));
+    let whole = schedule.as_ref().is_some_and(|s| s.kind == "key_space");
     let stop_id = cluster_id.clone();
     let now = schedule.as_ref().map(|s| {
-        let secrets = if s.include_secrets {
-            "with Secrets"
-        } else {
-            "without Secrets"
+        let secrets = match (whole, s.include_secrets, s.snapshot_volumes) {
+            (true, ..) => "copying the key space",
+            (_, true, true) => "with Secrets and volume snapshots",
+            (_, true, false) => "with Secrets",
+            (_, false, true) => "without Secrets, with volume snapshots",
+            (_, false, false) => "without Secrets",
         };
         format!(
             "Every {} h {secrets}, keeping the newest {}; next backup {} UTC.",
@@ -340,9 +345,23 @@ fn Schedule(
                 <input type="number" name="every_hours" id="schedule-every" min="1" max="720" required value=every.to_string() />
                 <label for="schedule-keep">"Keep"</label>
                 <input type="number" name="keep" id="schedule-keep" min="1" max="100" required value=keep.to_string() />
+                {key_space.then(|| view! {
+                    <label class="check">
+                        <input type="radio" name="kind" value="resources" id="schedule-kind-resources" checked=!whole />
+                        " Resources"
+                    </label>
+                    <label class="check">
+                        <input type="radio" name="kind" value="key_space" id="schedule-kind-key-space" checked=whole />
+                        " Key space"
+                    </label>
+                })}
                 <label class="check">
                     <input type="checkbox" name="include_secrets" value="on" id="schedule-secrets" checked=secrets />
                     " With Secrets"
+                </label>
+                <label class="check">
+                    <input type="checkbox" name="snapshot_volumes" value="on" id="schedule-snapshots" checked=snapshots />
+                    " Snapshot volumes"
                 </label>
                 <button type="submit" id="schedule-save">"Save schedule"</button>
             </ActionForm>

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use super::{Backup, BackupState};
+use super::{Backup, BackupKind, BackupState};
 use crate::ValidationError;
 
 /// Who scheduled backups are requested by (their `requested_by`).
@@ -21,7 +21,11 @@ pub struct BackupSchedule {
     pub tenant_id: Uuid,
     pub every_hours: u32,
     pub keep: u32,
+    /// What each backup copies.
+    pub kind: BackupKind,
     pub include_secrets: bool,
+    /// A VolumeSnapshot of every claim with each backup.
+    pub snapshot_volumes: bool,
     /// When the next backup is due.
     pub next_at: DateTime<Utc>,
     pub updated_by: String,
@@ -132,7 +136,9 @@ mod tests {
             tenant_id: Uuid::nil(),
             every_hours: 24,
             keep: 7,
+            kind: BackupKind::Resources,
             include_secrets: false,
+            snapshot_volumes: false,
             next_at: now + chrono::Duration::hours(20),
             updated_by: "olga".into(),
             updated_at: now,

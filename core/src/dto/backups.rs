@@ -203,7 +203,9 @@ impl From<crate::backup::schedule::BackupSchedule> for backups::BackupSchedule {
         Self {
             every_hours: s.every_hours,
             keep: s.keep,
+            kind: s.kind.to_string(),
             include_secrets: s.include_secrets,
+            snapshot_volumes: s.snapshot_volumes,
             next_at: s.next_at.to_rfc3339(),
             updated_by: s.updated_by,
             updated_at: s.updated_at.to_rfc3339(),

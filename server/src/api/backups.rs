@@ -227,16 +227,11 @@ pub async fn put_schedule(
     Path(id): Path<String>,
     ApiJson(input): ApiJson<BackupScheduleInput>,
 ) -> ApiResult<Json<BackupSchedule>> {
+    let options = kqueen_core::BackupOptions::try_from(&input.backup())?;
     let schedule = state
         .kqueen
         .backups()
-        .set_schedule(
-            &actor,
-            &id,
-            input.every_hours,
-            input.keep,
-            input.include_secrets,
-        )
+        .set_schedule(&actor, &id, input.every_hours, input.keep, options)
         .await?;
     Ok(Json(schedule.into()))
 }

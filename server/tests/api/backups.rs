@@ -728,6 +728,12 @@ async fn a_schedule_backs_up_when_due_and_keeps_the_newest() {
     for (body, field) in [
         (json!({"every_hours": 0, "keep": 2}), "every_hours"),
         (json!({"every_hours": 6, "keep": 101}), "keep"),
+        // An imported cluster keeps no key space in KQueen's etcd.
+        (
+            json!({"every_hours": 6, "keep": 2, "kind": "key_space"}),
+            "kind",
+        ),
+        (json!({"every_hours": 6, "keep": 2, "kind": "all"}), "kind"),
     ] {
         let (status, refused) = call(&w.tim, &w.app, Method::PUT, &schedule, Some(body)).await;
         assert_eq!(status, StatusCode::BAD_REQUEST, "{refused}");

@@ -240,6 +240,40 @@ async fn a_hosted_key_space_is_copied_and_served_again_by_a_second_hosted_cluste
         "{events}"
     );
 
+    // A schedule copies the key space too: due at once, taken by the sweep.
+    let schedule = format!("{backups}/schedule");
+    let every_day = json!({"every_hours": 24, "keep": 1, "kind": "key_space"});
+    let (status, set) = call(&tim, &app, Method::PUT, &schedule, Some(every_day)).await;
+    assert_eq!(status, StatusCode::OK, "{set}");
+    assert_eq!(
+        (set["kind"].as_str(), set["include_secrets"].as_bool()),
+        (Some("key_space"), Some(true)),
+        "{set}"
+    );
+    app.on_server(|s| async move { s.kqueen.backups().run_schedules(chrono::Utc::now()).await })
+        .await
+        .unwrap();
+    let started = Instant::now();
+    loop {
+        let (_, list) = call(&tim, &app, Method::GET, &backups, None).await;
+        let scheduled: Vec<&Value> = list
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| b["requested_by"] == "schedule")
+            .collect();
+        if let Some(b) = scheduled.first().filter(|b| b["state"] != "running") {
+            assert_eq!(
+                (b["state"].as_str(), b["kind"].as_str()),
+                (Some("succeeded"), Some("key_space")),
+                "{b}"
+            );
+            break;
+        }
+        assert!(started.elapsed() < Duration::from_secs(120), "{list}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+
     // Deleted: its sealed copy goes with it.
     let (status, _) = call(
         &tim,

@@ -358,6 +358,17 @@ impl Backups {
             .await
     }
 
+    /// What `backup` copies, in words ("with Secrets and volume snapshots").
+    fn what(backup: &Backup) -> &'static str {
+        match (backup.kind, backup.include_secrets, backup.snapshot_volumes) {
+            (BackupKind::KeySpace, ..) => "of the key space in the shared etcd",
+            (_, true, false) => "with Secrets",
+            (_, false, false) => "without Secrets",
+            (_, true, true) => "with Secrets and volume snapshots",
+            (_, false, true) => "without Secrets, with volume snapshots",
+        }
+    }
+
     /// The backup `options` ask for, when the cluster can have it.
     fn backup_for(&self, cluster: &Cluster, options: BackupOptions, who: &str) -> Result<Backup> {
         let invalid = |field: &'static str, message: &'static str| {
@@ -412,13 +423,7 @@ impl Backups {
             now,
             chrono::Duration::minutes(OPERATION_MINUTES),
         );
-        let secrets = match (backup.kind, backup.include_secrets, backup.snapshot_volumes) {
-            (BackupKind::KeySpace, ..) => "of the key space in the shared etcd",
-            (_, true, false) => "with Secrets",
-            (_, false, false) => "without Secrets",
-            (_, true, true) => "with Secrets and volume snapshots",
-            (_, false, true) => "without Secrets, with volume snapshots",
-        };
+        let secrets = Self::what(&backup);
         let event = ClusterEvent::new(
             cluster.id,
             Some(op.id),

@@ -4,10 +4,9 @@
 
 use chrono::{DateTime, Utc};
 
-use super::Backups;
+use super::{BackupOptions, Backups};
 use crate::audit::{action, AuditEvent};
 use crate::backup::schedule::{past_retention, BackupSchedule, SCHEDULED_BY};
-use crate::backup::Backup;
 use crate::cluster::Cluster;
 use crate::{Actor, Error, Result};
 
@@ -27,21 +26,23 @@ impl Backups {
         self.deps.store.backup_schedule(cluster.id).await
     }
 
-    /// Sets a cluster's schedule: a backup every `every_hours` (the first at once when the
-    /// cluster had none), keeping the newest `keep` scheduled ones.
+    /// Sets a cluster's schedule: a backup as `options` ask every `every_hours` (the first at
+    /// once when the cluster had none), keeping the newest `keep` scheduled ones.
     pub async fn set_schedule(
         &self,
         actor: &Actor,
         cluster_id: &str,
         every_hours: u32,
         keep: u32,
-        include_secrets: bool,
+        options: BackupOptions,
     ) -> Result<BackupSchedule> {
         let cluster = self
             .authorized(actor, cluster_id, action::BACKUP_SCHEDULE)
             .await?;
         let result = async {
             BackupSchedule::check(every_hours, keep)?;
+            // What each backup will be, checked now (a key space only of hosted clusters).
+            let example = self.backup_for(&cluster, options, SCHEDULED_BY)?;
             let now = crate::clock::now();
             let previous = self.deps.store.backup_schedule(cluster.id).await?;
             let schedule = BackupSchedule {
@@ -49,7 +50,9 @@ impl Backups {
                 tenant_id: cluster.tenant_id,
                 every_hours,
                 keep,
-                include_secrets,
+                kind: example.kind,
+                include_secrets: example.include_secrets,
+                snapshot_volumes: example.snapshot_volumes,
                 next_at: BackupSchedule::next_after_change(previous.as_ref(), every_hours, now),
                 updated_by: actor.to_string(),
                 updated_at: now,
@@ -57,8 +60,8 @@ impl Backups {
             let audit = AuditEvent::success(actor, action::BACKUP_SCHEDULE, cluster.name.as_str())
                 .in_tenant(cluster.tenant_id)
                 .with_detail(format!(
-                    "every {every_hours} h, keep {keep}, {} Secrets",
-                    if include_secrets { "with" } else { "without" }
+                    "every {every_hours} h, keep {keep}, {}",
+                    Self::what(&example)
                 ));
             self.deps
                 .store
@@ -145,12 +148,12 @@ impl Backups {
     }
 
     async fn queue_scheduled(&self, cluster: &Cluster, schedule: &BackupSchedule) -> Result<()> {
-        let backup = Backup::new(
-            cluster.tenant_id,
-            cluster.id,
-            schedule.include_secrets,
-            SCHEDULED_BY,
-        );
+        let options = BackupOptions {
+            kind: schedule.kind,
+            include_secrets: schedule.include_secrets,
+            snapshot_volumes: schedule.snapshot_volumes,
+        };
+        let backup = self.backup_for(cluster, options, SCHEDULED_BY)?;
         self.queue(&Actor::system(), cluster, backup)
             .await
             .map(|_| ())

@@ -115,8 +115,8 @@ impl TryFrom<RestoreRow> for Restore {
     }
 }
 
-const SCHEDULE_COLS: &str = "cluster_id, tenant_id, every_hours, keep, include_secrets, next_at, \
-     updated_by, updated_at";
+const SCHEDULE_COLS: &str = "cluster_id, tenant_id, every_hours, keep, kind, include_secrets, \
+     snapshot_volumes, next_at, updated_by, updated_at";
 
 #[derive(FromRow)]
 struct ScheduleRow {
@@ -124,15 +124,22 @@ struct ScheduleRow {
     tenant_id: Uuid,
     every_hours: i64,
     keep: i64,
+    kind: String,
     include_secrets: bool,
+    snapshot_volumes: bool,
     next_at: DateTime<Utc>,
     updated_by: String,
     updated_at: DateTime<Utc>,
 }
 
-impl From<ScheduleRow> for BackupSchedule {
-    fn from(r: ScheduleRow) -> Self {
-        Self {
+impl TryFrom<ScheduleRow> for BackupSchedule {
+    type Error = Error;
+    fn try_from(r: ScheduleRow) -> Result<Self> {
+        Ok(Self {
+            kind: BackupKind::parse(&r.kind).ok_or_else(|| {
+                Error::Corrupt(format!("backup schedule of {}: kind", r.cluster_id))
+            })?,
+            snapshot_volumes: r.snapshot_volumes,
             cluster_id: r.cluster_id,
             tenant_id: r.tenant_id,
             every_hours: u32::try_from(r.every_hours).unwrap_or(1),
@@ -141,7 +148,7 @@ impl From<ScheduleRow> for BackupSchedule {
             next_at: r.next_at,
             updated_by: r.updated_by,
             updated_at: r.updated_at,
-        }
+        })
     }
 }
 
@@ -401,15 +408,17 @@ impl BackupStore for SqlStore {
                 .execute(&mut *tx)
                 .await?;
             sqlx::query(
-                "INSERT INTO backup_schedules (cluster_id, tenant_id, every_hours, keep, \
-                 include_secrets, next_at, updated_by, updated_at) \
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                "INSERT INTO backup_schedules (cluster_id, tenant_id, every_hours, keep, kind, \
+                 include_secrets, snapshot_volumes, next_at, updated_by, updated_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(schedule.cluster_id)
             .bind(schedule.tenant_id)
             .bind(i64::from(schedule.every_hours))
             .bind(i64::from(schedule.keep))
+            .bind(schedule.kind.as_str())
             .bind(schedule.include_secrets)
+            .bind(schedule.snapshot_volumes)
             .bind(schedule.next_at)
             .bind(&schedule.updated_by)
             .bind(schedule.updated_at)
@@ -437,7 +446,7 @@ impl BackupStore for SqlStore {
         let row: Option<ScheduleRow> = on_pool!(self, p => {
             sqlx::query_as(&sql).bind(cluster_id).fetch_optional(p).await?
         });
-        Ok(row.map(Into::into))
+        row.map(TryInto::try_into).transpose()
     }
 
     async fn due_backup_schedules(
@@ -453,7 +462,7 @@ impl BackupStore for SqlStore {
         let rows: Vec<ScheduleRow> = on_pool!(self, p => {
             sqlx::query_as(&sql).bind(now).bind(i64::from(limit)).fetch_all(p).await?
         });
-        Ok(rows.into_iter().map(Into::into).collect())
+        rows.into_iter().map(TryInto::try_into).collect()
     }
 
     async fn set_backup_schedule_next(
