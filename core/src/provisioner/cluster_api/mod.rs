@@ -170,6 +170,9 @@ fn patch_params() -> PatchParams {
     }
 }
 
+/// Writes of a scale tried at once when the Cluster changed since it was read (409).
+const SCALE_ATTEMPTS: u32 = 5;
+
 #[async_trait]
 impl Provisioner for ClusterApiProvisioner {
     fn kind(&self) -> ProviderKind {
@@ -313,16 +316,29 @@ impl Provisioner for ClusterApiProvisioner {
         let (at, _) = target(ctx);
         let m = Management::connect(ctx).await?;
         if !Checkpoint::of(ctx)?.patched {
-            let object = existing(&m, &at).await?;
-            let patch = topology::scale_patch(&object, nodes).ok_or_else(|| {
-                failed(format!(
-                    "the Cluster {at} has no worker pool in its topology to scale"
-                ))
-            })?;
-            m.clusters(&at.namespace)
-                .patch(&at.name, &patch_params(), &Patch::Merge(&patch))
-                .await
-                .map_err(|e| kube_error(&format!("cannot scale the Cluster {at}"), e))?;
+            // The patch carries the resourceVersion it was made from (the pool list is
+            // replaced whole): when Cluster API wrote the object meanwhile, read it again
+            // and retry at once, a few times, rather than wait for the engine's back-off.
+            let mut attempt = 1;
+            loop {
+                let object = existing(&m, &at).await?;
+                let patch = topology::scale_patch(&object, nodes).ok_or_else(|| {
+                    failed(format!(
+                        "the Cluster {at} has no worker pool in its topology to scale"
+                    ))
+                })?;
+                match m
+                    .clusters(&at.namespace)
+                    .patch(&at.name, &patch_params(), &Patch::Merge(&patch))
+                    .await
+                {
+                    Ok(_) => break,
+                    Err(kube::Error::Api(e)) if e.code == 409 && attempt < SCALE_ATTEMPTS => {
+                        attempt += 1;
+                    }
+                    Err(e) => return Err(kube_error(&format!("cannot scale the Cluster {at}"), e)),
+                }
+            }
             ctx.reporter.log(format!(
                 "the first worker pool of {at} asks for {nodes} machines"
             ));
