@@ -12,6 +12,7 @@
 
 pub mod account;
 pub mod addons;
+pub mod approvals;
 pub mod apps;
 pub mod audit;
 pub mod backups;
@@ -94,6 +95,7 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/apps/:app") view=apps::AppVersion ssr=SsrMode::Async />
                     <Route path=path!("/clusters/:id/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
                     <Route path=path!("/backups") view=backups::AllBackups ssr=SsrMode::Async />
+                    <Route path=path!("/approvals") view=approvals::PendingApprovals ssr=SsrMode::Async />
                     <Route path=path!("/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
                     <Route path=path!("/providers/:name/clusters") view=providers::ProviderClusters ssr=SsrMode::Async />

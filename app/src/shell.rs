@@ -103,6 +103,7 @@ fn Nav(user: MeDto) -> impl IntoView {
                     None
                 }}
                 {user.can_audit.then(|| view! { <li><NavLink href="/backups" label="Backups" /></li> })}
+                {user.can_audit.then(|| view! { <li><NavLink href="/approvals" label="Approvals" /></li> })}
                 {user.can_audit.then(|| view! { <li><NavLink href="/audit" label="Audit" /></li> })}
                 {user.operator.then(|| view! { <li><NavLink href="/admin" label="Admin" /></li> })}
             </ul>

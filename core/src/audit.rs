@@ -111,6 +111,17 @@ pub mod action {
     pub const BACKUP_SCHEDULE: &str = "backup.schedule";
     /// A backup restored (or its plan asked for) into a cluster.
     pub const BACKUP_RESTORE: &str = "backup.restore";
+    /// A cluster marked production, or the mark taken off (once approved).
+    pub const CLUSTER_PRODUCTION: &str = "cluster.production";
+    /// A second person's approval asked for (delete, restore over, unmark a production
+    /// cluster).
+    pub const APPROVAL_REQUEST: &str = "approval.request";
+    /// A request approved (its action then runs, audited with both names).
+    pub const APPROVAL_APPROVE: &str = "approval.approve";
+    /// A request refused by a second person, or withdrawn by the one who asked.
+    pub const APPROVAL_REFUSE: &str = "approval.refuse";
+    /// Requests listed or viewed.
+    pub const APPROVAL_VIEW: &str = "approval.view";
     /// An addon installed, moved to another version or parameters, or removed.
     pub const ADDON_INSTALL: &str = "addon.install";
     pub const ADDON_UPGRADE: &str = "addon.upgrade";

@@ -66,6 +66,10 @@ pub enum Error {
     /// Logged in, but not allowed to do this.
     #[error("permission denied")]
     Forbidden,
+    /// Allowed in general, but refused to this caller for a reason they are told (the one
+    /// who asked for an approval cannot give it).
+    #[error("{0}")]
+    Refused(String),
     #[error("{0}")]
     Conflict(String),
     #[error("storage error")]
@@ -159,6 +163,7 @@ impl Error {
                 None,
             ),
             Error::Forbidden => (ErrorKind::Forbidden, "permission denied".to_owned(), None),
+            Error::Refused(m) => (ErrorKind::Forbidden, m.clone(), None),
             other => {
                 tracing::error!(error = ?other, "request failed");
                 (
@@ -179,7 +184,7 @@ impl Error {
     pub fn is_client_error(&self) -> bool {
         matches!(
             self,
-            Error::Invalid(_) | Error::NotFound(_) | Error::Conflict(_)
+            Error::Invalid(_) | Error::NotFound(_) | Error::Conflict(_) | Error::Refused(_)
         )
     }
 }

@@ -5,6 +5,7 @@
 //! case of [`Kqueen`], and map the result to a page, a server-function answer or JSON.
 
 pub mod actor;
+pub mod approval;
 pub mod audit;
 pub mod backup;
 pub mod clock;
@@ -37,9 +38,10 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AdoptRequest, AppStatus, Apps, Attention, BackupArchive, BackupOptions, BackupRef,
-    Backups, BulkOutcome, ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings,
-    ClusterSync, DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview,
-    FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview,
-    RestorePlan, RestoreRequest, Tally, TemplateView, Users, ATTENTION_SHOWN,
+    Addons, AdoptRequest, AppStatus, ApprovalInput, Approvals, Apps, Attention, BackupArchive,
+    BackupOptions, BackupRef, Backups, BulkOutcome, ClusterAddonView, ClusterCredential,
+    ClusterDetail, ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin,
+    FleetMetrics, FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen,
+    KubeconfigDownload, Overview, RestorePlan, RestoreRequest, Tally, TemplateView, Users,
+    ATTENTION_SHOWN,
 };

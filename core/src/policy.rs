@@ -15,6 +15,7 @@
 //! | request, scale, upgrade, delete clusters | –         | own    | own          | all      | all         |
 //! | revoke another user's cluster access     | –         | –      | own          | all      | all         |
 //! | back up, restore, delete backups         | –         | –      | own          | all      | all         |
+//! | mark production; approve, refuse requests| –         | –      | own          | all      | all (1)     |
 //! | manage providers and templates           | –         | –      | –            | yes      | yes         |
 //! | set a tenant's quota                     | –         | –      | –            | yes      | yes         |
 //! | download a cluster's admin kubeconfig    | –         | –      | –            | yes      | yes         |
@@ -22,6 +23,9 @@
 //! Inside a cluster, a personal kubeconfig gives members `edit` and tenant admins `admin` in
 //! the namespaces open to the tenant only (`cluster-admin` for tenant admins where the
 //! cluster's template says so): see [`crate::kubernetes`] and README.
+//!
+//! (1) A request for approval is approved by a person (an operator or a tenant admin) other
+//! than the one who asked: see [`crate::approval`].
 //!
 //! "own" means tenants the user is a member (or admin) of. Requests about a tenant the caller
 //! cannot view answer "not found", so tenant names do not leak; every refusal is audited.
@@ -49,6 +53,9 @@ pub enum Permission {
     ManageAccess(Uuid),
     /// Back up the tenant's clusters, see and download their backups.
     ManageBackups(Uuid),
+    /// Mark the tenant's clusters production; approve or refuse a request to delete one,
+    /// restore over one or unmark one.
+    ApproveChanges(Uuid),
     /// Providers and templates.
     ManageCatalog,
     SetQuota,
@@ -74,7 +81,8 @@ pub fn check(actor: &Actor, permission: Permission) -> Result<()> {
         Permission::ManageMembers(t)
         | Permission::ViewTenantAudit(t)
         | Permission::ManageAccess(t)
-        | Permission::ManageBackups(t) => who.role_in(t) == Some(Role::Admin),
+        | Permission::ManageBackups(t)
+        | Permission::ApproveChanges(t) => who.role_in(t) == Some(Role::Admin),
         Permission::ListAllTenants
         | Permission::ViewAllAudit
         | Permission::CreateTenant
@@ -141,6 +149,8 @@ mod tests {
             (ManageAccess(b), [false, false, false, true, true]),
             (ManageBackups(a), [false, false, true, true, true]),
             (ManageBackups(b), [false, false, false, true, true]),
+            (ApproveChanges(a), [false, false, true, true, true]),
+            (ApproveChanges(b), [false, false, false, true, true]),
             (ManageCatalog, [false, false, false, true, true]),
             (SetQuota, [false, false, false, true, true]),
             (AdminKubeconfig, [false, false, false, true, true]),

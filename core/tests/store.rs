@@ -2,13 +2,16 @@
 
 #![allow(clippy::unwrap_used)]
 
+use kqueen_core::approval::{
+    Approval, ApprovalAction, ApprovalState, RestoreDetail, APPROVAL_HOURS,
+};
 use kqueen_core::audit::{action, AuditEvent, AuditQuery, Outcome};
 use kqueen_core::backup::Backup;
 use kqueen_core::cluster::{
     AdminAccess, Cluster, ClusterEvent, ClusterFilter, ClusterName, ClusterState, EventKind,
-    Operation, OperationKind, OperationTarget, Provider, Template,
+    Operation, OperationKind, OperationState, OperationTarget, Provider, Template,
 };
-use kqueen_core::identity::{MembershipSource, Role};
+use kqueen_core::identity::{Identity, MembershipSource, Role};
 use kqueen_core::page::Page;
 use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::store::SqlStore;
@@ -239,6 +242,7 @@ fn cluster(t: &Tenant, p: Uuid, name: &str, state: ClusterState) -> Cluster {
         provisioner_state: serde_json::Value::Null,
         error: None,
         expires_at: None,
+        production: false,
         created_by: "test".into(),
         created_at: now,
         updated_at: now,
@@ -733,7 +737,474 @@ async fn job_leases_go_to_one_replica_at_a_time(s: &dyn Store) {
     assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
 }
 
+/// Ends every unfinished operation (the create operations [`insert`] queues), as a worker
+/// would.
+async fn finish_all(s: &dyn Store) {
+    let now = kqueen_core::clock::now();
+    let until = now + chrono::Duration::minutes(1);
+    while let Some(op) = s.claim_operation("test", now, until).await.unwrap() {
+        let change = store::ClusterChange::default();
+        let done = s
+            .finish_operation(
+                op.id,
+                "test",
+                OperationState::Succeeded,
+                None,
+                &change,
+                &[],
+                now,
+            )
+            .await
+            .unwrap();
+        assert!(done, "{op:?}");
+    }
+}
+
+/// A timeline entry and an audit event for a write to cluster `c` at `at`.
+fn written(
+    c: &Cluster,
+    verb: &str,
+    at: chrono::DateTime<chrono::Utc>,
+) -> (ClusterEvent, AuditEvent) {
+    let event = ClusterEvent::new(c.id, None, EventKind::State, verb, at);
+    let audit = AuditEvent::now(&Actor::system(), verb, c.name.as_str(), Outcome::Success)
+        .in_tenant(c.tenant_id);
+    (event, audit)
+}
+
+/// A production mark is read back by id and in lists (SQLite's arrive as JSON), and the
+/// time-to-live sweep passes production clusters by.
+async fn production_marks_are_kept_and_spare_clusters_from_their_ttl(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let now = kqueen_core::clock::now();
+    let mut prod = cluster(&a, provider.id, "prod", ClusterState::Ready);
+    let mut dev = cluster(&a, provider.id, "dev", ClusterState::Ready);
+    prod.expires_at = Some(now - chrono::Duration::hours(2));
+    dev.expires_at = Some(now - chrono::Duration::hours(1));
+    insert(s, &prod).await;
+    insert(s, &dev).await;
+    finish_all(s).await;
+    let expired = || async move {
+        let list = s
+            .expired_clusters(kqueen_core::clock::now(), 10)
+            .await
+            .unwrap();
+        list.into_iter()
+            .map(|c| c.name.to_string())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(expired().await, vec!["prod", "dev"]);
+    let marks = || async move {
+        let (list, _) = s
+            .list_clusters(&ClusterFilter::default(), None, Page::default())
+            .await
+            .unwrap();
+        list.into_iter()
+            .map(|c| (c.name.to_string(), c.production))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        marks().await,
+        vec![("dev".to_owned(), false), ("prod".to_owned(), false)]
+    );
+
+    let (event, audit) = written(&prod, action::CLUSTER_PRODUCTION, now);
+    s.set_production(prod.id, true, &event, &audit)
+        .await
+        .unwrap();
+    let read = s.cluster(prod.id).await.unwrap();
+    assert!(read.production);
+    assert!(!s.cluster(dev.id).await.unwrap().production);
+    assert_eq!(
+        marks().await,
+        vec![("dev".to_owned(), false), ("prod".to_owned(), true)]
+    );
+    let (listed, _) = s
+        .list_clusters(&ClusterFilter::default(), Some(&[a.id]), Page::default())
+        .await
+        .unwrap();
+    assert_eq!(listed[1], read, "the list and the single read agree");
+    assert_eq!(
+        expired().await,
+        vec!["dev"],
+        "production clusters outlive their TTL"
+    );
+    let events = s.events_of(prod.id, None, 50).await.unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| e.message == action::CLUSTER_PRODUCTION),
+        "{events:?}"
+    );
+
+    let (event, audit) = written(&prod, action::CLUSTER_PRODUCTION, now);
+    s.set_production(prod.id, false, &event, &audit)
+        .await
+        .unwrap();
+    assert!(!s.cluster(prod.id).await.unwrap().production);
+    assert_eq!(expired().await, vec!["prod", "dev"]);
+    let audited = s
+        .list_audit(
+            &AuditQuery {
+                action: Some(action::CLUSTER_PRODUCTION.into()),
+                ..AuditQuery::default()
+            },
+            Page::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(audited.len(), 2);
+
+    let mut gone = cluster(&a, provider.id, "gone", ClusterState::Ready);
+    gone.id = Uuid::now_v7();
+    let (event, audit) = written(&gone, action::CLUSTER_PRODUCTION, now);
+    assert!(matches!(
+        s.set_production(gone.id, true, &event, &audit).await,
+        Err(Error::NotFound(_))
+    ));
+}
+
+/// A person asking or deciding.
+fn person(name: &str) -> Identity {
+    Identity {
+        user_id: Uuid::now_v7(),
+        username: name.into(),
+        email: None,
+        display_name: None,
+        is_operator: false,
+        memberships: Vec::new(),
+    }
+}
+
+/// Requests for approval: one pending per cluster and action, decided once and only while
+/// pending and not expired, listed by cluster, tenants and pending time, newest first.
+async fn approval_requests_are_decided_once_and_listed_by_filter(s: &dyn Store) {
+    let (a, b) = (tenant("team-a", "A"), tenant("team-b", "B"));
+    for t in [&a, &b] {
+        s.create_tenant(t, &created(t)).await.unwrap();
+    }
+    let (provider, _) = catalog(s).await;
+    let one = cluster(&a, provider.id, "one", ClusterState::Ready);
+    let two = cluster(&b, provider.id, "two", ClusterState::Ready);
+    insert(s, &one).await;
+    insert(s, &two).await;
+    let (one, two) = (&one, &two);
+    let amy = person("amy");
+    let t0 = kqueen_core::clock::now();
+    let at = |secs: i64| t0 + chrono::Duration::seconds(secs);
+    let ask = |c: &Cluster,
+               action: ApprovalAction,
+               restore: Option<RestoreDetail>,
+               when: chrono::DateTime<chrono::Utc>| {
+        Approval::new(
+            c.tenant_id,
+            c.id,
+            c.name.as_str(),
+            action,
+            restore,
+            "the reason \"quoted\", ünïcode",
+            &amy,
+            when,
+        )
+    };
+    let request = |r: Approval| async move {
+        let c = if r.cluster_id == one.id { one } else { two };
+        let (event, audit) = written(c, action::APPROVAL_REQUEST, r.requested_at);
+        s.request_approval(&r, &event, &audit).await.map(|()| r)
+    };
+
+    // Stored as asked; a second pending request of the same action is refused.
+    let delete_one = request(ask(one, ApprovalAction::Delete, None, at(1)))
+        .await
+        .unwrap();
+    assert_eq!(s.approval(delete_one.id).await.unwrap(), delete_one);
+    let again = request(ask(one, ApprovalAction::Delete, None, at(2))).await;
+    assert!(
+        matches!(&again, Err(Error::Conflict(m)) if m.contains("amy")),
+        "{again:?}"
+    );
+    let unprotect_one = request(ask(one, ApprovalAction::Unprotect, None, at(2)))
+        .await
+        .unwrap();
+    let detail = RestoreDetail {
+        backup_id: Uuid::now_v7(),
+        namespaces: vec!["shop".into(), "web".into()],
+    };
+    let restore_two = request(ask(two, ApprovalAction::Restore, Some(detail), at(3)))
+        .await
+        .unwrap();
+    assert_eq!(s.approval(restore_two.id).await.unwrap(), restore_two);
+    // An expired request blocks nothing.
+    let old = request(ask(
+        two,
+        ApprovalAction::Delete,
+        None,
+        at(-(APPROVAL_HOURS * 3600) - 60),
+    ))
+    .await
+    .unwrap();
+    let delete_two = request(ask(two, ApprovalAction::Delete, None, at(4)))
+        .await
+        .unwrap();
+    let mut gone = cluster(&a, provider.id, "gone", ClusterState::Ready);
+    gone.id = Uuid::now_v7();
+    let (event, audit) = written(&gone, action::APPROVAL_REQUEST, at(5));
+    assert!(matches!(
+        s.request_approval(
+            &ask(&gone, ApprovalAction::Delete, None, at(5)),
+            &event,
+            &audit
+        )
+        .await,
+        Err(Error::NotFound(_))
+    ));
+    assert!(matches!(
+        s.approval(Uuid::now_v7()).await,
+        Err(Error::NotFound(_))
+    ));
+
+    // Listed by filter, newest first.
+    let ids = |filter: store::ApprovalFilter, limit: u32| async move {
+        s.approvals(&filter, limit)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|r| r.id)
+            .collect::<Vec<_>>()
+    };
+    let all = store::ApprovalFilter::default;
+    assert_eq!(
+        ids(all(), 10).await,
+        vec![
+            delete_two.id,
+            restore_two.id,
+            unprotect_one.id,
+            delete_one.id,
+            old.id
+        ]
+    );
+    assert_eq!(ids(all(), 2).await, vec![delete_two.id, restore_two.id]);
+    let of_one = || store::ApprovalFilter {
+        cluster: Some(one.id),
+        ..all()
+    };
+    assert_eq!(
+        ids(of_one(), 10).await,
+        vec![unprotect_one.id, delete_one.id]
+    );
+    let in_tenants = |t: Vec<Uuid>| store::ApprovalFilter {
+        tenants: Some(t),
+        ..all()
+    };
+    assert_eq!(
+        ids(in_tenants(vec![a.id]), 10).await,
+        vec![unprotect_one.id, delete_one.id]
+    );
+    assert_eq!(ids(in_tenants(vec![a.id, b.id]), 10).await.len(), 5);
+    assert!(ids(in_tenants(vec![]), 10).await.is_empty());
+    let pending = |when| store::ApprovalFilter {
+        pending_at: Some(when),
+        ..all()
+    };
+    assert_eq!(
+        ids(pending(at(10)), 10).await,
+        vec![
+            delete_two.id,
+            restore_two.id,
+            unprotect_one.id,
+            delete_one.id
+        ],
+        "the expired one is not pending"
+    );
+    let pending_of_two = store::ApprovalFilter {
+        cluster: Some(two.id),
+        tenants: Some(vec![b.id]),
+        pending_at: Some(at(10)),
+    };
+    assert_eq!(
+        ids(pending_of_two, 10).await,
+        vec![delete_two.id, restore_two.id]
+    );
+    let wrong_tenant = store::ApprovalFilter {
+        cluster: Some(two.id),
+        tenants: Some(vec![a.id]),
+        pending_at: None,
+    };
+    assert!(ids(wrong_tenant, 10).await.is_empty());
+
+    // Decided once; never once expired.
+    let decide = |id: Uuid,
+                  state: ApprovalState,
+                  note: Option<&'static str>,
+                  when: chrono::DateTime<chrono::Utc>| async move {
+        let c = s.approval(id).await.unwrap();
+        let c = if c.cluster_id == one.id { one } else { two };
+        let (event, audit) = written(c, action::APPROVAL_APPROVE, when);
+        let decision = store::Decision {
+            state,
+            by: "tim",
+            at: when,
+            note,
+        };
+        s.decide_approval(id, &decision, &event, &audit)
+            .await
+            .unwrap()
+    };
+    assert!(decide(delete_one.id, ApprovalState::Approved, None, at(10)).await);
+    assert!(!decide(delete_one.id, ApprovalState::Refused, Some("late"), at(11)).await);
+    let decided = s.approval(delete_one.id).await.unwrap();
+    assert_eq!(
+        (
+            decided.state,
+            decided.decided_by.as_deref(),
+            decided.decided_at,
+            decided.note.as_deref()
+        ),
+        (ApprovalState::Approved, Some("tim"), Some(at(10)), None)
+    );
+    assert!(!decide(old.id, ApprovalState::Approved, None, at(10)).await);
+    let old_read = s.approval(old.id).await.unwrap();
+    assert_eq!(old_read.state, ApprovalState::Pending, "never written");
+    assert_eq!(old_read.state_at(at(10)), ApprovalState::Expired);
+    assert!(old_read.decided_by.is_none());
+    // Past its time, even a fresh request cannot be decided.
+    let late = at(APPROVAL_HOURS * 3600 + 4);
+    assert!(!decide(delete_two.id, ApprovalState::Approved, None, late).await);
+    assert!(
+        decide(
+            unprotect_one.id,
+            ApprovalState::Refused,
+            Some("not now"),
+            at(12)
+        )
+        .await
+    );
+    let refused = s.approval(unprotect_one.id).await.unwrap();
+    assert_eq!(
+        (refused.state, refused.note.as_deref()),
+        (ApprovalState::Refused, Some("not now"))
+    );
+    let approvals_audited = s
+        .list_audit(
+            &AuditQuery {
+                action: Some(action::APPROVAL_APPROVE.into()),
+                ..AuditQuery::default()
+            },
+            Page::default(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        approvals_audited.len(),
+        2,
+        "only decisions written are audited"
+    );
+
+    // What became of approved requests: the operation queued, or why not.
+    let op = Uuid::now_v7();
+    s.approval_outcome(delete_one.id, Ok(Some(op)))
+        .await
+        .unwrap();
+    let ran = s.approval(delete_one.id).await.unwrap();
+    assert_eq!(
+        (ran.state, ran.operation_id, ran.note),
+        (ApprovalState::Approved, Some(op), None)
+    );
+    assert!(decide(delete_two.id, ApprovalState::Approved, None, at(13)).await);
+    s.approval_outcome(delete_two.id, Err("two is busy"))
+        .await
+        .unwrap();
+    let failed = s.approval(delete_two.id).await.unwrap();
+    assert_eq!(
+        (failed.state, failed.operation_id, failed.note.as_deref()),
+        (ApprovalState::Failed, None, Some("two is busy"))
+    );
+    assert_eq!(
+        ids(pending(at(14)), 10).await,
+        vec![restore_two.id],
+        "decided requests are no longer pending"
+    );
+    // Decided requests block nothing.
+    request(ask(one, ApprovalAction::Delete, None, at(15)))
+        .await
+        .unwrap();
+}
+
+/// Of people asking for the same thing at once, one request is stored; of people deciding
+/// one request at once, one decides it.
+async fn approval_races_have_one_winner(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let prod = cluster(&a, provider.id, "prod", ClusterState::Ready);
+    insert(s, &prod).await;
+    let prod = &prod;
+    let now = kqueen_core::clock::now();
+    let asks = (0..8).map(|n| async move {
+        let who = person(&format!("p{n}"));
+        let r = Approval::new(
+            a.id,
+            prod.id,
+            "prod",
+            ApprovalAction::Delete,
+            None,
+            "",
+            &who,
+            now,
+        );
+        let (event, audit) = written(prod, action::APPROVAL_REQUEST, now);
+        s.request_approval(&r, &event, &audit).await.map(|()| r.id)
+    });
+    let asked = futures::future::join_all(asks).await;
+    let stored: Vec<Uuid> = asked
+        .iter()
+        .filter_map(|r| r.as_ref().ok())
+        .copied()
+        .collect();
+    assert_eq!(stored.len(), 1, "{asked:?}");
+    assert!(
+        asked
+            .iter()
+            .all(|r| matches!(r, Ok(_) | Err(Error::Conflict(_)))),
+        "{asked:?}"
+    );
+    let all = s
+        .approvals(&store::ApprovalFilter::default(), 10)
+        .await
+        .unwrap();
+    assert_eq!(all.len(), 1);
+    let id = stored[0];
+    let decides = (0..8).map(|n| async move {
+        let by = format!("admin{n}");
+        let decision = store::Decision {
+            state: ApprovalState::Approved,
+            by: &by,
+            at: now,
+            note: None,
+        };
+        let (event, audit) = written(prod, action::APPROVAL_APPROVE, now);
+        s.decide_approval(id, &decision, &event, &audit)
+            .await
+            .unwrap()
+    });
+    let won = futures::future::join_all(decides).await;
+    assert_eq!(won.iter().filter(|w| **w).count(), 1, "{won:?}");
+    let decided = s.approval(id).await.unwrap();
+    assert_eq!(decided.state, ApprovalState::Approved);
+    let events = s.events_of(prod.id, None, 100).await.unwrap();
+    let approvals = events
+        .iter()
+        .filter(|e| e.message == action::APPROVAL_APPROVE)
+        .count();
+    assert_eq!(approvals, 1, "one decision on the timeline");
+}
+
 scenarios!(
+    approval_races_have_one_winner,
+    approval_requests_are_decided_once_and_listed_by_filter,
+    production_marks_are_kept_and_spare_clusters_from_their_ttl,
     backups_are_listed_by_tenant_and_removed_once_ended,
     job_leases_go_to_one_replica_at_a_time,
     templates_keep_their_admin_access,

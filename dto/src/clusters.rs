@@ -86,6 +86,10 @@ pub struct Cluster {
     /// When the tenant's time-to-live deletes the cluster (RFC 3339, UTC, like every time
     /// below).
     pub expires_at: Option<String>,
+    /// Production: deleting it, restoring a backup over it and taking the mark off need a
+    /// second person's approval; its time-to-live does not delete it.
+    #[serde(default)]
+    pub production: bool,
     pub created_by: String,
     pub created_at: String,
     /// Progress of the current (or last) operation (not in lists).

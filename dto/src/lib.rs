@@ -6,6 +6,7 @@
 
 pub mod addons;
 pub mod adopt;
+pub mod approvals;
 pub mod apps;
 pub mod audit;
 pub mod backups;

@@ -54,6 +54,7 @@ pub async fn restore_backup(
     backup: String,
     target: String,
     namespaces: Option<String>,
+    reason: Option<String>,
 ) -> Result<(), AppError> {
     use kqueen_core::BackupRef;
 
@@ -69,6 +70,23 @@ pub async fn restore_backup(
             .collect(),
     };
     let id = id.filter(|i| !i.trim().is_empty());
+    // The form of a plan into a production cluster asks for the restore (it has a reason).
+    if let Some(reason) = reason {
+        let input = kqueen_core::ApprovalInput {
+            action: "restore".into(),
+            backup: Some(backup.clone()),
+            namespaces: request.namespaces.clone(),
+            reason: Some(reason),
+        };
+        match k.approvals().request(&actor, &target, &input).await {
+            Ok(_) => leptos_axum::redirect(&format!(
+                "/clusters/{}#approvals",
+                crate::query::form_escape(&target)
+            )),
+            Err(e) => crate::ssr::back(&restore_page_path(id.as_deref(), &backup), Err(e)),
+        }
+        return Ok(());
+    }
     let r = match id.as_deref() {
         Some(cluster) => BackupRef::of(cluster, &backup),
         None => BackupRef::id(&backup),

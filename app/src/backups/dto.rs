@@ -16,4 +16,7 @@ pub struct RestorePageDto {
     pub plan: Option<RestorePlan>,
     /// Why the plan could not be made.
     pub plan_error: Option<String>,
+    /// The plan's cluster is production: the restore is asked for, and runs once a second
+    /// person approves.
+    pub target_production: bool,
 }

@@ -3,7 +3,9 @@
 //! to restore into (its own while it lives, or another the caller may restore into) and, optionally, some
 //! of the backup's namespaces; "Preview" shows each object's fate (to create, already there
 //! and equal, already there and different, cannot be restored and why), asked of that
-//! cluster; "Restore" queues it and leads to that cluster's page, where it runs.
+//! cluster; "Restore" queues it and leads to that cluster's page, where it runs. Into a
+//! production cluster, the restore is asked for instead and runs once a second person
+//! approves it there.
 
 use leptos::prelude::*;
 use leptos_meta::Title;
@@ -118,7 +120,7 @@ fn RestoreForm(page: RestorePageDto, restore: ServerAction<RestoreBackup>) -> im
             </form>
         </section>
         {p.plan_error.clone().map(|e| view! { <p class="error" role="alert" id="restore-plan-error">{e}</p> })}
-        {p.plan.clone().map(|plan| view! { <Plan plan cluster_id=p.cluster_id.clone() backup_id=p.backup.id.clone() restore /> })}
+        {p.plan.clone().map(|plan| view! { <Plan plan cluster_id=p.cluster_id.clone() backup_id=p.backup.id.clone() production=p.target_production restore /> })}
     }
 }
 
@@ -139,6 +141,7 @@ fn Plan(
     plan: RestorePlan,
     cluster_id: Option<String>,
     backup_id: String,
+    production: bool,
     restore: ServerAction<RestoreBackup>,
 ) -> impl IntoView {
     let summary = match &plan.key_space {
@@ -186,7 +189,18 @@ fn Plan(
                 <input type="hidden" name="backup" value=backup_id />
                 <input type="hidden" name="target" value=target />
                 <input type="hidden" name="namespaces" value=namespaces />
-                <button type="submit" id="restore-run">"Restore"</button>
+                {if production {
+                    view! {
+                        <p class="muted" id="restore-needs-approval">"This cluster is production: the restore is asked for first, and runs once an operator or tenant admin other than you approves it on the cluster's page."</p>
+                        <div class="field">
+                            <label for="restore-reason">"Why (shown to the approver)"</label>
+                            <input id="restore-reason" name="reason" maxlength="500" />
+                        </div>
+                        <button type="submit" id="restore-run">"Request restore (needs approval)"</button>
+                    }.into_any()
+                } else {
+                    view! { <button type="submit" id="restore-run">"Restore"</button> }.into_any()
+                }}
             </ActionForm>
         </section>
     }

@@ -75,13 +75,17 @@ pub async fn restore_page(
             .filter(|c| check(&actor, Permission::ManageBackups(c.tenant_id)).is_ok())
             .map(|c| (c.id.to_string(), format!("{}/{}", c.tenant_slug, c.name))),
     );
+    let mut production = false;
     let (plan, plan_error) = if plan {
         let request = kqueen_core::RestoreRequest {
             target,
             namespaces: namespaces.unwrap_or_default(),
         };
         match k.backups().restore_plan(&actor, r, &request).await {
-            Ok(p) => (Some(p.into()), None),
+            Ok(p) => {
+                production = p.target.production;
+                (Some(p.into()), None)
+            }
             Err(e) => (None, Some(e.public().message)),
         }
     } else {
@@ -99,6 +103,7 @@ pub async fn restore_page(
         targets,
         plan,
         plan_error,
+        target_production: production,
     })
 }
 

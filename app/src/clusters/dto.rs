@@ -52,4 +52,6 @@ pub struct ClusterPageDto {
     pub inventory: Option<crate::fleet::dto::InventoryDto>,
     /// The portal's public URL, for the `kqueen login` line.
     pub public_url: String,
+    /// Its requests for a second person's approval, and whether the caller marks it.
+    pub approvals: crate::approvals::dto::ApprovalsDto,
 }

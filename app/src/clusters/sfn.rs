@@ -122,7 +122,9 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         .first()
         .is_some_and(|o| matches!(o.state, OperationState::Pending | OperationState::Running));
     let can_manage = check(&actor, Permission::ManageClusters(d.cluster.tenant_id)).is_ok();
+    let approvals = crate::approvals::sfn::cluster_approvals(&k, &actor, &d.cluster).await?;
     let page = ClusterPageDto {
+        approvals,
         node_range: d.node_range,
         version_options: d.version_options.clone(),
         admin_access_label: d.admin_access.label().to_owned(),

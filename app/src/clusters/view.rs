@@ -1,6 +1,7 @@
 //! `/clusters/:id`: state, live progress, steps and timeline, kubeconfig and access; the
 //! actions (scale, upgrade, delete) in their own card; a delete or a revoke is confirmed
-//! first (`?confirm=`).
+//! first (`?confirm=`); a production cluster's delete, and taking its mark off, are asked
+//! for instead (`crate::approvals`).
 
 use kqueen_dto::clusters::ClusterState;
 use kqueen_dto::kinds::ProviderKind;
@@ -8,6 +9,8 @@ use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_params_map;
 
+use crate::approvals::section::RequestStep;
+use crate::approvals::ApprovalWrites;
 use crate::clusters::actions::{DeleteCluster, RevokeAccess, ScaleCluster, UpgradeCluster};
 use crate::clusters::dto::ClusterPageDto;
 use crate::components::{confirming, ConfirmStep, ErrorNote, FormError, TableHead};
@@ -90,13 +93,15 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
     view! {
         <Title text=format!("Cluster {}", c.name) />
         <div class="page-head">
-            <h1>{c.name.clone()} " " <StateBadge state=c.state /></h1>
+            <h1>{c.name.clone()} " " <StateBadge state=c.state />{c.production.then(|| view! { " " <span class="badge badge-production" id="production-badge">"production"</span> })}</h1>
             <span class="muted">{format!("tenant {}", c.tenant)}</span>
         </div>
         <FormError />
         <ConfirmCluster
             id=id_delete
             name=c.name.clone()
+            production=c.production
+            can_unprotect=page.approvals.can_mark && c.production
             can_delete
             can_revoke=ready && !page.admin_kubeconfig
             deletes_infrastructure=page.detail.capabilities.deletes_infrastructure
@@ -189,11 +194,12 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
                 })}
                 {can_delete.then(|| view! {
                     <p class="muted">{delete_note}</p>
-                    <p><a class="button danger" href=format!("{base}?confirm=delete") id="delete-cluster">"Delete cluster…"</a></p>
+                    <p><a class="button danger" href=format!("{base}?confirm=delete") id="delete-cluster">{if c.production { "Request deletion…" } else { "Delete cluster…" }}</a></p>
                 })}
             </section>
             })}
         </div>
+        <crate::approvals::ClusterApprovals cluster_id=c.id.clone() production=c.production approvals=page.approvals.clone() writes=writes.approvals />
         <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == ClusterState::Ready />
         <crate::addons::ClusterAddons cluster_id=c.id.clone() can_manage=page.can_manage ready=c.state == ClusterState::Ready />
         {page.can_back_up.then(|| view! {
@@ -253,6 +259,10 @@ fn delete_consequence(deletes_infrastructure: bool) -> &'static str {
 fn ConfirmCluster(
     id: String,
     name: String,
+    /// Production: a delete is asked for ([`crate::approvals::section::RequestStep`]).
+    production: bool,
+    /// May ask to take the production mark off.
+    can_unprotect: bool,
     can_delete: bool,
     can_revoke: bool,
     deletes_infrastructure: bool,
@@ -263,6 +273,12 @@ fn ConfirmCluster(
     move || {
         let (id, name, cancel) = (id.clone(), name.clone(), cancel.clone());
         match confirm.get().as_deref() {
+        Some("delete") if can_delete && production => view! {
+            <RequestStep id=id.clone() name=name.clone() action="delete" writes=writes.approvals />
+        }.into_any(),
+        Some("unprotect") if can_unprotect => view! {
+            <RequestStep id=id.clone() name=name.clone() action="unprotect" writes=writes.approvals />
+        }.into_any(),
         Some("delete") if can_delete => view! {
             <ConfirmStep id="confirm-delete" title=format!("Delete cluster {name}?") cancel=cancel.clone()>
                 <p>{delete_consequence(deletes_infrastructure)} " This cannot be undone."</p>
@@ -301,6 +317,7 @@ struct ClusterWrites {
     upgrade: ServerAction<UpgradeCluster>,
     revoke: ServerAction<RevokeAccess>,
     sync: ServerAction<SyncInventory>,
+    approvals: ApprovalWrites,
 }
 
 impl ClusterWrites {
@@ -311,6 +328,7 @@ impl ClusterWrites {
             upgrade: ServerAction::new(),
             revoke: ServerAction::new(),
             sync: ServerAction::new(),
+            approvals: ApprovalWrites::new(),
         }
     }
 
@@ -321,5 +339,6 @@ impl ClusterWrites {
             + self.upgrade.version().get()
             + self.revoke.version().get()
             + self.sync.version().get()
+            + self.approvals.version()
     }
 }

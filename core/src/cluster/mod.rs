@@ -186,6 +186,9 @@ pub struct Cluster {
     pub error: Option<String>,
     /// When the time-to-live deletes it.
     pub expires_at: Option<DateTime<Utc>>,
+    /// Production: deleting it, restoring over it or unmarking it needs a second person's
+    /// approval ([`crate::approval`]); its time-to-live does not delete it.
+    pub production: bool,
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,

@@ -19,6 +19,7 @@ impl From<crate::cluster::Cluster> for clusters::Cluster {
             endpoint: c.endpoint,
             error: c.error,
             expires_at: c.expires_at.map(|t| t.to_rfc3339()),
+            production: c.production,
             created_by: c.created_by,
             created_at: c.created_at.to_rfc3339(),
             progress: None,

@@ -6,6 +6,7 @@
 
 mod addons;
 mod adopt;
+mod approvals;
 mod apps;
 mod backups;
 mod catalog;

@@ -65,7 +65,9 @@ impl Guard {
         error: &Error,
     ) -> Result<()> {
         let outcome = match error {
-            Error::Forbidden | Error::Unauthenticated | Error::NotFound(_) => Outcome::Denied,
+            Error::Forbidden | Error::Refused(_) | Error::Unauthenticated | Error::NotFound(_) => {
+                Outcome::Denied
+            }
             _ => Outcome::Failure,
         };
         let target: String = target.chars().take(100).collect();

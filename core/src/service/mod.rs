@@ -11,6 +11,7 @@
 mod access;
 mod access_sweep;
 mod addons;
+mod approvals;
 mod apps;
 mod audit;
 mod auth;
@@ -45,6 +46,7 @@ pub use crate::inventory::fleet::ImageRow;
 pub use access::{Access, ClusterCredential, KubeconfigDownload};
 pub use access_sweep::AccessSweep;
 pub use addons::{Addons, BulkOutcome, ClusterAddonView};
+pub use approvals::{ApprovalInput, Approvals};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
@@ -105,6 +107,7 @@ struct Areas {
     apps: Apps,
     addons: Addons,
     backups: Backups,
+    approvals: Approvals,
     sweep: AccessSweep,
     fleet: Fleet,
     users: Users,
@@ -139,6 +142,7 @@ impl Areas {
         let apps = Apps::new(deps, &guard, &clusters, &access, &admin);
         let addons = Addons::new(deps, &guard, &clusters, &admin);
         let backups = Backups::new(deps, &guard, &clusters, &admin);
+        let approvals = Approvals::new(deps, &guard, &clusters, &backups);
         let fleet = Fleet::new(
             deps,
             &guard,
@@ -158,6 +162,7 @@ impl Areas {
             apps,
             addons,
             backups,
+            approvals,
             sweep,
             fleet,
             users,
@@ -279,6 +284,10 @@ impl Kqueen {
     /// Backups of clusters: take, list, download.
     pub fn backups(&self) -> &Backups {
         &self.inner.areas.backups
+    }
+
+    pub fn approvals(&self) -> &Approvals {
+        &self.inner.areas.approvals
     }
 
     pub fn addons(&self) -> &Addons {

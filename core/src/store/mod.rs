@@ -710,6 +710,70 @@ pub trait AddonStore: Send + Sync {
     ) -> Result<()>;
 }
 
+/// Which requests for approval to list.
+#[derive(Debug, Clone, Default)]
+pub struct ApprovalFilter {
+    /// Only this cluster's.
+    pub cluster: Option<Uuid>,
+    /// Only these tenants' (None: every tenant).
+    pub tenants: Option<Vec<Uuid>>,
+    /// Only those pending (and not expired) at this time.
+    pub pending_at: Option<DateTime<Utc>>,
+}
+
+/// A request decided: approved, refused or withdrawn, by whom, when, and why.
+#[derive(Debug, Clone)]
+pub struct Decision<'a> {
+    pub state: crate::approval::ApprovalState,
+    pub by: &'a str,
+    pub at: DateTime<Utc>,
+    pub note: Option<&'a str>,
+}
+
+/// Production marks on clusters, and requests for a second person's approval of what
+/// cannot be undone on them. Each write comes with its timeline entry and audit event.
+#[async_trait]
+pub trait ApprovalStore: Send + Sync {
+    /// Marks a live cluster production, or takes the mark off.
+    async fn set_production(
+        &self,
+        cluster_id: Uuid,
+        production: bool,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Records a pending request. Conflict when the cluster is gone or a request for the
+    /// same action on it is pending (and not expired) at its `requested_at`.
+    async fn request_approval(
+        &self,
+        approval: &crate::approval::Approval,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    async fn approval(&self, id: Uuid) -> Result<crate::approval::Approval>;
+    /// Requests matching `filter`, newest first, at most `limit`.
+    async fn approvals(
+        &self,
+        filter: &ApprovalFilter,
+        limit: u32,
+    ) -> Result<Vec<crate::approval::Approval>>;
+    /// Decides a request that is pending and not expired at `decision.at`: false (nothing
+    /// written) when it was decided meanwhile or has expired.
+    async fn decide_approval(
+        &self,
+        id: Uuid,
+        decision: &Decision<'_>,
+        event: &ClusterEvent,
+        audit: &AuditEvent,
+    ) -> Result<bool>;
+    /// What became of an approved request: the operation it queued, or why it failed.
+    async fn approval_outcome(
+        &self,
+        id: Uuid,
+        outcome: std::result::Result<Option<Uuid>, &str>,
+    ) -> Result<()>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
@@ -733,6 +797,7 @@ pub trait Store:
     + ApplicationStore
     + AddonStore
     + BackupStore
+    + ApprovalStore
     + crate::vault::SecretBackend
     + 'static
 {

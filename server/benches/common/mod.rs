@@ -234,6 +234,7 @@ impl Fleet {
             provisioner_state: serde_json::Value::Null,
             error: None,
             expires_at: None,
+            production: false,
             created_by: "bench".into(),
             created_at: now,
             updated_at: now,

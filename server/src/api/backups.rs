@@ -151,7 +151,7 @@ pub async fn restore_plan(
     responses((status = 202, body = RestoreAccepted),
               (status = 400, body = ErrorOut, description = "A namespace the backup does not hold"),
               (status = 403, body = ErrorOut), (status = 404, body = ErrorOut),
-              (status = 409, body = ErrorOut, description = "The cluster restored into is not Ready or busy with a restore, or the backup has no archive here")))]
+              (status = 409, body = ErrorOut, description = "The cluster restored into is not Ready or busy with a restore, or production (ask for approval), or the backup has no archive here")))]
 pub async fn restore_backup(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,

@@ -3,6 +3,7 @@
 //! the portal's session cookie.
 
 mod addons;
+mod approvals;
 mod apps;
 mod audit;
 mod backup_ids;
@@ -42,7 +43,7 @@ pub use extract::{ApiJson, ApiQuery};
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     tags((name = "identity"), (name = "tenants"), (name = "users"), (name = "tokens"), (name = "audit"),
-         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "backups"), (name = "addons"), (name = "fleet"))
+         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "backups"), (name = "approvals"), (name = "addons"), (name = "fleet"))
 )]
 struct ApiDoc;
 
@@ -119,6 +120,15 @@ pub fn router() -> Router<AppState> {
             backups::put_schedule,
             backups::delete_schedule
         ))
+        .routes(routes!(approvals::put_production))
+        .routes(routes!(
+            approvals::cluster_approvals,
+            approvals::request_approval
+        ))
+        .routes(routes!(approvals::list_approvals))
+        .routes(routes!(approvals::get_approval))
+        .routes(routes!(approvals::approve))
+        .routes(routes!(approvals::refuse))
         .routes(routes!(addons::list_addons, addons::define_addon))
         .routes(routes!(addons::get_addon, addons::delete_addon))
         .routes(routes!(addons::cluster_addons))

@@ -179,12 +179,12 @@ async fn furnish(w: &World) {
 }
 
 impl World {
-    fn backups(&self) -> String {
+    pub(crate) fn backups(&self) -> String {
         format!("/api/v1/clusters/{}/backups", self.cluster)
     }
 
     /// Takes a backup as tim (tenant admin) and waits until it is taken: the backup.
-    async fn back_up(&self, include_secrets: bool) -> Value {
+    pub(crate) async fn back_up(&self, include_secrets: bool) -> Value {
         self.back_up_with(json!({"include_secrets": include_secrets}))
             .await
     }
@@ -218,7 +218,7 @@ impl World {
     }
 
     /// Waits (up to a minute) until restore `id` into cluster `target` has succeeded: it.
-    async fn restored(&self, target: &str, id: &str) -> Value {
+    pub(crate) async fn restored(&self, target: &str, id: &str) -> Value {
         let path = format!("/api/v1/clusters/{target}/restores/{id}");
         for _ in 0..600 {
             let (status, body) = call(&self.tim, &self.app, Method::GET, &path, None).await;

@@ -5,6 +5,7 @@
 mod access;
 mod access_sweep;
 mod addons;
+mod approvals;
 mod apps;
 mod backups;
 mod binary;

@@ -90,12 +90,12 @@ impl Backups {
             keys: dump.entries.len() as u64,
             bytes: dump.bytes(),
         };
-        let encoded = tokio::task::spawn_blocking({
-            let dump = dump.clone();
-            move || dump.encode()
-        })
-        .await
-        .map_err(|e| WorkloadError::Transient(format!("the encoder stopped: {e}")))?;
+        // What the summary and the archive need, read first: the dump (up to 256 MiB) then
+        // moves into the encoder, not copied.
+        let (namespaces, listing) = (dump.namespaces(), dump.listing());
+        let encoded = tokio::task::spawn_blocking(move || dump.encode())
+            .await
+            .map_err(|e| WorkloadError::Transient(format!("the encoder stopped: {e}")))?;
         self.deps
             .vault
             .put(
@@ -112,7 +112,7 @@ impl Backups {
             objects: 0,
             secrets: 0,
             secrets_left_out: 0,
-            namespaces: dump.namespaces(),
+            namespaces,
             kinds: Vec::new(),
             left_out: Vec::new(),
             volumes: Vec::new(),
@@ -123,11 +123,10 @@ impl Backups {
         reporter.step("Writing the archive (the summary and the list of keys)");
         reporter.progress(85);
         let written = summary.clone();
-        let bytes =
-            tokio::task::spawn_blocking(move || write_key_space_archive(&written, dump.listing()))
-                .await
-                .map_err(|e| WorkloadError::Transient(format!("the archive writer stopped: {e}")))?
-                .map_err(|e| WorkloadError::Refused(e.to_string()))?;
+        let bytes = tokio::task::spawn_blocking(move || write_key_space_archive(&written, listing))
+            .await
+            .map_err(|e| WorkloadError::Transient(format!("the archive writer stopped: {e}")))?
+            .map_err(|e| WorkloadError::Refused(e.to_string()))?;
         self.archives()
             .put(cluster.id, backup.id, &bytes)
             .await

@@ -6,6 +6,7 @@ use serde_json::Value;
 use uuid::Uuid;
 
 use super::{BackupRef, Backups};
+use crate::approval::Approval;
 use crate::audit::{action, AuditEvent};
 use crate::backup::archive::{read_archive, read_secrets_stream};
 use crate::backup::{restore, Backup, BackupKind, Restore, RestoreItem};
@@ -150,7 +151,8 @@ impl Backups {
         self.audited_restore(actor, &target, result).await
     }
 
-    /// Queues the restore of a backup into its own cluster or another.
+    /// Queues the restore of a backup into its own cluster or another. A restore over a
+    /// production cluster needs a second person's approval: Conflict, with guidance.
     pub async fn restore(
         &self,
         actor: &Actor,
@@ -158,10 +160,89 @@ impl Backups {
         req: &RestoreRequest,
     ) -> Result<(Restore, Operation)> {
         let (backup, target, namespaces) = self.restore_input(actor, r, req).await?;
+        if target.production {
+            let error = Error::Conflict(format!(
+                "{} is a production cluster: restoring over it needs a second person's \
+                 approval. Ask for it (POST /api/v1/clusters/{}/approvals with action \
+                 \"restore\", or \"Request restore\" on the restore page); an operator or \
+                 tenant admin other than you approves it",
+                target.name, target.id
+            ));
+            return self.audited_restore(actor, &target, Err(error)).await;
+        }
+        self.queue_restore(actor, backup, target, namespaces, None)
+            .await
+    }
+
+    /// What a request to restore `backup_id` into `target` restores, checked as a restore by
+    /// `actor` would be (refusals audited): the backup, the cluster, the namespaces.
+    pub(crate) async fn check_restore(
+        &self,
+        actor: &Actor,
+        backup_id: &str,
+        target: &str,
+        namespaces: &[String],
+    ) -> Result<(Backup, Cluster, Vec<String>)> {
+        let req = RestoreRequest {
+            target: Some(target.to_owned()),
+            namespaces: namespaces.to_vec(),
+        };
+        self.restore_input(actor, BackupRef::id(backup_id), &req)
+            .await
+    }
+
+    /// Queues the restore `approval` asks for, approved by `actor`.
+    pub(crate) async fn restore_approved(
+        &self,
+        actor: &Actor,
+        approval: &Approval,
+    ) -> Result<Operation> {
+        let detail = approval
+            .restore
+            .as_ref()
+            .ok_or_else(|| Error::Conflict("the request names no backup".into()))?;
+        let (backup, target, namespaces) = self
+            .check_restore(
+                actor,
+                &detail.backup_id.to_string(),
+                &approval.cluster_id.to_string(),
+                &detail.namespaces,
+            )
+            .await?;
+        let (_, op) = self
+            .queue_restore(actor, backup, target, namespaces, Some(approval))
+            .await?;
+        Ok(op)
+    }
+
+    /// Queues the restore of `backup` into `target` (both checked for `actor`).
+    async fn queue_restore(
+        &self,
+        actor: &Actor,
+        backup: Backup,
+        target: Cluster,
+        namespaces: Vec<String>,
+        approval: Option<&Approval>,
+    ) -> Result<(Restore, Operation)> {
         let result = async {
             if backup.kind == BackupKind::KeySpace {
-                // Refused now, not in the worker, when the target keeps no key space.
-                self.key_space_of(&target).await?;
+                // Refused now, not in the worker, when the target keeps no key space (the
+                // worker reaches it; here its kind says enough).
+                let dumps = self
+                    .deps
+                    .registry
+                    .get(target.provider_kind)
+                    .is_some_and(|p| p.dumps_shared_storage());
+                if !dumps {
+                    return Err(Error::Invalid(ValidationError::new(
+                        "target_cluster",
+                        format!(
+                            "{} keeps no key space in the shared etcd: a key-space backup \
+                             is restored into a hosted cluster",
+                            target.name
+                        ),
+                    )));
+                }
             } else {
                 // The archive must be here before a worker is told to read it.
                 self.archives()
@@ -184,19 +265,30 @@ impl Backups {
             } else {
                 format!("namespaces {}", restore.namespaces.join(", "))
             };
+            let by = match approval {
+                Some(a) => format!("{}, approved by {who}", a.requested_by),
+                None => who.clone(),
+            };
             let event = ClusterEvent::new(
                 target.id,
                 Some(op.id),
                 EventKind::State,
                 format!(
-                    "Restore of backup {} ({scope}) requested by {who}",
+                    "Restore of backup {} ({scope}) requested by {by}",
                     backup.id
                 ),
                 now,
             );
+            let mut detail = format!("backup {} ({scope})", backup.id);
+            if let Some(a) = approval {
+                detail.push_str(&format!(
+                    "; approved request {} of {}",
+                    a.id, a.requested_by
+                ));
+            }
             let audit = AuditEvent::success(actor, action::BACKUP_RESTORE, target.name.as_str())
                 .in_tenant(target.tenant_id)
-                .with_detail(format!("backup {} ({scope})", backup.id));
+                .with_detail(detail);
             self.deps
                 .store
                 .queue_restore(&restore, &op, &event, &audit)

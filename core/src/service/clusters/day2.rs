@@ -2,6 +2,7 @@
 //! queued as durable operations.
 
 use super::Clusters;
+use crate::approval::Approval;
 use crate::audit::{action, AuditEvent};
 use crate::cluster::{
     Cluster, ClusterEvent, ClusterState, EventKind, Operation, OperationKind, OperationTarget,
@@ -88,7 +89,19 @@ impl Clusters {
                 Some(cluster.tenant_id),
             )
             .await?;
-        let result = self.try_enqueue(actor, &cluster, kind, target, verb).await;
+        let result = match (kind, cluster.production) {
+            (OperationKind::Delete, true) => Err(Error::Conflict(format!(
+                "{} is a production cluster: deleting it needs a second person's approval. Ask \
+                 for it (POST /api/v1/clusters/{}/approvals with action \"delete\", or \
+                 \"Request deletion\" on its page); an operator or tenant admin other than you \
+                 approves it",
+                cluster.name, cluster.id
+            ))),
+            _ => {
+                self.try_enqueue(actor, &cluster, kind, target, verb, None)
+                    .await
+            }
+        };
         self.guard
             .audited(
                 actor,
@@ -100,13 +113,16 @@ impl Clusters {
             .await
     }
 
-    pub(super) async fn try_enqueue(
+    /// Queues operation `kind` on `cluster` for `actor`, who may; `approval` is the request a
+    /// second person approved, when it runs one (the timeline and audit name both people).
+    pub(crate) async fn try_enqueue(
         &self,
         actor: &Actor,
         cluster: &Cluster,
         kind: OperationKind,
         target: Option<OperationTarget>,
         verb: &str,
+        approval: Option<&Approval>,
     ) -> Result<Operation> {
         let caps = self.capabilities_of(cluster).await?;
         let state = match kind {
@@ -171,9 +187,13 @@ impl Clusters {
             now,
             chrono::Duration::minutes(i64::from(timeout)),
         );
-        let what = match (&kind, &target) {
-            (OperationKind::Scale, Some(n)) => format!("Scale to {n} nodes requested by {who}"),
-            (OperationKind::Upgrade, Some(v)) => format!("Upgrade to {v} requested by {who}"),
+        let what = match (&kind, &target, approval) {
+            (OperationKind::Scale, Some(n), _) => format!("Scale to {n} nodes requested by {who}"),
+            (OperationKind::Upgrade, Some(v), _) => format!("Upgrade to {v} requested by {who}"),
+            (_, _, Some(a)) => format!(
+                "Deletion requested by {}, approved by {who}",
+                a.requested_by
+            ),
             _ => format!("Deletion requested by {who}"),
         };
         let event = ClusterEvent::new(cluster.id, Some(op.id), EventKind::State, what, now);
@@ -181,6 +201,9 @@ impl Clusters {
             AuditEvent::success(actor, verb, cluster.name.as_str()).in_tenant(cluster.tenant_id);
         if let Some(t) = &target {
             audit = audit.with_detail(t.to_string());
+        }
+        if let Some(a) = approval {
+            audit = audit.with_detail(format!("approved request {} of {}", a.id, a.requested_by));
         }
         self.deps
             .store

@@ -43,6 +43,7 @@ impl NewCluster<'_> {
             provisioner_state: self.provisioner_state,
             error: None,
             expires_at: self.expires_at,
+            production: false,
             created_by: who.to_owned(),
             created_at: now,
             updated_at: now,

@@ -41,6 +41,8 @@ struct ClusterRow {
     error: Option<String>,
     #[serde(deserialize_with = "json_time::optional")]
     expires_at: Option<DateTime<Utc>>,
+    #[serde(deserialize_with = "json_bool")]
+    production: bool,
     created_by: String,
     #[serde(deserialize_with = "json_time::required")]
     created_at: DateTime<Utc>,
@@ -74,6 +76,20 @@ mod json_time {
     }
 }
 
+/// A boolean in SQLite's JSON: 0 or 1 (a JSON `true`/`false` is taken too).
+fn json_bool<'de, D: serde::Deserializer<'de>>(d: D) -> Result<bool, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Flag {
+        Bool(bool),
+        Int(i64),
+    }
+    Ok(match Flag::deserialize(d)? {
+        Flag::Bool(b) => b,
+        Flag::Int(i) => i != 0,
+    })
+}
+
 /// SQLite: a page of clusters as one JSON array, built from the rows of the page query (a
 /// subquery yielding [`CLUSTER_COLS`] and `total`). sqlx's SQLite driver hands every row
 /// from its database thread to the async task separately — a thread wake-up per row that
@@ -85,7 +101,7 @@ const SQLITE_PAGE_JSON: &str = "json_group_array(json_object(\
      'provider_id', hex(provider_id), 'provider_kind', provider_kind, 'state', state, \
      'parameters', parameters, 'node_count', node_count, 'endpoint', endpoint, \
      'provisioner_state', provisioner_state, 'error', error, 'expires_at', expires_at, \
-     'created_by', created_by, 'created_at', created_at, 'updated_at', updated_at)), \
+     'production', production, 'created_by', created_by, 'created_at', created_at, 'updated_at', updated_at)), \
      MAX(total)";
 
 /// A cluster of a listed page, with the number of clusters matching in all.
@@ -98,7 +114,7 @@ struct ListedRow {
 
 const CLUSTER_COLS: &str = "c.id, c.tenant_id, t.slug AS tenant_slug, c.name, c.template_id, \
      c.template_name, c.provider_id, c.provider_kind, c.state, c.parameters, c.node_count, \
-     c.endpoint, c.provisioner_state, c.error, c.expires_at, c.created_by, c.created_at, \
+     c.endpoint, c.provisioner_state, c.error, c.expires_at, c.production, c.created_by, c.created_at, \
      c.updated_at";
 
 /// A live cluster by id, with its tenant's slug. The id is looked up alone, in a subquery with
@@ -144,6 +160,7 @@ impl TryFrom<ClusterRow> for Cluster {
             endpoint: r.endpoint,
             error: r.error,
             expires_at: r.expires_at,
+            production: r.production,
             created_by: r.created_by,
             created_at: r.created_at,
             updated_at: r.updated_at,
@@ -453,6 +470,7 @@ impl ClusterStore for SqlStore {
         let sql = format!(
             "SELECT {CLUSTER_COLS} FROM clusters c JOIN tenants t ON t.id = c.tenant_id \
              WHERE c.deleted_at IS NULL AND c.expires_at IS NOT NULL AND c.expires_at < $1 \
+             AND NOT c.production \
              AND NOT EXISTS (SELECT 1 FROM operations o WHERE o.cluster_id = c.id \
                              AND o.state IN ('pending', 'running')) \
              ORDER BY c.expires_at LIMIT $2"

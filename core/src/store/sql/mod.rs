@@ -134,6 +134,7 @@ macro_rules! audited_tx {
 mod access;
 mod addons;
 mod applications;
+mod approvals;
 mod audit;
 mod backups;
 mod catalog;

@@ -129,9 +129,11 @@ pub async fn cluster_events(
     Ok(Json(events.into_iter().map(Into::into).collect()))
 }
 
-/// Deletes a cluster (in the background; answers with the operation).
+/// Deletes a cluster (in the background; answers with the operation). A production cluster
+/// is deleted only through an approved request (`POST /api/v1/clusters/{id}/approvals`).
 #[utoipa::path(delete, path = "/api/v1/clusters/{id}", tag = "clusters", params(("id" = uuid::Uuid, Path)),
-    responses((status = 202, body = OperationOut), (status = 404, body = ErrorOut), (status = 409, body = ErrorOut)))]
+    responses((status = 202, body = OperationOut), (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut, description = "Busy with another operation, or a production cluster (ask for approval)")))]
 pub async fn delete_cluster(
     State(state): State<AppState>,
     Extension(actor): Extension<Actor>,
