@@ -38,6 +38,9 @@ pub enum ClientCommand {
     /// The whole fleet (operators): images, Kubernetes versions, findings.
     #[command(subcommand)]
     Fleet(FleetCommand),
+    /// Production clusters and their requests for a second person's approval.
+    #[command(subcommand)]
+    Approvals(ApprovalsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -259,5 +262,52 @@ pub enum FleetCommand {
         /// high, medium or low.
         #[arg(long)]
         severity: Option<String>,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsCommand {
+    /// Requests in your tenants (operators: every tenant): waiting ones, or all with --all.
+    List {
+        /// Decided and expired requests too (the newest 200).
+        #[arg(long)]
+        all: bool,
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// Mark a cluster production: deleting it, restoring over it and unmarking it then wait
+    /// for a second operator or tenant admin.
+    Protect {
+        #[command(flatten)]
+        cluster: ClusterArg,
+    },
+    /// Ask for a second person's approval of an action on a production cluster.
+    Request {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        /// delete, restore or unprotect.
+        #[arg(long)]
+        action: String,
+        /// For restore: the backup's UUID.
+        #[arg(long)]
+        backup: Option<String>,
+        /// For restore: only this namespace of the backup (repeat for more).
+        #[arg(long = "namespace", value_name = "NAMESPACE")]
+        namespaces: Vec<String>,
+        /// Why (shown to the approver).
+        #[arg(long)]
+        reason: Option<String>,
+    },
+    /// Approve a request (not your own): its action runs at once, as yours.
+    Approve {
+        /// The request's UUID.
+        id: String,
+    },
+    /// Refuse a request, or withdraw your own.
+    Refuse {
+        /// The request's UUID.
+        id: String,
+        #[arg(long)]
+        reason: Option<String>,
     },
 }

@@ -87,6 +87,7 @@ mod tests {
             endpoint: None,
             error: None,
             expires_at: None,
+            production: false,
             created_by: "amy".into(),
             created_at: "2026-01-01T00:00:00Z".into(),
             progress: None,

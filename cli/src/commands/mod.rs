@@ -1,6 +1,7 @@
 //! One file per group of commands; each reads the API's answer and prints it.
 
 mod addons;
+mod approvals;
 mod apps;
 mod clusters;
 mod device_login;
@@ -25,6 +26,7 @@ pub async fn run(command: ClientCommand) -> Result<()> {
         ClientCommand::Apps(cmd) => apps::run(cmd).await,
         ClientCommand::Addons(cmd) => addons::run(cmd).await,
         ClientCommand::Fleet(cmd) => fleet::run(cmd).await,
+        ClientCommand::Approvals(cmd) => approvals::run(cmd).await,
     }
 }
 

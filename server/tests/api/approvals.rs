@@ -961,3 +961,61 @@ async fn an_approved_restore_over_a_production_cluster_puts_back_what_was_lost()
     );
     w.app.stop().await;
 }
+
+/// The command line over the same API: tim marks a cluster production and asks to delete it;
+/// his own approval is refused (exit 4); ada sees the request waiting and approves it, and the
+/// cluster goes.
+#[tokio::test]
+async fn the_command_line_marks_asks_and_approves() {
+    let w = prod().await;
+    let id = w.cluster("cli-prod").await;
+    let (tims, adas) = (crate::cli::Laptop::new(), crate::cli::Laptop::new());
+    tims.login(&w.app, &w.tim).await;
+    adas.login(&w.app, &w.ada).await;
+
+    let ran = tims
+        .kqueen(&["approvals", "protect", "team-a/cli-prod"])
+        .await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(ran.stdout.contains("is production"), "{ran:?}");
+    let ran = tims
+        .kqueen(&["clusters", "delete", "team-a/cli-prod", "--yes"])
+        .await;
+    assert_eq!(
+        ran.code, 6,
+        "a production cluster's delete is refused: {ran:?}"
+    );
+    assert!(ran.stderr.contains("approval"), "{ran:?}");
+    let ran = tims
+        .kqueen(&[
+            "approvals",
+            "request",
+            "team-a/cli-prod",
+            "--action",
+            "delete",
+            "--reason",
+            "moved to eu-2",
+        ])
+        .await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(ran.stdout.contains("pending"), "{ran:?}");
+    let ran = adas.kqueen(&["approvals", "list", "-o", "json"]).await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    let waiting: Value = serde_json::from_str(&ran.stdout).unwrap();
+    let request = waiting[0]["id"].as_str().unwrap().to_owned();
+    assert_eq!(waiting[0]["reason"], "moved to eu-2", "{waiting}");
+    assert_eq!(waiting[0]["cluster_id"], id.as_str(), "{waiting}");
+
+    let ran = tims.kqueen(&["approvals", "approve", &request]).await;
+    assert_eq!(ran.code, 4, "the one who asked cannot approve: {ran:?}");
+    assert!(ran.stderr.contains("you asked for this"), "{ran:?}");
+    let ran = adas.kqueen(&["approvals", "approve", &request]).await;
+    assert_eq!(ran.code, 0, "{ran:?}");
+    assert!(ran.stdout.contains("approved by ada"), "{ran:?}");
+    wait_until_gone(&w, &id).await;
+    let ran = adas
+        .kqueen(&["approvals", "list", "--all", "-o", "json"])
+        .await;
+    let all: Value = serde_json::from_str(&ran.stdout).unwrap();
+    assert_eq!(all[0]["state"], "approved", "{all}");
+}
