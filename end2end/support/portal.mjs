@@ -39,9 +39,10 @@ export async function addTemplate(page, url, { name, provider, tenants, adminAcc
 }
 
 /** An operator's page adds `username` to the tenant `slug`. */
-export async function addMember(page, url, slug, username) {
+export async function addMember(page, url, slug, username, role = 'member') {
   await page.goto(`${url}/tenants/${slug}`);
   await page.fill('#member-username', username);
+  await page.selectOption('#member-role', role);
   await submit(page, '#add-member button[type=submit]');
   assert.equal(await page.locator(`#member-table tr[data-member="${username}"]`).count(), 1, `member ${username}: ${await formError(page)}`);
 }

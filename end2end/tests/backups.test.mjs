@@ -5,7 +5,8 @@
 // this cluster holds no claim to snapshot and the backup says so), reads what it holds
 // (kinds, what was left out and why, the volume guidance) and downloads the archive, a
 // gzipped tar holding backup.yaml and the ConfigMap's YAML. The ConfigMap, deleted, comes
-// back from a backup after a preview limited to its namespace, and the operator sets and
+// back from a backup after a preview limited to its namespace (over a production cluster,
+// the restore is asked for and runs once a tenant admin approves), and the operator sets and
 // stops the cluster's backup schedule (JavaScript off and on). A member of the tenant sees
 // no Backups section and cannot fetch an archive. The Backups page lists every backup (a
 // delete there asks first, JavaScript off and on); once the cluster is deleted, its backup is
@@ -22,6 +23,7 @@ import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForS
 import { startKubeApiserver, kubeApiserverSkip } from '../support/kube.mjs';
 
 const MEMBER = { username: 'mira', password: 'a long enough password' };
+const TENANT_ADMIN = { username: 'otto', password: 'another long password' };
 const skip = kubeApiserverSkip();
 if (skip) console.log(`backups.test.mjs skipped: ${skip}`);
 
@@ -36,7 +38,7 @@ before(async () => {
   dir = mkdtempSync(join(tmpdir(), 'kqueen-backups-'));
   kube = await startKubeApiserver();
   server = await startServer({
-    seed: [seedOperator, ['tenant', 'create', 'team-a', '--name', 'Team Alpha'], seedUser(MEMBER)],
+    seed: [seedOperator, ['tenant', 'create', 'team-a', '--name', 'Team Alpha'], seedUser(MEMBER), seedUser(TENANT_ADMIN)],
   });
   browser = await launchBrowser();
   const { page, close } = await newPage(browser, { javaScriptEnabled: false });
@@ -44,6 +46,7 @@ before(async () => {
   await addProvider(page, server.url, { kind: 'import', name: 'existing' });
   await addTemplate(page, server.url, { name: 'bring-your-own', provider: 'existing', tenants: 'team-a' });
   await addMember(page, server.url, 'team-a', MEMBER.username);
+  await addMember(page, server.url, 'team-a', TENANT_ADMIN.username, 'admin');
   clusterPath = await requestCluster(page, server.url, {
     tenant: 'team-a', template: 'bring-your-own', name: 'prod', fields: { 'f-kubeconfig': kube.kubeconfigText },
   });
@@ -156,6 +159,52 @@ for (const js of [false, true]) {
     await close();
   });
 }
+
+test('a restore over a production cluster is asked for, and runs once a second person approves', { skip }, async () => {
+  const { page, errors, close } = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(page, server.url);
+  const id = await takeBackup(page, false, { secrets: false });
+  await page.goto(`${server.url}${clusterPath}`);
+  await Promise.all([page.waitForNavigation(), page.click('#mark-production')]);
+  await page.waitForSelector('#production-badge');
+  const gone = await kube.api('DELETE', '/api/v1/namespaces/default/configmaps/settings');
+  assert.equal(gone.status, 200, JSON.stringify(gone.body));
+  await page.click(`[data-restore="${id}"]`);
+  await page.check('#restore-ns-default');
+  await Promise.all([page.waitForURL(/plan=1/), page.click('#restore-preview')]);
+  await page.waitForSelector('#restore-needs-approval');
+  assert.equal((await page.textContent('#restore-run')).trim(), 'Request restore (needs approval)');
+  await page.fill('#restore-reason', 'settings lost');
+  await Promise.all([page.waitForURL(new RegExp(`${clusterPath}`)), page.click('#restore-run')]);
+  const request = page.locator('#approval-list tr[data-action=restore][data-state=pending]');
+  assert.match(await request.textContent(), /settings lost/);
+  assert.match(await request.textContent(), new RegExp(`backup ${id} \\(default\\)`));
+  assert.equal((await kube.api('GET', '/api/v1/namespaces/default/configmaps/settings')).status, 404, 'nothing restored yet');
+
+  // A tenant admin approves it: the restore runs as theirs and the ConfigMap comes back.
+  const second = await newPage(browser, { javaScriptEnabled: false });
+  await loginLocal(second.page, server.url, TENANT_ADMIN);
+  await second.page.goto(`${server.url}${clusterPath}`);
+  await Promise.all([second.page.waitForNavigation(), second.page.click('#approval-list tr[data-state=pending] button.approve')]);
+  await second.page.waitForSelector('#approval-list tr[data-action=restore][data-state=approved]');
+  for (let i = 0; ; i++) {
+    const back = await kube.api('GET', '/api/v1/namespaces/default/configmaps/settings');
+    if (back.status === 200) break;
+    assert.ok(i < 120, `the ConfigMap did not come back: ${back.status}`);
+    await page.waitForTimeout(250);
+  }
+
+  // The mark comes off the same way, so that later tests may delete the cluster.
+  const clusterId = clusterPath.split('/').pop();
+  const origin = { headers: { Origin: server.url } };
+  const asked = await page.request.post(`${server.url}/api/v1/clusters/${clusterId}/approvals`, { data: { action: 'unprotect' }, ...origin });
+  assert.equal(asked.status(), 201, await asked.text());
+  const approved = await second.page.request.post(`${server.url}/api/v1/approvals/${(await asked.json()).id}/approve`, origin);
+  assert.equal((await approved.json()).state, 'approved');
+  await second.close();
+  assert.deepEqual(errors, []);
+  await close();
+});
 
 for (const js of [false, true]) {
   test(`an operator sets and stops a cluster's backup schedule (JavaScript ${js ? 'on' : 'off'})`, { skip }, async () => {

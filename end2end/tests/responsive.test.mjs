@@ -61,7 +61,7 @@ function pages(operator) {
   const common = [
     '/', '/clusters', '/clusters/new', '/clusters/new?tenant=team-a&template=adopt', clusterPath, `${clusterPath}/join`,
     '/tenants/team-a', '/fleet', '/fleet/images', '/fleet/images/history', '/fleet/versions', '/fleet/findings', '/audit',
-    '/backups', '/tokens', NOT_FOUND,
+    '/backups', '/approvals', '/tokens', NOT_FOUND,
   ];
   const operators = [
     `${clusterPath}?confirm=delete`, '/tenants/team-a?confirm=remove-member&name=bob', '/admin',
@@ -135,7 +135,7 @@ for (const js of [false, true]) {
   test(`on a phone the top bar is a menu whose items are all reachable (JavaScript ${js ? 'on' : 'off'})`, async () => {
     const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
     await loginLocal(page, server.url);
-    const items = ['Clusters', 'Providers', 'Fleet', 'Backups', 'Audit', 'Admin', 'API tokens'];
+    const items = ['Clusters', 'Providers', 'Fleet', 'Backups', 'Approvals', 'Audit', 'Admin', 'API tokens'];
     const visible = (name) => page.getByRole('link', { name, exact: true }).first().isVisible();
 
     await page.setViewportSize({ width: 1440, height: 900 });

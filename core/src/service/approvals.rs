@@ -63,15 +63,7 @@ impl Approvals {
                 "requests for approval are asked for and decided by people: log in".into(),
             )
         });
-        self.guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                result,
-            )
-            .await
+        self.audited(actor, verb, cluster, result).await
     }
 
     /// Marks a cluster production (tenant admins and operators). Taking the mark off needs a
@@ -103,15 +95,7 @@ impl Approvals {
                 .await
             }
         };
-        self.guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                result,
-            )
-            .await?;
+        self.audited(actor, verb, &cluster, result).await?;
         self.deps.store.cluster(cluster.id).await
     }
 
@@ -153,15 +137,13 @@ impl Approvals {
             .clusters
             .visible_cluster(actor, cluster_id, verb)
             .await?;
-        self.guard
-            .authorize(
-                actor,
-                Permission::ApproveChanges(cluster.tenant_id),
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-            )
-            .await?;
+        self.authorize(
+            actor,
+            Permission::ApproveChanges(cluster.tenant_id),
+            verb,
+            &cluster,
+        )
+        .await?;
         Ok(cluster)
     }
 
@@ -184,29 +166,14 @@ impl Approvals {
             ValidationError::new("action", "must be one of delete, restore, unprotect")
         });
         let action = self
-            .guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                action.map_err(Error::from),
-            )
+            .audited(actor, verb, &cluster, action.map_err(Error::from))
             .await?;
         let permission = match action {
             ApprovalAction::Delete => Permission::ManageClusters(cluster.tenant_id),
             ApprovalAction::Restore => Permission::ManageBackups(cluster.tenant_id),
             ApprovalAction::Unprotect => Permission::ApproveChanges(cluster.tenant_id),
         };
-        self.guard
-            .authorize(
-                actor,
-                permission,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-            )
-            .await?;
+        self.authorize(actor, permission, verb, &cluster).await?;
         let who = self.person(actor, verb, &cluster).await?;
         let restore = match action {
             ApprovalAction::Restore => {
@@ -275,6 +242,18 @@ impl Approvals {
             .store
             .request_approval(&approval, &event, &audit)
             .await;
+        self.audited(actor, verb, &cluster, result).await?;
+        Ok(approval)
+    }
+
+    /// Passes `result` through, auditing a client error as a refused `verb` on `cluster`.
+    async fn audited<T>(
+        &self,
+        actor: &Actor,
+        verb: &str,
+        cluster: &Cluster,
+        result: Result<T>,
+    ) -> Result<T> {
         self.guard
             .audited(
                 actor,
@@ -283,8 +262,26 @@ impl Approvals {
                 Some(cluster.tenant_id),
                 result,
             )
-            .await?;
-        Ok(approval)
+            .await
+    }
+
+    /// Checks `permission` for `actor`, auditing a refusal as `verb` on `cluster`.
+    async fn authorize(
+        &self,
+        actor: &Actor,
+        permission: Permission,
+        verb: &str,
+        cluster: &Cluster,
+    ) -> Result<()> {
+        self.guard
+            .authorize(
+                actor,
+                permission,
+                verb,
+                cluster.name.as_str(),
+                Some(cluster.tenant_id),
+            )
+            .await
     }
 
     /// Audits `error` as a refused `verb` on `cluster` and returns it.
@@ -295,15 +292,7 @@ impl Approvals {
         cluster: &Cluster,
         error: Error,
     ) -> Result<T> {
-        self.guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                Err(error),
-            )
-            .await
+        self.audited(actor, verb, cluster, Err(error)).await
     }
 
     /// A request `actor` may see (any member of its tenant, and operators); others answer
@@ -384,15 +373,7 @@ impl Approvals {
         let (request, cluster, now) = self.decidable(actor, id, verb).await?;
         let who = self.person(actor, verb, &cluster).await?;
         let check = request.check_approver(who, now);
-        self.guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                check,
-            )
-            .await?;
+        self.audited(actor, verb, &cluster, check).await?;
         let what = format!(
             "{} approved {}'s request to {}",
             who.username,
@@ -435,16 +416,7 @@ impl Approvals {
                     .map(|()| None)
             }
         };
-        let outcome = self
-            .guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                outcome,
-            )
-            .await;
+        let outcome = self.audited(actor, verb, &cluster, outcome).await;
         let stored = outcome.map_err(|e| e.public().message);
         self.deps
             .store
@@ -464,30 +436,19 @@ impl Approvals {
         let who = self.person(actor, verb, &cluster).await?;
         let own = who.user_id == request.requested_by_id;
         if !own {
-            self.guard
-                .authorize(
-                    actor,
-                    Permission::ApproveChanges(request.tenant_id),
-                    verb,
-                    cluster.name.as_str(),
-                    Some(cluster.tenant_id),
-                )
-                .await?;
+            self.authorize(
+                actor,
+                Permission::ApproveChanges(request.tenant_id),
+                verb,
+                &cluster,
+            )
+            .await?;
         }
         let now = crate::clock::now();
         let checked = request
             .check_pending(now)
             .and_then(|()| approval::reason("reason", reason));
-        let note = self
-            .guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                checked,
-            )
-            .await?;
+        let note = self.audited(actor, verb, &cluster, checked).await?;
         let (state, what) = if own {
             (
                 ApprovalState::Withdrawn,
@@ -533,15 +494,13 @@ impl Approvals {
     ) -> Result<(Approval, Cluster, DateTime<Utc>)> {
         let request = self.visible(actor, id, verb).await?;
         let cluster = self.cluster_of(actor, &request, verb).await?;
-        self.guard
-            .authorize(
-                actor,
-                Permission::ApproveChanges(request.tenant_id),
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-            )
-            .await?;
+        self.authorize(
+            actor,
+            Permission::ApproveChanges(request.tenant_id),
+            verb,
+            &cluster,
+        )
+        .await?;
         Ok((request, cluster, crate::clock::now()))
     }
 
@@ -598,14 +557,6 @@ impl Approvals {
                 "the request was decided by someone else meanwhile, or has expired".into(),
             ))
         };
-        self.guard
-            .audited(
-                actor,
-                verb,
-                cluster.name.as_str(),
-                Some(cluster.tenant_id),
-                result,
-            )
-            .await
+        self.audited(actor, verb, cluster, result).await
     }
 }
