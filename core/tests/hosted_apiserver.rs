@@ -33,6 +33,8 @@ struct Running {
     children: Vec<Child>,
     client: kube::Client,
     dir: tempfile::TempDir,
+    /// How the controller manager was started (binary, arguments), to start it again.
+    controller_manager: Option<(String, Vec<String>)>,
 }
 
 impl Drop for Running {
@@ -49,6 +51,23 @@ impl Running {
         let text = std::fs::read_to_string(self.dir.path().join(name)).unwrap_or_default();
         let lines: Vec<&str> = text.lines().collect();
         lines[lines.len().saturating_sub(40)..].join("\n")
+    }
+
+    /// Starts the controller manager again when it exited, as KQueen's supervisor does: it
+    /// exits for good on some errors of the API server, such as a write refused while the
+    /// key space was read only (its token controller's client builder is fatal).
+    fn restart_exited_controller_manager(&mut self) {
+        let Some((binary, args)) = self.controller_manager.clone() else {
+            return;
+        };
+        if let Some(Ok(Some(status))) = self.children.get_mut(1).map(Child::try_wait) {
+            println!(
+                "kube-controller-manager exited ({status}); started again:\n{}",
+                self.controller_manager_report()
+            );
+            let log = self.dir.path().join("controller-manager.log");
+            self.children[1] = spawn(&binary, args, log);
+        }
     }
 
     /// Why the controller manager did not act: whether it still runs, its error and fatal
@@ -175,6 +194,7 @@ async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
         children,
         client,
         dir,
+        controller_manager: None,
     };
     wait_ready(&running.client, name, &|| running.log("apiserver.log")).await;
     // Started once the API server answers: unsupervised (KQueen's supervisor would restart
@@ -182,9 +202,9 @@ async fn start(etcd: &TlsEtcd, space: &KeySpace, name: &str) -> Running {
     // 10 s wait, as two API servers starting at once on a busy machine can be.
     if let Ok(cm) = std::env::var(CONTROLLER_MANAGER) {
         let log = running.dir.path().join("controller-manager.log");
-        running
-            .children
-            .push(spawn(&cm, files.controller_manager_args(&spec), log));
+        let args = files.controller_manager_args(&spec);
+        running.children.push(spawn(&cm, args.clone(), log));
+        running.controller_manager = Some((cm, args));
     }
     running
 }
@@ -287,6 +307,7 @@ async fn two_tenants_control_planes_share_one_etcd_and_cannot_see_each_other() {
             .await
             .contains(&"after-read-only".into())
         {
+            one.restart_exited_controller_manager();
             assert!(
                 started.elapsed() < Duration::from_secs(120),
                 "namespace not finalised:\n{}",
