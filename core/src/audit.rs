@@ -77,6 +77,8 @@ pub mod action {
     pub const CLUSTER_DELETE: &str = "cluster.delete";
     pub const CLUSTER_SCALE: &str = "cluster.scale";
     pub const CLUSTER_UPGRADE: &str = "cluster.upgrade";
+    /// The machine of a dead (NotReady) node replaced by the cluster's provisioner.
+    pub const CLUSTER_REPLACE_NODE: &str = "cluster.replace_node";
     /// An operator took an existing cluster (a Cluster API Cluster) into a tenant.
     pub const CLUSTER_ADOPT: &str = "cluster.adopt";
     /// An operator listed the clusters a provider's infrastructure holds.

@@ -56,6 +56,8 @@ pub enum Permission {
     /// Mark the tenant's clusters production; approve or refuse a request to delete one,
     /// restore over one or unmark one.
     ApproveChanges(Uuid),
+    /// Replace the machine of a dead node of the tenant's clusters.
+    ReplaceNodes(Uuid),
     /// Providers and templates.
     ManageCatalog,
     SetQuota,
@@ -82,7 +84,8 @@ pub fn check(actor: &Actor, permission: Permission) -> Result<()> {
         | Permission::ViewTenantAudit(t)
         | Permission::ManageAccess(t)
         | Permission::ManageBackups(t)
-        | Permission::ApproveChanges(t) => who.role_in(t) == Some(Role::Admin),
+        | Permission::ApproveChanges(t)
+        | Permission::ReplaceNodes(t) => who.role_in(t) == Some(Role::Admin),
         Permission::ListAllTenants
         | Permission::ViewAllAudit
         | Permission::CreateTenant
@@ -151,6 +154,8 @@ mod tests {
             (ManageBackups(b), [false, false, false, true, true]),
             (ApproveChanges(a), [false, false, true, true, true]),
             (ApproveChanges(b), [false, false, false, true, true]),
+            (ReplaceNodes(a), [false, false, true, true, true]),
+            (ReplaceNodes(b), [false, false, false, true, true]),
             (ManageCatalog, [false, false, false, true, true]),
             (SetQuota, [false, false, false, true, true]),
             (AdminKubeconfig, [false, false, false, true, true]),

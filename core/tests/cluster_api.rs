@@ -7,7 +7,7 @@
 //!
 //! - A member requests a cluster (v1beta2 served): the Cluster is applied with the
 //!   template's parameters, followed to Ready; scale and upgrade change the topology and
-//!   are followed on the Machines; an existing Cluster is adopted into the tenant and
+//!   are followed on the Machines; a dead node's Machine is replaced; an existing Cluster is adopted into the tenant and
 //!   inventoried; delete waits until Cluster API has removed the Cluster.
 //! - On a management cluster serving v1beta1 only: the CRDs missing (named), a Cluster that
 //!   Cluster API fails, one stuck (timeout with the last condition's message), one without
@@ -288,6 +288,59 @@ async fn a_member_gets_a_cluster_api_cluster_scales_upgrades_adopts_and_deletes(
         events
             .iter()
             .any(|e| e == "Machines at v1.31.0: 4 of 4 ready"),
+        "{events:#?}"
+    );
+
+    // Replace a dead node: its Machine (the one whose nodeRef names it) is deleted and
+    // Cluster API makes a new one. The fake's machines register no Node, so the dead node
+    // is written into the workload cluster by hand, never having reported Ready.
+    let machines = machines_of(&mgmt, "team-a-dev").await;
+    let victim = machines
+        .iter()
+        .find(|m| m["metadata"]["labels"].get(capi::CONTROL_PLANE_LABEL).is_none())
+        .map(|m| m["metadata"]["name"].as_str().unwrap().to_owned())
+        .unwrap();
+    let workload_client =
+        client_of(std::str::from_utf8(hosted_kubeconfig.yaml.expose()).unwrap()).await;
+    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(workload_client.clone());
+    let node: k8s_openapi::api::core::v1::Node =
+        serde_json::from_value(json!({"metadata": {"name": victim}})).unwrap();
+    nodes.create(&PostParams::default(), &node).await.unwrap();
+    assert!(matches!(
+        k.clusters().replace_node(&alice, &id, &victim).await,
+        Err(kqueen_core::Error::Forbidden)
+    ));
+    assert!(matches!(
+        k.clusters().replace_node(&bob, &id, &victim).await,
+        Err(kqueen_core::Error::NotFound(_))
+    ));
+    assert!(matches!(
+        k.clusters().replace_node(&ops, &id, "not-a-node").await,
+        Err(kqueen_core::Error::Invalid(_))
+    ));
+    let detail = k.clusters().cluster_detail(&ops, &id).await.unwrap();
+    assert!(detail.capabilities.replace_node);
+    k.clusters().replace_node(&ops, &id, &victim).await.unwrap();
+    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+    let machines = machines_of(&mgmt, "team-a-dev").await;
+    assert_eq!(machines.len(), 4, "{machines:#?}");
+    assert!(
+        machines
+            .iter()
+            .all(|m| m["metadata"]["name"] != victim.as_str() && m["status"]["phase"] == "Running"),
+        "{machines:#?}"
+    );
+    assert!(nodes.get_opt(&victim).await.unwrap().is_none());
+    let events = events_of(&k, &id).await;
+    for line in [
+        format!("Replacement of node {victim} requested by cli:ops"),
+        format!("Removing node {victim} from the cluster"),
+        format!("Ready: node {victim} replaced"),
+    ] {
+        assert!(events.contains(&line), "no '{line}' in {events:#?}");
+    }
+    assert!(
+        events.iter().any(|e| e.starts_with(&format!("deleted the Machine default/{victim}"))),
         "{events:#?}"
     );
 

@@ -50,6 +50,7 @@ impl Provisioner for Scripted {
             scale: true,
             upgrade: false,
             deletes_infrastructure: true,
+            replace_node: false,
         }
     }
     fn provider_schema(&self) -> ParamSchema {

@@ -7,7 +7,10 @@
 //! KQueen rolls out by itself, and a version whose image cannot be pulled says so; an addon
 //! whose workload runs becomes Healthy by itself; the inventory shows the node, its
 //! capacity and the pod's image with its digest; a stopped kubelet makes the node NotReady,
-//! with the time it went, until it is back; a revoked token joins nothing more.
+//! with the time it went; an operator has it replaced through KQueen (a `command` provider
+//! whose replace command asks the test, the lab's "cloud", for a new machine: the Node is
+//! removed, the kubelet starts again and registers a new Node), and the inventory is clear
+//! again; a revoked token joins nothing more.
 //!
 //! Needs the binaries of `../shared/kube` (`KQUEEN_TEST_KUBE_*`, `KQUEEN_TEST_KUBEADM`,
 //! `KQUEEN_TEST_KUBELET`) and containers (root, containerd, runc, the CNI plugins); skips
@@ -371,14 +374,7 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
         since.format("%Y-%m-%d %H:%M UTC")
     );
     assert!(reasons.contains(&expected), "{reasons:?}");
-    lab.restart_kubelet().await;
-    within(Duration::from_secs(120), "node Ready again", || async {
-        match nodes.get(NODE_NAME).await {
-            Ok(n) if node_ready(&n) => Ok(()),
-            other => Err(format!("{:?}", other.map(|n| n.status))),
-        }
-    })
-    .await;
+    replace_the_dead_node(&h, &lab, &kubeconfig, &engine).await;
     let (node, reasons) = flagged().await;
     assert!(node.ready && node.not_ready_since.is_none(), "{node:?}");
     assert!(
@@ -406,4 +402,100 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
         "{refused}"
     );
     assert!(!refused.contains("This node has joined"), "{refused}");
+}
+
+/// The lab's dead node replaced through KQueen. The machine is an installer's: a `command`
+/// provider whose create command hands over this control plane's admin kubeconfig
+/// (`kubeconfig`) and whose replace command asks the test for a new machine (a file), then
+/// waits for the answer (another file, at most 120 s). A member may not; an operator asks;
+/// the engine removes the Node, the test starts the kubelet again (the new machine), which
+/// registers a new Node that becomes Ready, and the operation ends with the cluster Ready.
+async fn replace_the_dead_node(
+    h: &HostedKqueen,
+    lab: &NodeLab,
+    kubeconfig: &std::path::Path,
+    engine: &kqueen_core::engine::Engine,
+) {
+    let k = &h.k;
+    let cloud = h.work.path().join("cloud");
+    std::fs::create_dir_all(&cloud).unwrap();
+    let (asked, answered) = (cloud.join("asked"), cloud.join("answered"));
+    let replace = format!(
+        "echo \"$KQ_ACTION $KQ_NODE_NAME\" > '{}'; i=0; while [ ! -f '{done}' ] && [ $i -lt 1200 ]; \
+         do sleep 0.1; i=$((i+1)); done; test -f '{done}'",
+        asked.display(),
+        done = answered.display()
+    );
+    let create = format!("cp '{}' \"$KQ_KUBECONFIG\"", kubeconfig.display());
+    kqueen_testkit::catalog::offer(
+        k,
+        &h.ops,
+        (
+            "command",
+            "installer",
+            &[
+                ("create_command", &create),
+                ("replace_command", &replace),
+                ("shell", "true"),
+            ],
+        ),
+        ("installer", ""),
+    )
+    .await;
+    let alice = h.person("alice", "team-a").await;
+    let id = h.request(&alice, ("team-a", "installed", "installer"), None).await;
+    converge(k, engine, &id, Some(ClusterState::Ready)).await;
+    let nodes: Api<Node> = Api::all(client_of(&std::fs::read(kubeconfig).unwrap(), Duration::from_secs(10)).await);
+    let dead = nodes.get(NODE_NAME).await.unwrap();
+    assert!(!node_ready(&dead));
+    assert!(matches!(
+        k.clusters().replace_node(&alice, &id, NODE_NAME).await,
+        Err(kqueen_core::Error::Forbidden)
+    ));
+    let detail = k.clusters().cluster_detail(&h.ops, &id).await.unwrap();
+    assert!(detail.capabilities.replace_node);
+    k.clusters().replace_node(&h.ops, &id, NODE_NAME).await.unwrap();
+    let dead_uid = dead.metadata.uid.clone().unwrap();
+    let the_cloud = async {
+        within(Duration::from_secs(90), "the installer asks", || async {
+            std::fs::read_to_string(&asked).map_err(|e| e.to_string())
+        })
+        .await;
+        // The Node was removed before the installer was asked.
+        assert!(nodes.get_opt(NODE_NAME).await.unwrap().is_none());
+        lab.restart_kubelet().await;
+        within(Duration::from_secs(90), "the new node Ready", || async {
+            match nodes.get(NODE_NAME).await {
+                Ok(n) if node_ready(&n) && n.metadata.uid.as_deref() != Some(&dead_uid) => Ok(()),
+                other => Err(format!("{:?}", other.map(|n| (n.metadata.uid, n.status)))),
+            }
+        })
+        .await;
+        std::fs::write(&answered, "").unwrap();
+    };
+    tokio::join!(converge(k, engine, &id, Some(ClusterState::Ready)), the_cloud);
+    assert_eq!(
+        std::fs::read_to_string(&asked).unwrap().trim(),
+        format!("replace-node {NODE_NAME}")
+    );
+    let events: Vec<String> = k
+        .clusters()
+        .cluster_events(&h.ops, &id, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|e| e.message)
+        .collect();
+    for line in [
+        format!("Removing node {NODE_NAME} from the cluster"),
+        format!("Ready: node {NODE_NAME} replaced"),
+    ] {
+        assert!(events.contains(&line), "no '{line}' in {events:#?}");
+    }
+    assert!(
+        events
+            .iter()
+            .any(|e| e.starts_with(&format!("removed node {NODE_NAME} (not Ready since "))),
+        "{events:#?}"
+    );
 }

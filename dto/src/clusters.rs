@@ -126,6 +126,9 @@ pub struct Capabilities {
     pub upgrade: bool,
     /// Deleting the cluster removes machines (not only KQueen's record).
     pub deletes_infrastructure: bool,
+    /// A NotReady node's machine can be replaced.
+    #[serde(default)]
+    pub replace_node: bool,
 }
 
 /// A durable operation on a cluster.

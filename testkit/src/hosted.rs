@@ -1,4 +1,5 @@
-//! KQueen with the `hosted` provisioner over a TLS etcd, as the hosted-cluster tests and the
+//! KQueen with the `hosted` provisioner over a TLS etcd (and the `command` one, for installers
+//! a test plays), as the hosted-cluster tests and the
 //! nodes benchmark start it: a fresh SQLite database, people logged in through the test
 //! identity provider, hosted providers offered on that etcd, clusters requested.
 
@@ -8,6 +9,7 @@ use std::time::Duration;
 use kqueen_core::cluster::ClusterRequest;
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
+use kqueen_core::provisioner::command::{CommandOptions, CommandProvisioner};
 use kqueen_core::provisioner::hosted::{HostedOptions, HostedProvisioner};
 use kqueen_core::provisioner::Registry;
 use kqueen_core::{Actor, Kqueen};
@@ -33,6 +35,7 @@ impl HostedKqueen {
         let db = TestDatabase::sqlite();
         let mut registry = Registry::new();
         registry.register(Arc::new(HostedProvisioner::new(HostedOptions::default())));
+        registry.register(Arc::new(CommandProvisioner::new(CommandOptions::default())));
         let k = Kqueen::new(Arc::new(db.connect().await))
             .with_registry(registry)
             .with_group_map(GroupMap::parse(groups).expect("a group map"));

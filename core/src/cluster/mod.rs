@@ -87,6 +87,9 @@ string_enum!(
         Delete = "delete",
         Scale = "scale",
         Upgrade = "upgrade",
+        /// Replaces the machine of a dead (NotReady) node: the Node is removed from the
+        /// cluster, then the provisioner brings a new machine in its place.
+        ReplaceNode = "replace-node",
         /// Deploys (or re-deploys) one version of an application.
         AppDeploy = "app-deploy",
         /// Removes one version of an application and everything it created.

@@ -100,6 +100,14 @@ impl Operation {
         }
     }
 
+    /// The node a replace-node operation replaces.
+    pub fn node(&self) -> std::result::Result<&str, String> {
+        match self.target_for()? {
+            OperationTarget::Node(name) => Ok(name),
+            _ => Err(format!("a {} operation has no node", self.kind)),
+        }
+    }
+
     /// The application an application operation deploys or deletes.
     pub fn application(&self) -> std::result::Result<Uuid, String> {
         match self.target_for()? {

@@ -20,6 +20,8 @@ pub enum OperationTarget {
     Nodes(u32),
     /// Upgrade: the Kubernetes version.
     Version(String),
+    /// Replace a node: the dead node's name.
+    Node(String),
     /// Application deploy or delete: the application (one version of it).
     Application(Uuid),
     /// Addon apply or remove: the addon's name.
@@ -39,6 +41,7 @@ pub enum OperationTarget {
 enum Stored {
     Nodes(u32),
     Version(String),
+    Node(String),
     Application(Uuid),
     Addon(String),
     Backup(Uuid),
@@ -52,6 +55,7 @@ impl OperationTarget {
         let target = match self {
             OperationTarget::Nodes(n) => Stored::Nodes(*n),
             OperationTarget::Version(v) => Stored::Version(v.clone()),
+            OperationTarget::Node(name) => Stored::Node(name.clone()),
             OperationTarget::Application(id) => Stored::Application(*id),
             OperationTarget::Addon(name) => Stored::Addon(name.clone()),
             OperationTarget::Backup(id) => Stored::Backup(*id),
@@ -85,6 +89,7 @@ impl OperationTarget {
         match serde_json::from_value(serde_json::Value::Object(fields)) {
             Ok(Stored::Nodes(n)) => OperationTarget::Nodes(n),
             Ok(Stored::Version(v)) => OperationTarget::Version(v),
+            Ok(Stored::Node(name)) => OperationTarget::Node(name),
             Ok(Stored::Application(id)) => OperationTarget::Application(id),
             Ok(Stored::Addon(name)) => OperationTarget::Addon(name),
             Ok(Stored::Backup(id)) => OperationTarget::Backup(id),
@@ -99,6 +104,7 @@ impl OperationTarget {
             (kind, self),
             (OperationKind::Scale, OperationTarget::Nodes(_))
                 | (OperationKind::Upgrade, OperationTarget::Version(_))
+                | (OperationKind::ReplaceNode, OperationTarget::Node(_))
                 | (
                     OperationKind::AppDeploy | OperationKind::AppDelete,
                     OperationTarget::Application(_)
@@ -119,7 +125,9 @@ impl fmt::Display for OperationTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OperationTarget::Nodes(n) => write!(f, "{n}"),
-            OperationTarget::Version(v) | OperationTarget::Addon(v) => f.write_str(v),
+            OperationTarget::Version(v) | OperationTarget::Addon(v) | OperationTarget::Node(v) => {
+                f.write_str(v)
+            }
             OperationTarget::Application(id)
             | OperationTarget::Backup(id)
             | OperationTarget::Restore(id) => write!(f, "{id}"),
@@ -139,6 +147,7 @@ mod tests {
         for target in [
             OperationTarget::Nodes(3),
             OperationTarget::Version("1.34".into()),
+            OperationTarget::Node("worker-1".into()),
             OperationTarget::Application(app),
             OperationTarget::Addon("metrics-server".into()),
             OperationTarget::Backup(app),
@@ -192,6 +201,9 @@ mod tests {
         assert!(OperationTarget::Addon("a".into()).fits(OperationKind::AddonRemove));
         assert!(!OperationTarget::Addon("a".into()).fits(OperationKind::AppDeploy));
         assert!(!nodes.fits(OperationKind::Create));
+        assert!(OperationTarget::Node("w1".into()).fits(OperationKind::ReplaceNode));
+        assert!(!OperationTarget::Node("w1".into()).fits(OperationKind::Scale));
+        assert!(!nodes.fits(OperationKind::ReplaceNode));
         assert!(OperationTarget::Backup(uuid::Uuid::nil()).fits(OperationKind::Backup));
         assert!(!OperationTarget::Backup(uuid::Uuid::nil()).fits(OperationKind::AppDeploy));
     }

@@ -63,6 +63,7 @@ impl From<crate::provisioner::Capabilities> for clusters::Capabilities {
             scale: c.scale,
             upgrade: c.upgrade,
             deletes_infrastructure: c.deletes_infrastructure,
+            replace_node: c.replace_node,
         }
     }
 }

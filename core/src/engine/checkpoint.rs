@@ -9,9 +9,12 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Phase {
-    /// The provisioner's own calls (create, delete, scale, upgrade).
+    /// The provisioner's own calls (create, delete, scale, upgrade); a replace-node
+    /// operation's removal of the dead node from the cluster.
     #[default]
     Create,
+    /// A replace-node operation removed the dead node: the provisioner replaces its machine.
+    Replace,
     /// A create is done: its kubeconfig is fetched and stored.
     Kubeconfig,
 }

@@ -84,6 +84,15 @@ impl Engine {
                     now,
                 ));
             }
+            OperationKind::ReplaceNode => {
+                let node = op.node().unwrap_or("?");
+                events.push(state_event(
+                    cluster,
+                    op,
+                    format!("Ready: node {node} replaced"),
+                    now,
+                ));
+            }
             // Never here: they end in `workload.rs`.
             OperationKind::AppDeploy
             | OperationKind::AppDelete

@@ -18,6 +18,7 @@ mod config;
 pub(crate) mod context;
 mod finish;
 mod hooks;
+mod node_removal;
 mod progress;
 mod run;
 mod tracker;

@@ -1,4 +1,4 @@
-//! One provisioner operation's run (create, delete, scale, upgrade): its calls, from where
+//! One provisioner operation's run (create, delete, scale, upgrade, replace a node): its calls, from where
 //! its checkpoint says, and what each call's outcome leads to (wait, retry later, fail, the
 //! next phase, done).
 
@@ -9,6 +9,7 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use super::checkpoint::{Checkpoint, Phase};
+use super::node_removal;
 use super::tracker::Tracker;
 use super::{
     check_kubeconfig, chrono_duration, context, lease_token, map_step, remove_work_dir, Engine,
@@ -78,6 +79,14 @@ impl Engine {
                 Ok(Step::Done(None)) if op.kind == OperationKind::Create => {
                     phase = Phase::Kubeconfig;
                     tracker.step("Fetching the kubeconfig");
+                    let next = Checkpoint::new(phase, ctx.checkpoint.clone());
+                    self.flush(&op, &mut tracker, Some(&next)).await?;
+                }
+                Ok(Step::Done(None))
+                    if op.kind == OperationKind::ReplaceNode && phase == Phase::Create =>
+                {
+                    phase = Phase::Replace;
+                    tracker.step("Replacing the machine");
                     let next = Checkpoint::new(phase, ctx.checkpoint.clone());
                     self.flush(&op, &mut tracker, Some(&next)).await?;
                 }
@@ -257,6 +266,14 @@ async fn call(
         (OperationKind::Upgrade, _) => match op.version() {
             Ok(v) => provisioner.upgrade(ctx, v).await.map(map_step),
             Err(why) => Err(ProvisionError::Failed(why)),
+        },
+        (OperationKind::ReplaceNode, phase) => match (op.node(), phase) {
+            (Ok(node), Phase::Create) => {
+                let allow_exec = provisioner.allows_exec(&ctx.provider_config);
+                node_removal::remove(ctx, allow_exec, node).await
+            }
+            (Ok(node), _) => provisioner.replace_node(ctx, node).await.map(map_step),
+            (Err(why), _) => Err(ProvisionError::Failed(why)),
         },
         (kind, _) => Err(ProvisionError::Failed(format!(
             "{kind} is not an operation of provisioners"

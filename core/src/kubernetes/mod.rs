@@ -5,6 +5,7 @@
 mod access;
 mod connect;
 mod kubeconfig;
+mod nodes;
 
 pub use access::{
     binding_name, issue_user_kubeconfig, namespaces_bound_cluster_wide, open_in_cluster,
@@ -16,6 +17,7 @@ pub use access::{
     USERS_NAMESPACE,
 };
 pub(crate) use connect::one_line;
+pub use nodes::{dead_node, is_node_name, remove_dead_node, DeadNode, NodeCheck};
 pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,

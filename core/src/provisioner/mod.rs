@@ -42,6 +42,9 @@ pub struct Capabilities {
     pub upgrade: bool,
     /// Delete removes the cluster's machines (false: KQueen only forgets the cluster).
     pub deletes_infrastructure: bool,
+    /// Replace the machine of a dead (NotReady) node ([`Provisioner::replace_node`]).
+    #[serde(default)]
+    pub replace_node: bool,
 }
 
 /// What a provisioner hands back once a cluster exists.
@@ -476,6 +479,17 @@ pub trait Provisioner: Send + Sync + 'static {
     /// Changes the node count (when [`Capabilities::scale`]).
     async fn scale(&self, _ctx: &mut OpContext, _nodes: u32) -> Result<Step<()>, ProvisionError> {
         Err(ProvisionError::Unsupported("scale"))
+    }
+
+    /// Replaces the machine of node `node`, which is NotReady and which KQueen has already
+    /// removed from the cluster (when [`Capabilities::replace_node`]); `Done` once the new
+    /// machine is there, as far as the provisioner can tell.
+    async fn replace_node(
+        &self,
+        _ctx: &mut OpContext,
+        _node: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        Err(ProvisionError::Unsupported("replace a node"))
     }
 
     /// Changes the Kubernetes version (when [`Capabilities::upgrade`]).

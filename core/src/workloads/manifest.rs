@@ -17,6 +17,7 @@
 //! - Merge keys (`<<: *base`) are expanded, within the alias limits.
 
 mod object;
+pub(crate) use object::is_dns_subdomain;
 mod yaml;
 
 use std::collections::HashMap;

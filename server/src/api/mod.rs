@@ -92,6 +92,7 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::cluster_events))
         .routes(routes!(clusters::scale_cluster))
         .routes(routes!(clusters::upgrade_cluster))
+        .routes(routes!(clusters::replace_node))
         .routes(routes!(clusters::kubeconfig))
         .routes(routes!(clusters::credential))
         .routes(routes!(clusters::revoke_access))

@@ -25,6 +25,7 @@ pub const FORMATS: &[(ProviderKind, &str, &str, &str)] = &[
     (ProviderKind::Command, "delete_command", "command-line", ""),
     (ProviderKind::Command, "scale_command", "command-line", ""),
     (ProviderKind::Command, "upgrade_command", "command-line", ""),
+    (ProviderKind::Command, "replace_command", "command-line", ""),
     (
         ProviderKind::Command,
         "environment",

@@ -13,7 +13,7 @@ use super::{topology, Checkpoint, Target};
 use crate::provisioner::{OpContext, ProvisionError, Step};
 
 /// Reports `step` when it differs from the last one reported by this operation.
-fn step_once(ctx: &mut OpContext, step: &str) -> Result<(), ProvisionError> {
+pub(super) fn step_once(ctx: &mut OpContext, step: &str) -> Result<(), ProvisionError> {
     let mut checkpoint = Checkpoint::of(ctx)?;
     if checkpoint.step.as_deref() != Some(step) {
         ctx.reporter.step(step);

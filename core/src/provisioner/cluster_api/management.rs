@@ -166,15 +166,19 @@ impl Management {
         }
     }
 
+    /// The Machines of a namespace.
+    pub(super) fn machines_api(&self, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, &self.resource("machines"))
+    }
+
     /// The Machines of a cluster, as JSON.
     pub(super) async fn machines(
         &self,
         namespace: &str,
         cluster: &str,
     ) -> Result<Vec<Value>, ProvisionError> {
-        let api: Api<DynamicObject> =
-            Api::namespaced_with(self.client.clone(), namespace, &self.resource("machines"));
-        let list = api
+        let list = self
+            .machines_api(namespace)
             .list(
                 &ListParams::default().labels(&format!("cluster.x-k8s.io/cluster-name={cluster}")),
             )

@@ -7,7 +7,9 @@
 //! kubeconfig Secret `<name>-kubeconfig` Cluster API writes.
 //!
 //! Scale changes the first worker pool's replicas, upgrade the topology's version; both are
-//! followed on the Machines until they converge. Delete deletes the Cluster and waits until
+//! followed on the Machines until they converge. Replacing a dead node deletes the Machine
+//! whose `status.nodeRef` names it (its MachineSet or control plane makes a new one) and
+//! follows the same way once the old Machine is gone. Delete deletes the Cluster and waits until
 //! Cluster API has removed it. Clusters that already exist can be listed and adopted
 //! ([`Provisioner::discover`]): a create whose cluster state names one labels it and follows
 //! it like its own.
@@ -88,9 +90,12 @@ struct Checkpoint {
     /// The Cluster's conditions at the last look, by type.
     #[serde(default)]
     seen: BTreeMap<String, String>,
-    /// Scale, upgrade: the Cluster was patched.
+    /// Scale, upgrade: the Cluster was patched; replace node: the Machine was deleted.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     patched: bool,
+    /// Replace node: the Machine deleted, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    machine: Option<String>,
 }
 
 impl Checkpoint {
@@ -184,6 +189,7 @@ impl Provisioner for ClusterApiProvisioner {
             scale: true,
             upgrade: true,
             deletes_infrastructure: true,
+            replace_node: true,
         }
     }
 
@@ -346,6 +352,67 @@ impl Provisioner for ClusterApiProvisioner {
                 patched: true,
                 ..Checkpoint::default()
             });
+        }
+        follow::converge(ctx, &m, &at, None, self.options.poll).await
+    }
+
+    async fn replace_node(
+        &self,
+        ctx: &mut OpContext,
+        node: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        let (at, _) = target(ctx);
+        let m = Management::connect(ctx).await?;
+        let checkpoint = Checkpoint::of(ctx)?;
+        let machine = match checkpoint.machine {
+            Some(name) if checkpoint.patched => name,
+            _ => {
+                let machines = m.machines(&at.namespace, &at.name).await?;
+                let name = machines
+                    .iter()
+                    .find(|o| {
+                        o.pointer("/status/nodeRef/name").and_then(Value::as_str) == Some(node)
+                    })
+                    .and_then(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+                    .map(str::to_owned)
+                    .ok_or_else(|| {
+                        failed(format!("no Machine of the Cluster {at} runs node {node}"))
+                    })?;
+                match m
+                    .machines_api(&at.namespace)
+                    .delete(&name, &DeleteParams::default())
+                    .await
+                {
+                    Ok(_) => {}
+                    Err(e) if management::is_not_found(&e) => {}
+                    Err(e) => {
+                        return Err(kube_error(
+                            &format!("cannot delete the Machine {}/{name}", at.namespace),
+                            e,
+                        ))
+                    }
+                }
+                ctx.reporter.log(format!(
+                    "deleted the Machine {}/{name} of node {node}: Cluster API makes a new one",
+                    at.namespace
+                ));
+                ctx.write_checkpoint(&Checkpoint {
+                    patched: true,
+                    machine: Some(name.clone()),
+                    ..Checkpoint::default()
+                });
+                name
+            }
+        };
+        let gone = m
+            .machines(&at.namespace, &at.name)
+            .await?
+            .iter()
+            .all(|o| o.pointer("/metadata/name").and_then(Value::as_str) != Some(machine.as_str()));
+        if !gone {
+            let step = format!("Waiting for Cluster API to remove the Machine {machine}");
+            follow::step_once(ctx, &step)?;
+            return Ok(Step::Wait(self.options.poll));
         }
         follow::converge(ctx, &m, &at, None, self.options.poll).await
     }

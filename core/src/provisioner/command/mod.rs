@@ -5,7 +5,7 @@
 //! # What the command gets
 //!
 //! The command line comes from the provider's settings (`create_command`, `delete_command`,
-//! `scale_command`, `upgrade_command`). With `shell = false` (the default) it is split into
+//! `scale_command`, `upgrade_command`, `replace_command`). With `shell = false` (the default) it is split into
 //! words with POSIX quoting rules (`'…'`, `"…"`, `\`) and run directly: `$VAR`, `~`, globs,
 //! pipes and redirections mean nothing, so a value can never turn into shell code. With
 //! `shell = true` it runs as `/bin/sh -c <line>`.
@@ -15,12 +15,13 @@
 //!
 //! | variable | value |
 //! |---|---|
-//! | `KQ_ACTION` | `create`, `delete`, `scale` or `upgrade` |
+//! | `KQ_ACTION` | `create`, `delete`, `scale`, `upgrade` or `replace-node` |
 //! | `KQ_CLUSTER_NAME`, `KQ_CLUSTER_ID` | the cluster |
 //! | `KQ_TENANT`, `KQ_OPERATION_ID` | its tenant, the running operation |
 //! | `KQ_PARAM_<NAME>` | every cluster parameter (`KQ_PARAM_NODE_COUNT`…) |
 //! | `KQ_NODE_COUNT` | scale: the target node count |
 //! | `KQ_KUBERNETES_VERSION` | upgrade: the target version |
+//! | `KQ_NODE_NAME` | replace-node: the dead node (KQueen has removed it from the cluster already); exit once its replacement has joined |
 //! | `KQ_WORK_DIR` | the cluster's working directory (mode 0700, kept across runs); also the cwd |
 //! | `KQ_KUBECONFIG` | `$KQ_WORK_DIR/kubeconfig`: create must write the admin kubeconfig there |
 //!
@@ -121,6 +122,7 @@ enum Action {
     Delete,
     Scale,
     Upgrade,
+    ReplaceNode,
 }
 
 impl Action {
@@ -130,6 +132,7 @@ impl Action {
             Action::Delete => "delete",
             Action::Scale => "scale",
             Action::Upgrade => "upgrade",
+            Action::ReplaceNode => "replace-node",
         }
     }
 
@@ -139,15 +142,17 @@ impl Action {
             Action::Delete => "delete_command",
             Action::Scale => "scale_command",
             Action::Upgrade => "upgrade_command",
+            Action::ReplaceNode => "replace_command",
         }
     }
 }
 
-const ACTIONS: [Action; 4] = [
+const ACTIONS: [Action; 5] = [
     Action::Create,
     Action::Delete,
     Action::Scale,
     Action::Upgrade,
+    Action::ReplaceNode,
 ];
 
 fn command_spec(name: &str, label: &str, help: &str) -> ParamSpec {
@@ -173,6 +178,7 @@ impl Provisioner for CommandProvisioner {
             scale: true,
             upgrade: true,
             deletes_infrastructure: true,
+            replace_node: true,
         }
     }
 
@@ -187,6 +193,7 @@ impl Provisioner for CommandProvisioner {
             scale: has(Action::Scale),
             upgrade: has(Action::Upgrade),
             deletes_infrastructure: has(Action::Delete),
+            replace_node: has(Action::ReplaceNode),
         }
     }
 
@@ -212,6 +219,12 @@ impl Provisioner for CommandProvisioner {
                 "upgrade_command",
                 "Upgrade command",
                 "Upgrades Kubernetes to $KQ_KUBERNETES_VERSION.",
+            ),
+            command_spec(
+                "replace_command",
+                "Replace node command",
+                "Replaces the machine of the dead node $KQ_NODE_NAME (already removed from the \
+                 cluster by KQueen) and exits once the new machine has joined.",
             ),
             ParamSpec::new(
                 "environment",
@@ -323,6 +336,24 @@ impl Provisioner for CommandProvisioner {
             .ok_or_else(|| ProvisionError::Failed("the provider has no scale command".into()))?;
         let env = vec![("KQ_NODE_COUNT".to_owned(), nodes.to_string())];
         self.run_once(ctx, Action::Scale, &line, env).await
+    }
+
+    async fn replace_node(
+        &self,
+        ctx: &mut OpContext,
+        node: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        let line = command_line(ctx, Action::ReplaceNode).ok_or_else(|| {
+            ProvisionError::Failed("the provider has no replace node command".into())
+        })?;
+        if !crate::kubernetes::is_node_name(node) {
+            return Err(ProvisionError::Failed(format!(
+                "'{}' is not a node name",
+                node.escape_default()
+            )));
+        }
+        let env = vec![("KQ_NODE_NAME".to_owned(), node.to_owned())];
+        self.run_once(ctx, Action::ReplaceNode, &line, env).await
     }
 
     async fn upgrade(

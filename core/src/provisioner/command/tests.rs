@@ -146,3 +146,45 @@ fn current_server_of_kubeconfigs() {
     let dangling = parse("current-context: x\ncontexts:\n- name: x\n  context: {cluster: nope}\n");
     assert!(current_server(&dangling).is_err());
 }
+
+#[test]
+fn replacing_nodes_needs_a_replace_command() {
+    let p = CommandProvisioner::new(CommandOptions::default());
+    let mut config = Params::new();
+    config.insert("create_command".into(), "/bin/true".into());
+    assert!(!p.capabilities_for(&config).replace_node);
+    config.insert("replace_command".into(), "   ".into());
+    assert!(!p.capabilities_for(&config).replace_node);
+    config.insert("replace_command".into(), "/opt/replace --node".into());
+    assert!(p.capabilities_for(&config).replace_node);
+    assert!(p.check_provider(&config).is_ok());
+    config.insert("replace_command".into(), "replace | tee log".into());
+    let e = p.check_provider(&config).expect_err("a pipe needs a shell");
+    assert_eq!(e.field, "replace_command");
+}
+
+#[tokio::test]
+async fn the_replace_command_gets_the_node_and_refuses_what_is_not_a_node_name() {
+    let dir = tempfile::tempdir().expect("a temp dir");
+    let out = dir.path().join("seen");
+    let mut ctx = OpContext::new("c1", "team-a", dir.path().join("work"));
+    ctx.provider_config.insert("shell".into(), "true".into());
+    ctx.provider_config.insert(
+        "replace_command".into(),
+        format!("echo \"$KQ_ACTION $KQ_NODE_NAME\" > '{}'", out.display()),
+    );
+    let p = CommandProvisioner::new(CommandOptions::default());
+    let done = p.replace_node(&mut ctx, "worker-1").await.expect("ran");
+    assert!(matches!(done, Step::Done(())));
+    assert_eq!(
+        std::fs::read_to_string(&out).expect("written").trim(),
+        "replace-node worker-1"
+    );
+    let refused = p
+        .replace_node(&mut ctx, "x; rm -rf /")
+        .await
+        .expect_err("not a node name");
+    assert!(refused.to_string().contains("is not a node name"), "{refused}");
+    ctx.provider_config.remove("replace_command");
+    assert!(p.replace_node(&mut ctx, "worker-1").await.is_err());
+}

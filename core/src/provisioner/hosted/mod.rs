@@ -283,6 +283,7 @@ impl Provisioner for HostedProvisioner {
             scale: false,
             upgrade: true,
             deletes_infrastructure: true,
+            replace_node: false,
         }
     }
 

@@ -108,6 +108,7 @@ impl Provisioner for JenkinsProvisioner {
             scale: false,
             upgrade: false,
             deletes_infrastructure: true,
+            replace_node: false,
         }
     }
 

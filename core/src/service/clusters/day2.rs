@@ -139,6 +139,12 @@ impl Clusters {
                     cluster.provider_kind
                 )))
             }
+            OperationKind::ReplaceNode if !caps.replace_node => {
+                return Err(Error::Conflict(format!(
+                    "the provider of {} cannot replace nodes",
+                    cluster.name
+                )))
+            }
             _ if cluster.state != ClusterState::Ready => {
                 return Err(Error::Conflict(format!(
                     "the cluster is {}; it can be changed when Ready",
@@ -190,6 +196,9 @@ impl Clusters {
         let what = match (&kind, &target, approval) {
             (OperationKind::Scale, Some(n), _) => format!("Scale to {n} nodes requested by {who}"),
             (OperationKind::Upgrade, Some(v), _) => format!("Upgrade to {v} requested by {who}"),
+            (OperationKind::ReplaceNode, Some(n), _) => {
+                format!("Replacement of node {n} requested by {who}")
+            }
             (_, _, Some(a)) => format!(
                 "Deletion requested by {}, approved by {who}",
                 a.requested_by

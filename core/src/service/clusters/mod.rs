@@ -5,6 +5,7 @@ mod adopt;
 mod day2;
 mod join;
 mod new_cluster;
+mod replace_node;
 mod request;
 
 use uuid::Uuid;

@@ -165,7 +165,7 @@ fn is_path_segment(s: &str) -> bool {
 }
 
 /// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
-pub(super) fn is_dns_subdomain(s: &str) -> bool {
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 

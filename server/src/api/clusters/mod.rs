@@ -179,6 +179,28 @@ pub async fn upgrade_cluster(
     Ok((StatusCode::ACCEPTED, Json(op.into())))
 }
 
+/// Replaces the machine of a node that is not Ready (tenant admins and operators; providers
+/// that can): the node is removed from the cluster, then the provisioner brings a new
+/// machine (a command provider's `replace_command`, Cluster API deletes the node's Machine).
+#[utoipa::path(post, path = "/api/v1/clusters/{id}/nodes/{node}/replace", tag = "clusters",
+    params(("id" = uuid::Uuid, Path), ("node" = String, Path, description = "The node's name")),
+    responses((status = 202, body = OperationOut),
+              (status = 400, body = ErrorOut, description = "Not a node name, or not a node of the cluster"),
+              (status = 403, body = ErrorOut), (status = 404, body = ErrorOut),
+              (status = 409, body = ErrorOut, description = "The node is Ready, the provider cannot replace nodes, or the cluster is busy")))]
+pub async fn replace_node(
+    State(state): State<AppState>,
+    Extension(actor): Extension<Actor>,
+    Path((id, node)): Path<(String, String)>,
+) -> ApiResult<(StatusCode, Json<OperationOut>)> {
+    let op = state
+        .kqueen
+        .clusters()
+        .replace_node(&actor, &id, &node)
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(op.into())))
+}
+
 /// The caller's kubeconfig as YAML: the admin kubeconfig for operators, a per-user,
 /// short-lived one for tenant members. Every download is audited.
 #[utoipa::path(get, path = "/api/v1/clusters/{id}/kubeconfig", tag = "clusters", params(("id" = uuid::Uuid, Path)),
