@@ -297,7 +297,11 @@ async fn a_member_gets_a_cluster_api_cluster_scales_upgrades_adopts_and_deletes(
     let machines = machines_of(&mgmt, "team-a-dev").await;
     let victim = machines
         .iter()
-        .find(|m| m["metadata"]["labels"].get(capi::CONTROL_PLANE_LABEL).is_none())
+        .find(|m| {
+            m["metadata"]["labels"]
+                .get(capi::CONTROL_PLANE_LABEL)
+                .is_none()
+        })
         .map(|m| m["metadata"]["name"].as_str().unwrap().to_owned())
         .unwrap();
     let workload_client =
@@ -340,7 +344,9 @@ async fn a_member_gets_a_cluster_api_cluster_scales_upgrades_adopts_and_deletes(
         assert!(events.contains(&line), "no '{line}' in {events:#?}");
     }
     assert!(
-        events.iter().any(|e| e.starts_with(&format!("deleted the Machine default/{victim}"))),
+        events
+            .iter()
+            .any(|e| e.starts_with(&format!("deleted the Machine default/{victim}"))),
         "{events:#?}"
     );
 

@@ -443,9 +443,12 @@ async fn replace_the_dead_node(
     )
     .await;
     let alice = h.person("alice", "team-a").await;
-    let id = h.request(&alice, ("team-a", "installed", "installer"), None).await;
+    let id = h
+        .request(&alice, ("team-a", "installed", "installer"), None)
+        .await;
     converge(k, engine, &id, Some(ClusterState::Ready)).await;
-    let nodes: Api<Node> = Api::all(client_of(&std::fs::read(kubeconfig).unwrap(), Duration::from_secs(10)).await);
+    let nodes: Api<Node> =
+        Api::all(client_of(&std::fs::read(kubeconfig).unwrap(), Duration::from_secs(10)).await);
     let dead = nodes.get(NODE_NAME).await.unwrap();
     assert!(!node_ready(&dead));
     assert!(matches!(
@@ -454,7 +457,10 @@ async fn replace_the_dead_node(
     ));
     let detail = k.clusters().cluster_detail(&h.ops, &id).await.unwrap();
     assert!(detail.capabilities.replace_node);
-    k.clusters().replace_node(&h.ops, &id, NODE_NAME).await.unwrap();
+    k.clusters()
+        .replace_node(&h.ops, &id, NODE_NAME)
+        .await
+        .unwrap();
     let dead_uid = dead.metadata.uid.clone().unwrap();
     let the_cloud = async {
         within(Duration::from_secs(90), "the installer asks", || async {
@@ -473,7 +479,10 @@ async fn replace_the_dead_node(
         .await;
         std::fs::write(&answered, "").unwrap();
     };
-    tokio::join!(converge(k, engine, &id, Some(ClusterState::Ready)), the_cloud);
+    tokio::join!(
+        converge(k, engine, &id, Some(ClusterState::Ready)),
+        the_cloud
+    );
     assert_eq!(
         std::fs::read_to_string(&asked).unwrap().trim(),
         format!("replace-node {NODE_NAME}")

@@ -839,12 +839,56 @@ async fn production_marks_are_kept_and_spare_clusters_from_their_ttl(s: &dyn Sto
         "{events:?}"
     );
 
+    // The write itself refuses a delete of a production cluster that no second person
+    // approved (a mark set after the caller read the cluster, the TTL sweep's race).
+    let delete = |c: &Cluster| {
+        let op = Operation::new(
+            c.id,
+            OperationKind::Delete,
+            None,
+            "test",
+            now,
+            chrono::Duration::hours(1),
+        );
+        let event = ClusterEvent::new(c.id, Some(op.id), EventKind::State, "deleting", now);
+        let audit = AuditEvent::now(
+            &Actor::system(),
+            action::CLUSTER_DELETE,
+            "x",
+            Outcome::Success,
+        );
+        (op, event, audit)
+    };
+    let (op, event, audit) = delete(&prod);
+    let refused = s
+        .enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
+        .await;
+    assert!(
+        matches!(&refused, Err(Error::Conflict(m)) if m.contains("production")),
+        "{refused:?}"
+    );
+    assert_eq!(s.cluster(prod.id).await.unwrap().state, ClusterState::Ready);
+    assert!(!s
+        .operations_of(prod.id, 10)
+        .await
+        .unwrap()
+        .iter()
+        .any(|o| o.kind == OperationKind::Delete));
+    let (op, event, audit) = delete(&dev);
+    s.enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
+        .await
+        .unwrap();
+    assert_eq!(
+        s.cluster(dev.id).await.unwrap().state,
+        ClusterState::Deleting
+    );
+
     let (event, audit) = written(&prod, action::CLUSTER_PRODUCTION, now);
     s.set_production(prod.id, false, &event, &audit)
         .await
         .unwrap();
     assert!(!s.cluster(prod.id).await.unwrap().production);
-    assert_eq!(expired().await, vec!["prod", "dev"]);
+    assert_eq!(expired().await, vec!["prod"], "dev is being deleted");
     let audited = s
         .list_audit(
             &AuditQuery {
@@ -1201,7 +1245,60 @@ async fn approval_races_have_one_winner(s: &dyn Store) {
     assert_eq!(approvals, 1, "one decision on the timeline");
 }
 
+/// A node being replaced is an operation of the cluster's own, like a scale: a delete waits
+/// for it (409) instead of cancelling it half-way, as it cancels what runs in the cluster.
+async fn a_delete_never_cancels_a_node_replacement(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let c = cluster(&a, provider.id, "nodes", ClusterState::Ready);
+    insert(s, &c).await;
+    finish_all(s).await;
+    let now = kqueen_core::clock::now();
+    let audit = || {
+        AuditEvent::now(
+            &Actor::system(),
+            action::CLUSTER_DELETE,
+            "x",
+            Outcome::Success,
+        )
+    };
+    let replace = Operation::new(
+        c.id,
+        OperationKind::ReplaceNode,
+        Some(OperationTarget::Node("worker-1".into())),
+        "test",
+        now,
+        chrono::Duration::hours(1),
+    );
+    let event = ClusterEvent::new(c.id, Some(replace.id), EventKind::State, "replace", now);
+    s.enqueue_operation(&replace, ClusterState::Updating, &event, &audit(), false)
+        .await
+        .unwrap();
+    let stored = s.operations_of(c.id, 10).await.unwrap();
+    let stored = stored.iter().find(|o| o.id == replace.id).unwrap();
+    assert_eq!(stored.node(), Ok("worker-1"));
+    let delete = Operation::new(
+        c.id,
+        OperationKind::Delete,
+        None,
+        "test",
+        now,
+        chrono::Duration::hours(1),
+    );
+    let event = ClusterEvent::new(c.id, Some(delete.id), EventKind::State, "deleting", now);
+    let busy = s
+        .enqueue_operation(&delete, ClusterState::Deleting, &event, &audit(), false)
+        .await;
+    assert!(matches!(busy, Err(Error::Conflict(_))), "{busy:?}");
+    let ops = s.operations_of(c.id, 10).await.unwrap();
+    let replace = ops.iter().find(|o| o.id == replace.id).unwrap();
+    assert_eq!(replace.state, OperationState::Pending);
+    assert_eq!(s.cluster(c.id).await.unwrap().state, ClusterState::Updating);
+}
+
 scenarios!(
+    a_delete_never_cancels_a_node_replacement,
     approval_races_have_one_winner,
     approval_requests_are_decided_once_and_listed_by_filter,
     production_marks_are_kept_and_spare_clusters_from_their_ttl,
@@ -1341,7 +1438,7 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
         "one",
         Outcome::Success,
     );
-    b.enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
+    b.enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
         .await
         .unwrap();
     assert_eq!(listed(a, &deleting).await, v(&["one"], 1));

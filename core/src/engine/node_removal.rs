@@ -16,10 +16,12 @@ pub(super) async fn remove(
     allow_exec: bool,
     node: &str,
 ) -> Result<Step<Option<crate::provisioner::Provisioned>>, ProvisionError> {
-    ctx.reporter.step(format!("Removing node {node} from the cluster"));
-    let admin = ctx.admin_kubeconfig.as_ref().ok_or_else(|| {
-        ProvisionError::Failed("no kubeconfig is stored for this cluster".into())
-    })?;
+    ctx.reporter
+        .step(format!("Removing node {node} from the cluster"));
+    let admin = ctx
+        .admin_kubeconfig
+        .as_ref()
+        .ok_or_else(|| ProvisionError::Failed("no kubeconfig is stored for this cluster".into()))?;
     let text = std::str::from_utf8(admin.expose())
         .map_err(|_| ProvisionError::Failed("the stored kubeconfig is not UTF-8".into()))?;
     let parsed = kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {

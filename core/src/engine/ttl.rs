@@ -51,7 +51,7 @@ impl Engine {
             .with_detail("time-to-live expired");
         self.deps
             .store
-            .enqueue_operation(&op, ClusterState::Deleting, &event, &audit)
+            .enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
             .await?;
         tracing::info!(cluster = %cluster.name, tenant = %cluster.tenant_slug, "cluster expired; deletion queued");
         Ok(())

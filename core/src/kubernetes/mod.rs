@@ -17,9 +17,9 @@ pub use access::{
     USERS_NAMESPACE,
 };
 pub(crate) use connect::one_line;
-pub use nodes::{dead_node, is_node_name, remove_dead_node, DeadNode, NodeCheck};
 pub use connect::{client, probe_version, ProbeError};
 pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
     StaticCredential, MAX_KUBECONFIG_BYTES,
 };
+pub use nodes::{dead_node, is_node_name, remove_dead_node, DeadNode, NodeCheck};

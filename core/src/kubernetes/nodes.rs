@@ -43,10 +43,7 @@ pub async fn dead_node(client: &kube::Client, name: &str) -> Result<NodeCheck, k
 
 /// Deletes the Node object of `name` when it is (still) not Ready; says what it found. A
 /// node that came back (Ready) or is gone is left alone.
-pub async fn remove_dead_node(
-    client: &kube::Client,
-    name: &str,
-) -> Result<NodeCheck, kube::Error> {
+pub async fn remove_dead_node(client: &kube::Client, name: &str) -> Result<NodeCheck, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
     // Twice at most: a precondition that fails means another object of the name appeared.
     for _ in 0..2 {
@@ -141,10 +138,23 @@ mod tests {
 
     #[test]
     fn node_names_are_dns_subdomains() {
-        for ok in ["localhost", "worker-1", "ip-10-0-0-1.eu-west-1.compute.internal"] {
+        for ok in [
+            "localhost",
+            "worker-1",
+            "ip-10-0-0-1.eu-west-1.compute.internal",
+        ] {
             assert!(is_node_name(ok), "{ok}");
         }
-        for bad in ["", "Worker", "-a", "a_b", "a..b", &"a".repeat(254), "a b", "a;rm"] {
+        for bad in [
+            "",
+            "Worker",
+            "-a",
+            "a_b",
+            "a..b",
+            &"a".repeat(254),
+            "a b",
+            "a;rm",
+        ] {
             assert!(!is_node_name(bad), "{bad}");
         }
     }

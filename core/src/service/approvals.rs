@@ -4,7 +4,6 @@
 //! admin approves. Every step is audited and written on the cluster's timeline.
 
 use chrono::{DateTime, Utc};
-use uuid::Uuid;
 
 use super::backups::Backups;
 use super::clusters::Clusters;
@@ -84,6 +83,12 @@ impl Approvals {
                  \"unprotect\", or \"Request to unmark\" on its page)",
                 cluster.name, cluster.id
             ))),
+            (false, true) if cluster.state == crate::cluster::ClusterState::Deleting => {
+                Err(Error::Conflict(format!(
+                    "{} is being deleted: it cannot be marked production",
+                    cluster.name
+                )))
+            }
             (false, true) => {
                 let who = actor.to_string();
                 self.write_production(
@@ -175,6 +180,19 @@ impl Approvals {
         };
         self.authorize(actor, permission, verb, &cluster).await?;
         let who = self.person(actor, verb, &cluster).await?;
+        // Before the restore check: a request that will be refused reads no backup.
+        if !cluster.production {
+            let e = Error::Conflict(format!(
+                "{} is not a production cluster: {} needs no approval",
+                cluster.name,
+                match action {
+                    ApprovalAction::Delete => "deleting it",
+                    ApprovalAction::Restore => "restoring over it",
+                    ApprovalAction::Unprotect => "it has no mark to take off; it",
+                }
+            ));
+            return self.refused(actor, verb, &cluster, e).await;
+        }
         let restore = match action {
             ApprovalAction::Restore => {
                 let backup = input.backup.as_deref().map(str::trim).unwrap_or("");
@@ -202,18 +220,6 @@ impl Approvals {
             Ok(r) => r,
             Err(e) => return self.refused(actor, verb, &cluster, e).await,
         };
-        if !cluster.production {
-            let e = Error::Conflict(format!(
-                "{} is not a production cluster: {} needs no approval",
-                cluster.name,
-                match action {
-                    ApprovalAction::Delete => "deleting it",
-                    ApprovalAction::Restore => "restoring over it",
-                    ApprovalAction::Unprotect => "it has no mark to take off; it",
-                }
-            ));
-            return self.refused(actor, verb, &cluster, e).await;
-        }
         let now = crate::clock::now();
         let approval = Approval::new(
             cluster.tenant_id,
@@ -298,28 +304,16 @@ impl Approvals {
     /// A request `actor` may see (any member of its tenant, and operators); others answer
     /// NotFound (audited).
     async fn visible(&self, actor: &Actor, id: &str, verb: &str) -> Result<Approval> {
-        let found = match Uuid::parse_str(id.trim()) {
-            Ok(id) => match self.deps.store.approval(id).await {
-                Ok(a) => Some(a),
-                Err(Error::NotFound(_)) => None,
-                Err(e) => return Err(e),
-            },
-            Err(_) => None,
-        };
-        let tenant = found.as_ref().map(|a| a.tenant_id);
-        let error = match found {
-            Some(a) => match policy::check(actor, Permission::ViewTenant(a.tenant_id)) {
-                Ok(()) => return Ok(a),
-                Err(Error::Unauthenticated) => Error::Unauthenticated,
-                Err(_) => Error::NotFound("approval request"),
-            },
-            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
-            None => Error::NotFound("approval request"),
-        };
+        let store = &self.deps.store;
         self.guard
-            .audit_refusal(actor, verb, id, tenant, &error)
-            .await?;
-        Err(error)
+            .visible(
+                actor,
+                verb,
+                (id, "approval request"),
+                |uuid| store.approval(uuid),
+                |a: &Approval| a.tenant_id,
+            )
+            .await
     }
 
     /// One request.

@@ -37,6 +37,45 @@ impl Guard {
         }
     }
 
+    /// The record an id names, for an actor who may see its tenant. `get` reads it from the
+    /// store; an id that is not a UUID, nothing stored under it, or a tenant the actor does
+    /// not belong to are all `NotFound(what)` (Unauthenticated for no one), so that nothing
+    /// tells another tenant's records from missing ones; refusals are audited as `action`.
+    pub(crate) async fn visible<T, F, Fut>(
+        &self,
+        actor: &Actor,
+        action: &str,
+        (id, what): (&str, &'static str),
+        get: F,
+        tenant_of: impl Fn(&T) -> uuid::Uuid,
+    ) -> Result<T>
+    where
+        F: FnOnce(uuid::Uuid) -> Fut,
+        Fut: std::future::Future<Output = Result<T>>,
+    {
+        let found = match uuid::Uuid::parse_str(id.trim()) {
+            Ok(uuid) => match get(uuid).await {
+                Ok(v) => Some(v),
+                Err(Error::NotFound(_)) => None,
+                Err(e) => return Err(e),
+            },
+            Err(_) => None,
+        };
+        let tenant = found.as_ref().map(&tenant_of);
+        let error = match found {
+            Some(v) => match policy::check(actor, Permission::ViewTenant(tenant_of(&v))) {
+                Ok(()) => return Ok(v),
+                Err(Error::Unauthenticated) => Error::Unauthenticated,
+                Err(_) => Error::NotFound(what),
+            },
+            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
+            None => Error::NotFound(what),
+        };
+        self.audit_refusal(actor, action, id, tenant, &error)
+            .await?;
+        Err(error)
+    }
+
     /// Passes `result` through, auditing a client error (invalid input, conflict, not found)
     /// as a failed `action` on `target`.
     pub(crate) async fn audited<T>(

@@ -265,13 +265,17 @@ pub trait ClusterStore: Send + Sync {
         page: Page,
     ) -> Result<(Vec<Cluster>, u64)>;
     /// Queues an operation on a cluster and moves it to `state`. `Conflict` while another
-    /// operation of that cluster is unfinished.
+    /// operation of that cluster is unfinished, and for a delete of a production cluster
+    /// unless `approved` (it runs a request a second person approved): checked in the write,
+    /// so a cluster marked production meanwhile is never deleted by one person or its
+    /// time-to-live.
     async fn enqueue_operation(
         &self,
         operation: &Operation,
         state: ClusterState,
         event: &ClusterEvent,
         audit: &AuditEvent,
+        approved: bool,
     ) -> Result<()>;
     /// Live clusters whose time-to-live ran out and that have no unfinished operation.
     async fn expired_clusters(&self, now: DateTime<Utc>, limit: u32) -> Result<Vec<Cluster>>;

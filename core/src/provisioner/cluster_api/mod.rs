@@ -404,11 +404,10 @@ impl Provisioner for ClusterApiProvisioner {
                 name
             }
         };
-        let gone = m
-            .machines(&at.namespace, &at.name)
-            .await?
-            .iter()
-            .all(|o| o.pointer("/metadata/name").and_then(Value::as_str) != Some(machine.as_str()));
+        let gone =
+            m.machines(&at.namespace, &at.name).await?.iter().all(|o| {
+                o.pointer("/metadata/name").and_then(Value::as_str) != Some(machine.as_str())
+            });
         if !gone {
             let step = format!("Waiting for Cluster API to remove the Machine {machine}");
             follow::step_once(ctx, &step)?;

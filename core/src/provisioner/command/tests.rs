@@ -184,7 +184,10 @@ async fn the_replace_command_gets_the_node_and_refuses_what_is_not_a_node_name()
         .replace_node(&mut ctx, "x; rm -rf /")
         .await
         .expect_err("not a node name");
-    assert!(refused.to_string().contains("is not a node name"), "{refused}");
+    assert!(
+        refused.to_string().contains("is not a node name"),
+        "{refused}"
+    );
     ctx.provider_config.remove("replace_command");
     assert!(p.replace_node(&mut ctx, "worker-1").await.is_err());
 }

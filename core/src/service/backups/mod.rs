@@ -181,38 +181,32 @@ impl Backups {
                 cluster: Some(cluster),
             });
         }
-        let found = match Uuid::parse_str(r.backup.trim()) {
-            Ok(id) => match self.deps.store.backup(id).await {
-                Ok(b) => Some(b),
-                Err(Error::NotFound(_)) => None,
-                Err(e) => return Err(e),
-            },
-            Err(_) => None,
-        };
-        let tenant = found.as_ref().map(|b| b.tenant_id);
-        let error = match found {
-            Some(backup) => match policy::check(actor, Permission::ViewTenant(backup.tenant_id)) {
-                Ok(()) => match policy::check(actor, Permission::ManageBackups(backup.tenant_id)) {
-                    Ok(()) => {
-                        let cluster = match self.deps.store.cluster(backup.cluster_id).await {
-                            Ok(c) => Some(c),
-                            Err(Error::NotFound(_)) => None,
-                            Err(e) => return Err(e),
-                        };
-                        return Ok(Located { backup, cluster });
-                    }
-                    Err(e) => e,
-                },
-                Err(Error::Unauthenticated) => Error::Unauthenticated,
-                Err(_) => Error::NotFound("backup"),
-            },
-            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
-            None => Error::NotFound("backup"),
-        };
-        self.guard
-            .audit_refusal(actor, action, r.backup, tenant, &error)
+        let store = &self.deps.store;
+        let backup = self
+            .guard
+            .visible(
+                actor,
+                action,
+                (r.backup, "backup"),
+                |uuid| store.backup(uuid),
+                |b: &crate::backup::Backup| b.tenant_id,
+            )
             .await?;
-        Err(error)
+        self.guard
+            .authorize(
+                actor,
+                Permission::ManageBackups(backup.tenant_id),
+                action,
+                r.backup,
+                Some(backup.tenant_id),
+            )
+            .await?;
+        let cluster = match self.deps.store.cluster(backup.cluster_id).await {
+            Ok(c) => Some(c),
+            Err(Error::NotFound(_)) => None,
+            Err(e) => return Err(e),
+        };
+        Ok(Located { backup, cluster })
     }
 
     /// The backups of a cluster, newest first.

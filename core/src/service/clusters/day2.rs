@@ -216,7 +216,7 @@ impl Clusters {
         }
         self.deps
             .store
-            .enqueue_operation(&op, state, &event, &audit)
+            .enqueue_operation(&op, state, &event, &audit, approval.is_some())
             .await?;
         Ok(op)
     }

@@ -129,28 +129,16 @@ impl Clusters {
         id: &str,
         action: &str,
     ) -> Result<Cluster> {
-        let found = match Uuid::parse_str(id.trim()) {
-            Ok(uuid) => match self.deps.store.cluster(uuid).await {
-                Ok(c) => Some(c),
-                Err(Error::NotFound(_)) => None,
-                Err(e) => return Err(e),
-            },
-            Err(_) => None,
-        };
-        let tenant = found.as_ref().map(|c| c.tenant_id);
-        let error = match found {
-            Some(c) => match policy::check(actor, Permission::ViewTenant(c.tenant_id)) {
-                Ok(()) => return Ok(c),
-                Err(Error::Unauthenticated) => Error::Unauthenticated,
-                Err(_) => Error::NotFound("cluster"),
-            },
-            None if actor.identity().is_none() && !actor.is_trusted() => Error::Unauthenticated,
-            None => Error::NotFound("cluster"),
-        };
+        let store = &self.deps.store;
         self.guard
-            .audit_refusal(actor, action, id, tenant, &error)
-            .await?;
-        Err(error)
+            .visible(
+                actor,
+                action,
+                (id, "cluster"),
+                |uuid| store.cluster(uuid),
+                |c: &Cluster| c.tenant_id,
+            )
+            .await
     }
 
     pub async fn cluster_detail(&self, actor: &Actor, id: &str) -> Result<ClusterDetail> {

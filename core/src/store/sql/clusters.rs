@@ -376,8 +376,14 @@ impl ClusterStore for SqlStore {
         state: ClusterState,
         event: &ClusterEvent,
         audit: &AuditEvent,
+        approved: bool,
     ) -> Result<()> {
         let checkpoint = to_json(&op.checkpoint)?;
+        let claim = if op.kind == OperationKind::Delete && !approved {
+            format!("{} AND NOT production", claim_cluster_sql())
+        } else {
+            claim_cluster_sql()
+        };
         let postgres = matches!(self.pool, Pool::Postgres(_));
         // A scale's target counts against the tenant's node quota from now on (not only once
         // it is done), checked under the tenant's lock like a new cluster.
@@ -404,14 +410,26 @@ impl ClusterStore for SqlStore {
                 }
             }
             // Claim the cluster first (the row write serialises concurrent requests).
-            let done = sqlx::query(&claim_cluster_sql())
+            let done = sqlx::query(&claim)
                 .bind(op.cluster_id)
                 .bind(state.as_str())
                 .bind(op.created_at)
                 .execute(&mut *tx)
                 .await?;
             if done.rows_affected() == 0 {
-                return Err(Error::NotFound("cluster"));
+                let production: Option<bool> = sqlx::query_scalar(&format!(
+                    "SELECT production FROM clusters WHERE id = {LIVE_CLUSTER_ID}"
+                ))
+                .bind(op.cluster_id)
+                .fetch_optional(&mut *tx)
+                .await?;
+                return Err(match production {
+                    Some(true) => Error::Conflict(
+                        "the cluster is production: deleting it needs a second person's approval"
+                            .into(),
+                    ),
+                    _ => Error::NotFound("cluster"),
+                });
             }
             // A delete cancels an unfinished create (and any unfinished deploy or toggle of
             // what runs in the cluster): its worker loses the lease at its next
@@ -427,7 +445,8 @@ impl ClusterStore for SqlStore {
                     "UPDATE operations SET state = 'failed', \
                      error = 'cancelled: the cluster is being deleted', lease_owner = NULL, \
                      finished_at = $2, updated_at = $2 \
-                     WHERE cluster_id = $1 AND kind NOT IN ('delete', 'scale', 'upgrade') \
+                     WHERE cluster_id = $1 \
+                     AND kind NOT IN ('delete', 'scale', 'upgrade', 'replace-node') \
                      AND state IN ('pending', 'running') \
                      RETURNING lease_expires_at",
                 )
