@@ -1297,7 +1297,88 @@ async fn a_delete_never_cancels_a_node_replacement(s: &dyn Store) {
     assert_eq!(s.cluster(c.id).await.unwrap().state, ClusterState::Updating);
 }
 
+/// A deleted cluster's requests wait for nothing: they leave the pending list (and stay in
+/// its history).
+async fn pending_requests_of_a_deleted_cluster_are_not_listed(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let c = cluster(&a, provider.id, "short-lived", ClusterState::Ready);
+    insert(s, &c).await;
+    finish_all(s).await;
+    let now = kqueen_core::clock::now();
+    let amy = person("amy");
+    let request = Approval::new(
+        a.id,
+        c.id,
+        c.name.as_str(),
+        ApprovalAction::Unprotect,
+        None,
+        "",
+        &amy,
+        now,
+    );
+    let (event, audit) = written(&c, action::APPROVAL_REQUEST, now);
+    s.request_approval(&request, &event, &audit).await.unwrap();
+    let pending = || async move {
+        let filter = store::ApprovalFilter {
+            pending_at: Some(kqueen_core::clock::now()),
+            ..store::ApprovalFilter::default()
+        };
+        s.approvals(&filter, 10).await.unwrap().len()
+    };
+    assert_eq!(pending().await, 1);
+    let delete = Operation::new(
+        c.id,
+        OperationKind::Delete,
+        None,
+        "test",
+        now,
+        chrono::Duration::hours(1),
+    );
+    let event = ClusterEvent::new(c.id, Some(delete.id), EventKind::State, "deleting", now);
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::CLUSTER_DELETE,
+        "x",
+        Outcome::Success,
+    );
+    s.enqueue_operation(&delete, ClusterState::Deleting, &event, &audit, false)
+        .await
+        .unwrap();
+    let until = now + chrono::Duration::minutes(1);
+    let op = s
+        .claim_operation("test", now, until)
+        .await
+        .unwrap()
+        .unwrap();
+    let change = store::ClusterChange {
+        state: None,
+        deleted: true,
+        ..store::ClusterChange::default()
+    };
+    assert!(s
+        .finish_operation(
+            op.id,
+            "test",
+            OperationState::Succeeded,
+            None,
+            &change,
+            &[],
+            now
+        )
+        .await
+        .unwrap());
+    assert_eq!(pending().await, 0);
+    let history = store::ApprovalFilter {
+        cluster: Some(c.id),
+        ..store::ApprovalFilter::default()
+    };
+    assert_eq!(s.approvals(&history, 10).await.unwrap().len(), 1);
+}
+
 scenarios!(
+    pending_requests_of_a_deleted_cluster_are_not_listed,
     a_delete_never_cancels_a_node_replacement,
     approval_races_have_one_winner,
     approval_requests_are_decided_once_and_listed_by_filter,

@@ -173,7 +173,11 @@ impl ApprovalStore for SqlStore {
             n += 1;
         }
         if filter.pending_at.is_some() {
-            clauses.push(format!("state = 'pending' AND expires_at > ${n}"));
+            // A deleted cluster's requests wait for nothing.
+            clauses.push(format!(
+                "state = 'pending' AND expires_at > ${n} AND EXISTS (SELECT 1 FROM clusters c \
+                 WHERE c.id = approvals.cluster_id AND c.deleted_at IS NULL)"
+            ));
             n += 1;
         }
         let tenants = filter.tenants.as_deref().unwrap_or_default();
