@@ -28,7 +28,7 @@ struct Prod {
     ada: reqwest::Client,
     bea: reqwest::Client,
     bob: reqwest::Client,
-    _scripts: tempfile::TempDir,
+    scripts: tempfile::TempDir,
 }
 
 async fn prod() -> Prod {
@@ -44,11 +44,13 @@ async fn prod() -> Prod {
     let bob = app.user("bob", false, &[("team-b", "admin")]).await;
     let scripts = tempfile::tempdir().unwrap();
     let script = installer(scripts.path());
+    let scale = held_scale(scripts.path());
     define(
         &app,
         &olga,
         json!({"name": "lab", "kind": "command",
-            "settings": {"create_command": script, "timeout_seconds": 60}}),
+            "settings": {"create_command": script, "scale_command": scale,
+                         "timeout_seconds": 60}}),
         json!({"name": "small", "provider": "lab", "tenants": ["team-a"]}),
     )
     .await;
@@ -61,7 +63,7 @@ async fn prod() -> Prod {
         ada,
         bea,
         bob,
-        _scripts: scripts,
+        scripts,
     }
 }
 
@@ -176,6 +178,24 @@ impl Prod {
             })
             .await
     }
+}
+
+/// A scale command that holds its cluster busy until the file `release` appears in `dir` (at
+/// most 30 s).
+fn held_scale(dir: &std::path::Path) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let path = dir.join("scale.sh");
+    let release = dir.join("release");
+    std::fs::write(
+        &path,
+        format!(
+            "#!/bin/sh\ni=0\nwhile [ ! -f '{}' ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done\n",
+            release.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    path.to_string_lossy().into_owned()
 }
 
 /// Waits (up to 10 s) until cluster `id` is gone.
@@ -723,6 +743,57 @@ async fn bad_requests_get_a_clear_client_error() {
         );
     }
     w.app.stop().await;
+}
+
+/// An approval whose action cannot run (the cluster is busy with a scale) spends the request:
+/// it ends `failed` with why, the cluster is left as it was, and it cannot be approved again.
+#[tokio::test]
+async fn an_approved_action_that_cannot_run_ends_the_request_failed() {
+    let w = prod().await;
+    let id = w.production("busy").await;
+    let request = w
+        .asked(
+            &w.amy,
+            &id,
+            json!({"action": "delete", "reason": "retired"}),
+        )
+        .await;
+    let (status, body) = w
+        .call(
+            &w.tim,
+            Method::POST,
+            &format!("/api/v1/clusters/{id}/scale"),
+            Some(json!({"node_count": 2})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::ACCEPTED, "{body}");
+    let (status, body) = w.approve(&w.ada, &request).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["state"], "failed", "{body}");
+    assert!(
+        body["note"]
+            .as_str()
+            .is_some_and(|n| n.contains("another operation")),
+        "{body}"
+    );
+    assert!(body["operation_id"].is_null(), "{body}");
+    let again = refused(
+        "approved twice",
+        StatusCode::CONFLICT,
+        w.approve(&w.olga, &request).await,
+    );
+    assert!(!again.is_empty());
+    std::fs::write(w.scripts.path().join("release"), "").unwrap();
+    let cluster = wait_for_state(&w.app, &w.tim, &id, "ready").await;
+    assert_eq!(cluster["production"], true, "{cluster}");
+    let approvals = w.audit("approval.approve").await;
+    assert!(
+        approvals.iter().any(|e| e.outcome == Outcome::Failure
+            && e.detail
+                .as_deref()
+                .is_some_and(|d| d.contains("another operation"))),
+        "{approvals:?}"
+    );
 }
 
 #[tokio::test]
