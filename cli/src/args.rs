@@ -19,7 +19,7 @@ pub enum ClientCommand {
     Logout,
     /// Show whom the saved token belongs to.
     Whoami(OutputArgs),
-    /// Request, list, show, scale, upgrade and delete clusters.
+    /// Request, list, show, scale, upgrade and delete clusters; replace their dead nodes.
     #[command(subcommand)]
     Clusters(ClustersCommand),
     /// Add a cluster's context to your kubeconfig (and make it the current one).
@@ -138,6 +138,18 @@ pub enum ClustersCommand {
         /// Such as 1.34 or v1.34.2.
         #[arg(long)]
         version: String,
+    },
+    /// Replace the machine of a node that is not Ready (tenant admins and operators, on
+    /// providers that can): KQueen removes the node from the cluster, then the provisioner
+    /// brings a new machine.
+    ReplaceNode {
+        #[command(flatten)]
+        cluster: ClusterArg,
+        /// The node's name, as `kubectl get nodes` shows it.
+        #[arg(value_name = "NODE")]
+        node: String,
+        #[command(flatten)]
+        out: OutputArgs,
     },
 }
 

@@ -138,8 +138,9 @@ pub struct Operation {
     /// UUID.
     #[cfg_attr(feature = "openapi", schema(format = Uuid))]
     pub id: String,
-    /// `create`, `delete`, `scale` or `upgrade` (the cluster's own); `app-deploy`,
-    /// `app-delete`, `addon-apply`, `addon-remove` or `backup` (what runs in it).
+    /// `create`, `delete`, `scale`, `upgrade` or `replace-node` (the cluster's own);
+    /// `app-deploy`, `app-delete`, `addon-apply`, `addon-remove`, `backup` or `restore` (what
+    /// runs in it).
     pub kind: String,
     /// `pending`, `running`, `succeeded` or `failed`.
     pub state: String,
@@ -147,7 +148,8 @@ pub struct Operation {
     pub progress: u8,
     pub attempts: u32,
     pub error: Option<String>,
-    /// The node count or version a scale or upgrade aims at.
+    /// What it works towards: a scale's node count, an upgrade's version, the node a
+    /// replace-node replaces, an application's id, an addon's name, a backup's or restore's id.
     pub target: Option<String>,
     pub requested_by: String,
     /// RFC 3339 (UTC), like every time below.

@@ -1,4 +1,4 @@
-//! `clusters list|get|create|delete|scale|upgrade`.
+//! `clusters list|get|create|delete|scale|upgrade|replace-node`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -159,6 +159,29 @@ pub async fn run(cmd: ClustersCommand) -> Result<()> {
             print_line(&format!(
                 "upgrading {}/{} to {version} (operation {})",
                 found.tenant, found.name, op.id
+            ))
+        }
+        ClustersCommand::ReplaceNode { cluster, node, out } => {
+            let found = resolve::cluster(&api, &cluster.cluster).await?;
+            let op: Operation = api
+                .post(
+                    &format!(
+                        "/api/v1/clusters/{}/nodes/{}/replace",
+                        segment(&found.id),
+                        segment(&node)
+                    ),
+                    &serde_json::json!({}),
+                )
+                .await?;
+            if out.output != Format::Table {
+                return print_object(out.output, &op, &[]);
+            }
+            print_line(&format!(
+                "replacing node {} of {}/{} (operation {})",
+                op.target.as_deref().unwrap_or(node.trim()),
+                found.tenant,
+                found.name,
+                op.id
             ))
         }
     }

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use crate::kubernetes::{self, NodeCheck};
+use crate::kubernetes::{self, Removal};
 use crate::provisioner::{OpContext, ProvisionError, Step};
 
 /// How long one request to the cluster may take.
@@ -31,7 +31,7 @@ pub(super) async fn remove(
         .await
         .map_err(|e| ProvisionError::Transient(format!("cannot reach the cluster: {e}")))?;
     match kubernetes::remove_dead_node(&client, node).await {
-        Ok(NodeCheck::Dead(dead)) => {
+        Ok(Removal::Removed(dead)) => {
             let since = dead
                 .not_ready_since
                 .map(|t| format!(" since {}", t.format("%Y-%m-%d %H:%M:%S UTC")))
@@ -42,13 +42,16 @@ pub(super) async fn remove(
             ));
             Ok(Step::Done(None))
         }
-        Ok(NodeCheck::Missing) => {
+        Ok(Removal::Missing) => {
             ctx.reporter
                 .log(format!("node {node} is no longer in the cluster"));
             Ok(Step::Done(None))
         }
-        Ok(NodeCheck::Ready) => Err(ProvisionError::Failed(format!(
+        Ok(Removal::Ready) => Err(ProvisionError::Failed(format!(
             "node {node} is Ready again: only a node that is not Ready is replaced"
+        ))),
+        Ok(Removal::Changing) => Err(ProvisionError::Transient(format!(
+            "node {node} changed under every attempt to remove it"
         ))),
         Err(e) => Err(ProvisionError::Transient(format!(
             "cannot remove node {node}: {}",

@@ -5,6 +5,7 @@
 mod access;
 mod connect;
 mod kubeconfig;
+mod names;
 mod nodes;
 
 pub use access::{
@@ -22,4 +23,5 @@ pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
     StaticCredential, MAX_KUBECONFIG_BYTES,
 };
-pub use nodes::{dead_node, is_node_name, remove_dead_node, DeadNode, NodeCheck};
+pub use names::{is_dns_label, is_dns_subdomain};
+pub use nodes::{dead_node, is_node_name, remove_dead_node, DeadNode, NodeCheck, Removal};

@@ -1,7 +1,8 @@
 //! A cluster's dead nodes: whether a node may be replaced (it exists and is not Ready), and
 //! its removal from the cluster before its provisioner replaces the machine. A dead node's
-//! Node object is deleted with its uid as a precondition, so that a machine which came back
-//! under the same name meanwhile is never removed.
+//! Node object is deleted with its uid and resourceVersion as preconditions, so that neither
+//! a kubelet that reported Ready meanwhile nor a machine that came back under the same name
+//! is ever removed.
 
 use chrono::{DateTime, Utc};
 use k8s_openapi::api::core::v1::Node;
@@ -10,7 +11,7 @@ use kube::Api;
 
 /// A node name as Kubernetes takes it: a DNS-1123 subdomain.
 pub fn is_node_name(s: &str) -> bool {
-    crate::workloads::manifest::is_dns_subdomain(s)
+    super::is_dns_subdomain(s)
 }
 
 /// A node that is not Ready.
@@ -32,6 +33,18 @@ pub enum NodeCheck {
     Missing,
 }
 
+/// What became of a dead node's removal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Removal {
+    Removed(DeadNode),
+    /// It is Ready (again): left alone.
+    Ready,
+    /// No such node (any more).
+    Missing,
+    /// It changed under every attempt: try again later.
+    Changing,
+}
+
 /// The node `name` as the cluster sees it now.
 pub async fn dead_node(client: &kube::Client, name: &str) -> Result<NodeCheck, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
@@ -41,33 +54,33 @@ pub async fn dead_node(client: &kube::Client, name: &str) -> Result<NodeCheck, k
     })
 }
 
-/// Deletes the Node object of `name` when it is (still) not Ready; says what it found. A
-/// node that came back (Ready) or is gone is left alone.
-pub async fn remove_dead_node(client: &kube::Client, name: &str) -> Result<NodeCheck, kube::Error> {
+/// Deletes the Node object of `name` when it is (still) not Ready, as it was read; says what
+/// it found. A node that came back (Ready) or is gone is left alone.
+pub async fn remove_dead_node(client: &kube::Client, name: &str) -> Result<Removal, kube::Error> {
     let nodes: Api<Node> = Api::all(client.clone());
-    // Twice at most: a precondition that fails means another object of the name appeared.
-    for _ in 0..2 {
+    // A precondition that fails means the object changed since it was read: read it again.
+    for _ in 0..3 {
         let Some(node) = nodes.get_opt(name).await? else {
-            return Ok(NodeCheck::Missing);
+            return Ok(Removal::Missing);
         };
         let NodeCheck::Dead(dead) = check(&node) else {
-            return Ok(NodeCheck::Ready);
+            return Ok(Removal::Ready);
         };
         let params = DeleteParams {
             preconditions: Some(Preconditions {
                 uid: Some(dead.uid.clone()),
-                resource_version: None,
+                resource_version: node.metadata.resource_version.clone(),
             }),
             ..DeleteParams::default()
         };
         match nodes.delete(name, &params).await {
-            Ok(_) => return Ok(NodeCheck::Dead(dead)),
-            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(NodeCheck::Missing),
+            Ok(_) => return Ok(Removal::Removed(dead)),
+            Err(kube::Error::Api(e)) if e.code == 404 => return Ok(Removal::Missing),
             Err(kube::Error::Api(e)) if e.code == 409 => continue,
             Err(e) => return Err(e),
         }
     }
-    dead_node(client, name).await
+    Ok(Removal::Changing)
 }
 
 fn check(node: &Node) -> NodeCheck {

@@ -17,7 +17,6 @@
 //! - Merge keys (`<<: *base`) are expanded, within the alias limits.
 
 mod object;
-pub(crate) use object::is_dns_subdomain;
 mod yaml;
 
 use std::collections::HashMap;

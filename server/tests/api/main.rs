@@ -24,6 +24,7 @@ mod openapi;
 mod portal;
 mod provider;
 mod real_cluster;
+mod replace_node;
 mod replicas;
 mod same_types;
 mod server_fns;

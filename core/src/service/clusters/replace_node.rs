@@ -5,7 +5,7 @@
 
 use super::Clusters;
 use crate::audit::action;
-use crate::cluster::{Operation, OperationKind, OperationTarget};
+use crate::cluster::{ClusterState, Operation, OperationKind, OperationTarget};
 use crate::kubernetes::{self, NodeCheck};
 use crate::policy::Permission;
 use crate::{Actor, Error, Result, ValidationError};
@@ -37,6 +37,13 @@ impl Clusters {
                 return Err(Error::Conflict(format!(
                     "the provider of {} cannot replace nodes",
                     cluster.name
+                )));
+            }
+            // Before asking the cluster: a busy one answers at once.
+            if cluster.state != ClusterState::Ready {
+                return Err(Error::Conflict(format!(
+                    "the cluster is {}; it can be changed when Ready",
+                    cluster.state.label()
                 )));
             }
             let (client, _) = self.admin.admin_client(&cluster).await?;

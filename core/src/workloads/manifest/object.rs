@@ -2,6 +2,7 @@
 //! DNS-1123 subdomains, except for the RBAC kinds, whose names Kubernetes allows to be any
 //! path segment (`system:aggregated-metrics-reader`).
 
+use crate::kubernetes::{is_dns_label, is_dns_subdomain};
 use serde_json::{Map, Value};
 
 use super::{at_document, clip, ManifestObject};
@@ -148,25 +149,10 @@ fn valid_api_version(s: &str) -> bool {
     version_ok && group.is_none_or(is_dns_subdomain)
 }
 
-/// A DNS-1123 label: at most 63 lower-case letters, digits and '-', alphanumeric at both ends.
-pub(super) fn is_dns_label(s: &str) -> bool {
-    let alnum = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
-    !s.is_empty()
-        && s.len() <= 63
-        && s.starts_with(alnum)
-        && s.ends_with(alnum)
-        && s.chars().all(|c| alnum(c) || c == '-')
-}
-
 /// A name as the RBAC kinds (roles, bindings) allow it, as Kubernetes checks it: any path
 /// segment (`system:aggregate-to-edit`), at most 253 characters.
 fn is_path_segment(s: &str) -> bool {
     !s.is_empty() && s.len() <= 253 && s != "." && s != ".." && !s.contains(['/', '%'])
-}
-
-/// A DNS-1123 subdomain: dot-separated labels, at most 253 characters.
-pub(crate) fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 fn quote(s: &str) -> String {
