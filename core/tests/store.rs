@@ -760,6 +760,28 @@ async fn finish_all(s: &dyn Store) {
     }
 }
 
+/// Queues the deletion of `c` (no approval) as a day-2 request would: the write's answer.
+async fn queue_delete(s: &dyn Store, c: &Cluster) -> kqueen_core::Result<()> {
+    let now = kqueen_core::clock::now();
+    let op = Operation::new(
+        c.id,
+        OperationKind::Delete,
+        None,
+        "test",
+        now,
+        chrono::Duration::hours(1),
+    );
+    let event = ClusterEvent::new(c.id, Some(op.id), EventKind::State, "deleting", now);
+    let audit = AuditEvent::now(
+        &Actor::system(),
+        action::CLUSTER_DELETE,
+        c.name.as_str(),
+        Outcome::Success,
+    );
+    s.enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
+        .await
+}
+
 /// A timeline entry and an audit event for a write to cluster `c` at `at`.
 fn written(
     c: &Cluster,
@@ -841,28 +863,7 @@ async fn production_marks_are_kept_and_spare_clusters_from_their_ttl(s: &dyn Sto
 
     // The write itself refuses a delete of a production cluster that no second person
     // approved (a mark set after the caller read the cluster, the TTL sweep's race).
-    let delete = |c: &Cluster| {
-        let op = Operation::new(
-            c.id,
-            OperationKind::Delete,
-            None,
-            "test",
-            now,
-            chrono::Duration::hours(1),
-        );
-        let event = ClusterEvent::new(c.id, Some(op.id), EventKind::State, "deleting", now);
-        let audit = AuditEvent::now(
-            &Actor::system(),
-            action::CLUSTER_DELETE,
-            "x",
-            Outcome::Success,
-        );
-        (op, event, audit)
-    };
-    let (op, event, audit) = delete(&prod);
-    let refused = s
-        .enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
-        .await;
+    let refused = queue_delete(s, &prod).await;
     assert!(
         matches!(&refused, Err(Error::Conflict(m)) if m.contains("production")),
         "{refused:?}"
@@ -874,10 +875,7 @@ async fn production_marks_are_kept_and_spare_clusters_from_their_ttl(s: &dyn Sto
         .unwrap()
         .iter()
         .any(|o| o.kind == OperationKind::Delete));
-    let (op, event, audit) = delete(&dev);
-    s.enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
-        .await
-        .unwrap();
+    queue_delete(s, &dev).await.unwrap();
     assert_eq!(
         s.cluster(dev.id).await.unwrap().state,
         ClusterState::Deleting
@@ -1278,18 +1276,7 @@ async fn a_delete_never_cancels_a_node_replacement(s: &dyn Store) {
     let stored = s.operations_of(c.id, 10).await.unwrap();
     let stored = stored.iter().find(|o| o.id == replace.id).unwrap();
     assert_eq!(stored.node(), Ok("worker-1"));
-    let delete = Operation::new(
-        c.id,
-        OperationKind::Delete,
-        None,
-        "test",
-        now,
-        chrono::Duration::hours(1),
-    );
-    let event = ClusterEvent::new(c.id, Some(delete.id), EventKind::State, "deleting", now);
-    let busy = s
-        .enqueue_operation(&delete, ClusterState::Deleting, &event, &audit(), false)
-        .await;
+    let busy = queue_delete(s, &c).await;
     assert!(matches!(busy, Err(Error::Conflict(_))), "{busy:?}");
     let ops = s.operations_of(c.id, 10).await.unwrap();
     let replace = ops.iter().find(|o| o.id == replace.id).unwrap();
@@ -1328,24 +1315,8 @@ async fn pending_requests_of_a_deleted_cluster_are_not_listed(s: &dyn Store) {
         s.approvals(&filter, 10).await.unwrap().len()
     };
     assert_eq!(pending().await, 1);
-    let delete = Operation::new(
-        c.id,
-        OperationKind::Delete,
-        None,
-        "test",
-        now,
-        chrono::Duration::hours(1),
-    );
-    let event = ClusterEvent::new(c.id, Some(delete.id), EventKind::State, "deleting", now);
-    let audit = AuditEvent::now(
-        &Actor::system(),
-        action::CLUSTER_DELETE,
-        "x",
-        Outcome::Success,
-    );
-    s.enqueue_operation(&delete, ClusterState::Deleting, &event, &audit, false)
-        .await
-        .unwrap();
+    queue_delete(s, &c).await.unwrap();
+    let now = kqueen_core::clock::now();
     let until = now + chrono::Duration::minutes(1);
     let op = s
         .claim_operation("test", now, until)
@@ -1503,25 +1474,7 @@ async fn list_pages_follow_writes_of_every_process(a: &SqlStore, b: &SqlStore) {
     let hits = a.list_cache_hits();
     assert_eq!(a.cluster(one.id).await.unwrap().state, ClusterState::Ready);
     assert_eq!(a.list_cache_hits(), hits + 1, "an unchanged cluster");
-    let now = kqueen_core::clock::now();
-    let op = Operation::new(
-        one.id,
-        OperationKind::Delete,
-        None,
-        "test",
-        now,
-        chrono::Duration::hours(1),
-    );
-    let event = ClusterEvent::new(one.id, Some(op.id), EventKind::State, "deleting", now);
-    let audit = AuditEvent::now(
-        &Actor::system(),
-        action::CLUSTER_DELETE,
-        "one",
-        Outcome::Success,
-    );
-    b.enqueue_operation(&op, ClusterState::Deleting, &event, &audit, false)
-        .await
-        .unwrap();
+    queue_delete(b, &one).await.unwrap();
     assert_eq!(listed(a, &deleting).await, v(&["one"], 1));
     assert_eq!(
         a.cluster(one.id).await.unwrap().state,
