@@ -1,24 +1,28 @@
 // The portal on a desktop (1440 px) and a phone (390 px), with JavaScript off and on, as an
 // operator and as a member: no page is wider than the window (every page of the portal: the
 // lists, a cluster page and its join page, the request, provider and template forms, the
-// confirmation steps, the refusals and the 404 page), the top bar's items are reachable
-// (behind "Menu" on the phone), names heading table rows stay on one line, chart text
-// renders at 11 px or more, severities have one colour in charts and tables, and no page logs
-// a console error.
+// confirmation steps (a dead node's replacement among them), the refusals and the 404 page),
+// the top bar's items are reachable (behind "Menu" on the phone), names heading table rows
+// stay on one line, chart text renders at 11 px or more, severities have one colour in charts
+// and tables, and no page logs a console error.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { join, resolve, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { startServer, startFakeKube, launchBrowser, newPage, loginLocal, seedOperator, submit, OPERATOR } from '../support/harness.mjs';
 import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForState, overflow, assertFits, DOCUMENT_404 } from '../support/portal.mjs';
 
 const BOB = { username: 'bob', password: 'another long password' };
 const WIDTHS = [1440, 390];
 const NOT_FOUND = '/no/such/page';
+const installer = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'support', 'install.sh');
 
 let server;
 let browser;
 let fake;
 let clusterPath;
+let machinesPath;
 
 before(async () => {
   fake = await startFakeKube(['--demo']);
@@ -43,6 +47,16 @@ before(async () => {
   await waitForState(page, server.url, clusterPath, 'ready');
   await submit(page, '#sync-now');
   assert.equal(await page.locator('#chart-cpu svg').count(), 1, 'the inventory is synced');
+  // The same cluster made by a provider that replaces nodes: its Nodes table offers
+  // "Replace…" on the demo's NotReady node, whose confirmation step is among the pages.
+  await addProvider(page, server.url, {
+    kind: 'command', name: 'machines', settings: { create_command: `${installer} ${fake.kubeconfig} 0`, replace_command: '/bin/true' },
+  });
+  await addTemplate(page, server.url, { name: 'machines', provider: 'machines' });
+  machinesPath = await requestCluster(page, server.url, { tenant: 'team-a', template: 'machines', name: 'machines' });
+  await waitForState(page, server.url, machinesPath, 'ready');
+  await submit(page, '#sync-now');
+  assert.equal(await page.locator('#nodes .replace-node[data-node="node-02"]').count(), 1, 'node-02 can be replaced');
   await close();
 });
 
@@ -69,6 +83,7 @@ function pages(operator) {
     '/providers?edit=existing', '/providers?template=adopt',
     '/providers?confirm=delete-provider&name=existing', '/providers?confirm=delete-template&name=adopt',
     '/backups?confirm=delete-backup&name=00000000-0000-7000-8000-000000000000',
+    machinesPath, `${machinesPath}?confirm=replace-node&name=node-02`,
   ];
   return operator ? [...common, ...operators] : [...common, `${clusterPath}?confirm=revoke`];
 }
@@ -119,6 +134,7 @@ for (const js of [false, true]) {
           assert.equal(res.status(), path === NOT_FOUND ? 404 : 200, path);
           await ready(page, js);
           await assertFits(page, path);
+          if (path.includes('?confirm=replace-node')) assert.ok(await page.locator('#confirm-replace').isVisible(), `${path} shows the step`);
           assert.deepEqual(await splitNames(page), [], `${path} at ${width} px keeps each name on one line`);
           const text = await chartText(page);
           if (text.count > 0) assert.ok(text.min >= 11, `${path} at ${width} px: chart text ${text.min.toFixed(1)} px`);

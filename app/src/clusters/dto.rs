@@ -42,6 +42,10 @@ pub struct ClusterPageDto {
     /// The caller may back this cluster up and download its backups (tenant admins,
     /// operators).
     pub can_back_up: bool,
+    /// The caller may have the provisioner replace the cluster's nodes that are not Ready:
+    /// its provider can, the cluster is Ready, and the caller is a tenant admin of its tenant
+    /// or an operator (the inventory's Nodes table offers "Replace…").
+    pub can_replace_nodes: bool,
     /// Node counts a scale may ask for under the template (None: fixed by it).
     pub node_range: Option<(i64, i64)>,
     /// Versions an upgrade may choose from (empty: free text).

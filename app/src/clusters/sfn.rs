@@ -123,6 +123,9 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         .is_some_and(|o| matches!(o.state, OperationState::Pending | OperationState::Running));
     let can_manage = check(&actor, Permission::ManageClusters(d.cluster.tenant_id)).is_ok();
     let approvals = crate::approvals::sfn::cluster_approvals(&k, &actor, &d.cluster).await?;
+    let can_replace_nodes = d.capabilities.replace_node
+        && d.cluster.state == ClusterState::Ready
+        && check(&actor, Permission::ReplaceNodes(d.cluster.tenant_id)).is_ok();
     let page = ClusterPageDto {
         approvals,
         node_range: d.node_range,
@@ -132,6 +135,7 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         admin_kubeconfig: d.admin_kubeconfig,
         can_manage,
         can_back_up: check(&actor, Permission::ManageBackups(d.cluster.tenant_id)).is_ok(),
+        can_replace_nodes,
         inventory: crate::fleet::sfn::cluster_inventory(
             &k,
             &actor,

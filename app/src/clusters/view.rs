@@ -1,7 +1,8 @@
 //! `/clusters/:id`: state, live progress, steps and timeline, kubeconfig and access; the
-//! actions (scale, upgrade, delete) in their own card; a delete or a revoke is confirmed
-//! first (`?confirm=`); a production cluster's delete, and taking its mark off, are asked
-//! for instead (`crate::approvals`).
+//! actions (scale, upgrade, delete) in their own card; a delete, a revoke or a node's
+//! replacement (from the inventory's Nodes table) is confirmed first (`?confirm=`); a
+//! production cluster's delete, and taking its mark off, are asked for instead
+//! (`crate::approvals`).
 
 use kqueen_dto::clusters::ClusterState;
 use kqueen_dto::kinds::ProviderKind;
@@ -14,8 +15,8 @@ use crate::approvals::ApprovalWrites;
 use crate::clusters::actions::{DeleteCluster, RevokeAccess, ScaleCluster, UpgradeCluster};
 use crate::clusters::dto::ClusterPageDto;
 use crate::components::{confirming, ConfirmStep, ErrorNote, FormError, TableHead};
-use crate::fleet::actions::SyncInventory;
-use crate::fleet::inventory::Inventory;
+use crate::fleet::actions::{ReplaceNode, SyncInventory};
+use crate::fleet::inventory::{ConfirmReplace, DeadNodeRow, Inventory};
 use crate::hydrated::{self, Hydrated};
 use crate::time::{to_clock, to_minute, to_minute_utc};
 
@@ -106,6 +107,12 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             can_revoke=ready && !page.admin_kubeconfig
             deletes_infrastructure=page.detail.capabilities.deletes_infrastructure
             writes
+        />
+        <ConfirmReplace
+            cluster_id=c.id.clone()
+            can_replace=page.can_replace_nodes
+            dead=DeadNodeRow::of(page.inventory.as_ref())
+            replace=writes.replace
         />
         {c.error.clone().map(|e| view! { <p class="error" role="alert" id="cluster-error">{e}</p> })}
         {op.clone().filter(|_| page.busy).map(|o| view! {
@@ -206,7 +213,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
             <crate::backups::ClusterBackups cluster_id=c.id.clone() ready=c.state == ClusterState::Ready key_space=c.kind == ProviderKind::Hosted />
         })}
         {page.inventory.clone().map(|inv| view! {
-            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == ClusterState::Ready sync=writes.sync />
+            <Inventory inventory=inv cluster_id=c.id.clone() can_sync=page.can_manage && c.state == ClusterState::Ready can_replace=page.can_replace_nodes sync=writes.sync />
         })}
         <section class="card" aria-labelledby="steps-heading">
             <div class="card-head"><h2 id="steps-heading">"Steps"</h2></div>
@@ -317,6 +324,7 @@ struct ClusterWrites {
     upgrade: ServerAction<UpgradeCluster>,
     revoke: ServerAction<RevokeAccess>,
     sync: ServerAction<SyncInventory>,
+    replace: ServerAction<ReplaceNode>,
     approvals: ApprovalWrites,
 }
 
@@ -328,6 +336,7 @@ impl ClusterWrites {
             upgrade: ServerAction::new(),
             revoke: ServerAction::new(),
             sync: ServerAction::new(),
+            replace: ServerAction::new(),
             approvals: ApprovalWrites::new(),
         }
     }
@@ -339,6 +348,7 @@ impl ClusterWrites {
             + self.upgrade.version().get()
             + self.revoke.version().get()
             + self.sync.version().get()
+            + self.replace.version().get()
             + self.approvals.version()
     }
 }
