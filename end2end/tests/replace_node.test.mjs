@@ -10,8 +10,8 @@
 // nothing runs. The other is confirmed (the step names the node and what happens), the
 // replace-node operation runs in the server's engine, the timeline says the node was
 // replaced, the replace command got its name, the Node is gone from the API server and, once
-// the inventory is synced again, from the Nodes table. Once with JavaScript off and once on. Skipped, with the reason printed, without the Kubernetes
-// binaries.
+// the inventory is synced again, from the Nodes table. Once with JavaScript off and once on.
+// Skipped, with the reason printed, without the Kubernetes binaries.
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
