@@ -193,7 +193,8 @@ async fn operators_define_providers_members_request_clusters_through_the_api() {
     // What the template's provider can do: "lab" has only a create command.
     assert_eq!(
         body["capabilities"],
-        json!({"scale": false, "upgrade": false, "deletes_infrastructure": false}),
+        json!({"scale": false, "upgrade": false, "deletes_infrastructure": false,
+               "replace_node": false}),
         "{body}"
     );
     let node_count = body["parameters"]
