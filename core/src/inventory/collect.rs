@@ -409,10 +409,10 @@ fn node_info(node: &Node, pods: &[PodInfo], used: Option<Resources>) -> NodeInfo
         .flatten()
     {
         if c.type_ == "Ready" {
-            since = c.last_transition_time.as_ref().and_then(|t| {
-                let nanos = u32::try_from(t.0.subsec_nanosecond()).unwrap_or(0);
-                chrono::DateTime::from_timestamp(t.0.as_second(), nanos)
-            });
+            since = c
+                .last_transition_time
+                .as_ref()
+                .and_then(crate::kubernetes::utc);
         }
         match (c.type_.as_str(), c.status.as_str()) {
             ("Ready", "True") => ready = true,

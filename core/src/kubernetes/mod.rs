@@ -7,6 +7,7 @@ mod connect;
 mod kubeconfig;
 mod names;
 mod nodes;
+mod time;
 
 pub use access::{
     binding_name, issue_user_kubeconfig, namespaces_bound_cluster_wide, open_in_cluster,
@@ -25,3 +26,4 @@ pub use kubeconfig::{
 };
 pub use names::{is_dns_label, is_dns_subdomain};
 pub use nodes::{dead_node, is_node_name, remove_dead_node, DeadNode, NodeCheck, Removal};
+pub use time::utc;

@@ -105,10 +105,7 @@ fn check(node: &Node) -> NodeCheck {
         uid: node.metadata.uid.clone().unwrap_or_default(),
         not_ready_since: ready
             .and_then(|c| c.last_transition_time.as_ref())
-            .and_then(|t| {
-                let nanos = u32::try_from(t.0.subsec_nanosecond()).unwrap_or(0);
-                DateTime::from_timestamp(t.0.as_second(), nanos)
-            }),
+            .and_then(super::utc),
         reason,
     })
 }

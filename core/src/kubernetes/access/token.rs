@@ -52,10 +52,7 @@ pub(super) async fn request_token(
     if status.token.is_empty() {
         return Err(unreadable());
     }
-    let at = status.expiration_timestamp.0;
-    let nanos = u32::try_from(at.subsec_nanosecond()).unwrap_or(0);
-    let expires_at =
-        DateTime::<Utc>::from_timestamp(at.as_second(), nanos).ok_or_else(unreadable)?;
+    let expires_at = crate::kubernetes::utc(&status.expiration_timestamp).ok_or_else(unreadable)?;
     Ok((status.token, expires_at))
 }
 
