@@ -124,6 +124,15 @@ pub mod action {
     pub const APPROVAL_REFUSE: &str = "approval.refuse";
     /// Requests listed or viewed.
     pub const APPROVAL_VIEW: &str = "approval.view";
+    /// A rollout (upgrade in waves) planned, started, paused, resumed, aborted; viewed.
+    pub const ROLLOUT_PLAN: &str = "rollout.plan";
+    pub const ROLLOUT_START: &str = "rollout.start";
+    pub const ROLLOUT_PAUSE: &str = "rollout.pause";
+    pub const ROLLOUT_RESUME: &str = "rollout.resume";
+    pub const ROLLOUT_ABORT: &str = "rollout.abort";
+    /// A rollout's last wave ended (recorded by the system).
+    pub const ROLLOUT_COMPLETE: &str = "rollout.complete";
+    pub const ROLLOUT_VIEW: &str = "rollout.view";
     /// An addon installed, moved to another version or parameters, or removed.
     pub const ADDON_INSTALL: &str = "addon.install";
     pub const ADDON_UPGRADE: &str = "addon.upgrade";

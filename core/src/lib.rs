@@ -26,6 +26,7 @@ pub mod periodic;
 pub mod policy;
 pub mod provisioner;
 pub mod replica;
+pub mod rollout;
 pub mod secret;
 mod service;
 pub mod store;
@@ -42,6 +43,6 @@ pub use service::{
     BackupOptions, BackupRef, Backups, BulkOutcome, ClusterAddonView, ClusterCredential,
     ClusterDetail, ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin,
     FleetMetrics, FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen,
-    KubeconfigDownload, Overview, RestorePlan, RestoreRequest, Tally, TemplateView, Users,
-    ATTENTION_SHOWN,
+    KubeconfigDownload, Overview, RestorePlan, RestoreRequest, RolloutInput, RolloutView, Rollouts,
+    Tally, TemplateView, Users, ATTENTION_SHOWN,
 };

@@ -16,6 +16,7 @@
 //! | revoke another user's cluster access     | –         | –      | own          | all      | all         |
 //! | back up, restore, delete backups         | –         | –      | own          | all      | all         |
 //! | mark production; approve, refuse requests| –         | –      | own          | all      | all (1)     |
+//! | upgrade in waves (rollouts)              | –         | –      | own tenant   | fleet    | all         |
 //! | manage providers and templates           | –         | –      | –            | yes      | yes         |
 //! | set a tenant's quota                     | –         | –      | –            | yes      | yes         |
 //! | download a cluster's admin kubeconfig    | –         | –      | –            | yes      | yes         |
@@ -58,6 +59,9 @@ pub enum Permission {
     ApproveChanges(Uuid),
     /// Replace the machine of a dead node of the tenant's clusters.
     ReplaceNodes(Uuid),
+    /// Plan, start, see, pause, resume and abort upgrades in waves: of the tenant's clusters
+    /// (`Some`), or across the fleet (`None`: operators only).
+    ManageRollouts(Option<Uuid>),
     /// Providers and templates.
     ManageCatalog,
     SetQuota,
@@ -85,14 +89,16 @@ pub fn check(actor: &Actor, permission: Permission) -> Result<()> {
         | Permission::ManageAccess(t)
         | Permission::ManageBackups(t)
         | Permission::ApproveChanges(t)
-        | Permission::ReplaceNodes(t) => who.role_in(t) == Some(Role::Admin),
+        | Permission::ReplaceNodes(t)
+        | Permission::ManageRollouts(Some(t)) => who.role_in(t) == Some(Role::Admin),
         Permission::ListAllTenants
         | Permission::ViewAllAudit
         | Permission::CreateTenant
         | Permission::ManageUsers
         | Permission::ManageCatalog
         | Permission::SetQuota
-        | Permission::AdminKubeconfig => false,
+        | Permission::AdminKubeconfig
+        | Permission::ManageRollouts(None) => false,
     };
     if allowed {
         Ok(())
@@ -156,6 +162,9 @@ mod tests {
             (ApproveChanges(b), [false, false, false, true, true]),
             (ReplaceNodes(a), [false, false, true, true, true]),
             (ReplaceNodes(b), [false, false, false, true, true]),
+            (ManageRollouts(Some(a)), [false, false, true, true, true]),
+            (ManageRollouts(Some(b)), [false, false, false, true, true]),
+            (ManageRollouts(None), [false, false, false, true, true]),
             (ManageCatalog, [false, false, false, true, true]),
             (SetQuota, [false, false, false, true, true]),
             (AdminKubeconfig, [false, false, false, true, true]),

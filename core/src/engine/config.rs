@@ -21,6 +21,8 @@ pub struct EngineConfig {
     pub work_dir: PathBuf,
     /// How often expired clusters are looked for.
     pub ttl_sweep_interval: Duration,
+    /// How often the upgrades in waves are moved on.
+    pub rollout_interval: Duration,
     /// Longest pause between two calls of a waiting provisioner.
     pub max_wait: Duration,
     /// How soon what a running provisioner reports (step, progress, log lines) is saved,
@@ -38,6 +40,7 @@ impl EngineConfig {
             max_attempts: 8,
             work_dir,
             ttl_sweep_interval: Duration::from_secs(60),
+            rollout_interval: Duration::from_secs(10),
             max_wait: Duration::from_secs(30),
             progress_flush: Duration::from_millis(500),
         }

@@ -42,4 +42,9 @@ pub trait EngineHooks: Send + Sync {
     /// Queues the scheduled backups that are due and removes those past retention (run by
     /// the periodic sweep, on one replica at a time). Failures are logged.
     async fn run_backup_schedules(&self);
+
+    /// One turn of the upgrades in waves: follows the upgrades under way, starts the next
+    /// ones, moves rollouts on (run by a periodic job on one replica at a time). Failures are
+    /// logged.
+    async fn drive_rollouts(&self);
 }

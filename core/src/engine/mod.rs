@@ -76,6 +76,7 @@ impl Engine {
     pub async fn run(self, mut shutdown: watch::Receiver<bool>) {
         let mut running = JoinSet::new();
         let mut last_sweep: Option<tokio::time::Instant> = None;
+        let mut last_rollouts: Option<tokio::time::Instant> = None;
         // The sweeps run on one replica at a time; operations on all of them.
         let leases =
             crate::periodic::JobLeases::new(self.deps.store.clone(), self.config.owner.clone());
@@ -98,6 +99,17 @@ impl Engine {
                     self.hooks.sweep_access_soon();
                     self.hooks.run_backup_schedules().await;
                 }
+            }
+            if last_rollouts.is_none_or(|t| t.elapsed() >= self.config.rollout_interval) {
+                last_rollouts = Some(tokio::time::Instant::now());
+                let every = self.config.rollout_interval;
+                leases
+                    .run(
+                        crate::periodic::Job::Rollouts,
+                        every,
+                        self.hooks.drive_rollouts(),
+                    )
+                    .await;
             }
             while running.len() < self.config.concurrency {
                 match self.claim().await {

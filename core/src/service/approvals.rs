@@ -6,7 +6,7 @@
 use chrono::{DateTime, Utc};
 
 use super::backups::Backups;
-use super::clusters::Clusters;
+use super::clusters::{Clusters, Via};
 use super::guard::Guard;
 use crate::approval::{self, Approval, ApprovalAction, ApprovalState, RestoreDetail};
 use crate::audit::{action, AuditEvent};
@@ -391,7 +391,7 @@ impl Approvals {
                     OperationKind::Delete,
                     None,
                     action::CLUSTER_DELETE,
-                    Some(&request),
+                    Via::Approval(&request),
                 )
                 .await
                 .map(|op| Some(op.id)),

@@ -66,4 +66,12 @@ impl EngineHooks for Kqueen {
             Err(e) => tracing::warn!(error = %e, "scheduled backups failed"),
         }
     }
+
+    async fn drive_rollouts(&self) {
+        match self.rollouts().drive().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(started = n, "rollouts started upgrades"),
+            Err(e) => tracing::warn!(error = %e, "the rollouts' turn failed"),
+        }
+    }
 }

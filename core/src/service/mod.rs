@@ -25,6 +25,7 @@ mod identity_cache;
 mod members;
 mod providers;
 mod quotas;
+mod rollouts;
 mod sweep_gate;
 mod templates;
 mod tenants;
@@ -57,6 +58,7 @@ pub use fleet::{
     Tally, ATTENTION_SHOWN,
 };
 pub use providers::{Catalog, KindInfo};
+pub use rollouts::{RolloutInput, RolloutView, Rollouts};
 pub use templates::TemplateView;
 pub use tenants::Tenancy;
 pub use tokens::Tokens;
@@ -108,6 +110,7 @@ struct Areas {
     addons: Addons,
     backups: Backups,
     approvals: Approvals,
+    rollouts: Rollouts,
     sweep: AccessSweep,
     fleet: Fleet,
     users: Users,
@@ -143,6 +146,7 @@ impl Areas {
         let addons = Addons::new(deps, &guard, &clusters, &admin);
         let backups = Backups::new(deps, &guard, &clusters, &admin);
         let approvals = Approvals::new(deps, &guard, &clusters, &backups);
+        let rollouts = Rollouts::new(deps, &guard, &clusters, &tenancy);
         let fleet = Fleet::new(
             deps,
             &guard,
@@ -163,6 +167,7 @@ impl Areas {
             addons,
             backups,
             approvals,
+            rollouts,
             sweep,
             fleet,
             users,
@@ -288,6 +293,11 @@ impl Kqueen {
 
     pub fn approvals(&self) -> &Approvals {
         &self.inner.areas.approvals
+    }
+
+    /// Upgrades in waves.
+    pub fn rollouts(&self) -> &Rollouts {
+        &self.inner.areas.rollouts
     }
 
     pub fn addons(&self) -> &Addons {

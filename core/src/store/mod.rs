@@ -778,6 +778,71 @@ pub trait ApprovalStore: Send + Sync {
     ) -> Result<()>;
 }
 
+/// A rollout moved to another state.
+#[derive(Debug, Clone)]
+pub struct RolloutChange<'a> {
+    pub state: crate::rollout::RolloutState,
+    pub wave: u32,
+    pub reason: Option<&'a str>,
+    pub at: DateTime<Utc>,
+}
+
+/// A cluster of a rollout moved to another state.
+#[derive(Debug, Clone)]
+pub struct MemberChange<'a> {
+    pub state: crate::rollout::MemberState,
+    /// Kept as it was when None; a cluster back to waiting forgets its operation.
+    pub operation_id: Option<Uuid>,
+    pub reason: Option<&'a str>,
+    pub at: DateTime<Utc>,
+}
+
+/// Upgrades in waves ([`crate::rollout`]).
+#[async_trait]
+pub trait RolloutStore: Send + Sync {
+    /// Records a new rollout with its clusters. `Conflict` (naming the cluster) when one of
+    /// them is part of an open rollout where it has not ended: checked in the write, so two
+    /// rollouts never upgrade one cluster at once.
+    async fn create_rollout(
+        &self,
+        rollout: &crate::rollout::Rollout,
+        members: &[crate::rollout::RolloutMember],
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// A rollout with its tally.
+    async fn rollout(&self, id: Uuid) -> Result<crate::rollout::Rollout>;
+    /// Rollouts newest first, at most `limit`; `tenants`: only those limited to these tenants
+    /// (None: all, fleet-wide ones too).
+    async fn rollouts(
+        &self,
+        tenants: Option<&[Uuid]>,
+        limit: u32,
+    ) -> Result<Vec<crate::rollout::Rollout>>;
+    /// Its clusters, by wave and place.
+    async fn rollout_members(&self, id: Uuid) -> Result<Vec<crate::rollout::RolloutMember>>;
+    /// (cluster, rollout) of every cluster whose part in an open rollout has not ended.
+    async fn clusters_in_rollouts(&self) -> Result<Vec<(Uuid, Uuid)>>;
+    /// The rollouts the driver follows: running ones, and any with a cluster upgrading.
+    async fn driven_rollouts(&self) -> Result<Vec<Uuid>>;
+    /// Moves a rollout that is in one of `from` (false, nothing written, when it is not). An
+    /// abort also skips its waiting clusters.
+    async fn move_rollout(
+        &self,
+        id: Uuid,
+        from: &[crate::rollout::RolloutState],
+        change: &RolloutChange<'_>,
+        audit: Option<&AuditEvent>,
+    ) -> Result<bool>;
+    /// Moves one of its clusters that is in `from` (false when it is not).
+    async fn move_member(
+        &self,
+        rollout: Uuid,
+        cluster: Uuid,
+        from: crate::rollout::MemberState,
+        change: &MemberChange<'_>,
+    ) -> Result<bool>;
+}
+
 /// Everything KQueen keeps.
 #[async_trait]
 pub trait Store:
@@ -802,6 +867,7 @@ pub trait Store:
     + AddonStore
     + BackupStore
     + ApprovalStore
+    + RolloutStore
     + crate::vault::SecretBackend
     + 'static
 {

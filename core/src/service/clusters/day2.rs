@@ -10,8 +10,25 @@ use crate::cluster::{
 };
 use crate::policy::Permission;
 use crate::provisioner::{ParamSchema, Params};
+use crate::rollout::Rollout;
 use crate::service::templates::refined_schema;
 use crate::{Actor, Error, Result, ValidationError};
+
+/// On whose word an operation is queued, beyond the actor's own.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Via<'a> {
+    /// The actor's own request.
+    Direct,
+    /// A request a second person (the actor) approved.
+    Approval(&'a Approval),
+    /// A wave of a rollout (the actor is the system, acting for the rollout's creator).
+    Rollout(&'a Rollout),
+}
+
+/// The first eight characters of an id: how timelines name a rollout.
+pub(crate) fn short_id(id: uuid::Uuid) -> String {
+    id.to_string().chars().take(8).collect()
+}
 
 impl Clusters {
     /// Queues the deletion of a cluster.
@@ -98,7 +115,7 @@ impl Clusters {
                 cluster.name, cluster.id
             ))),
             _ => {
-                self.try_enqueue(actor, &cluster, kind, target, verb, None)
+                self.try_enqueue(actor, &cluster, kind, target, verb, Via::Direct)
                     .await
             }
         };
@@ -113,8 +130,8 @@ impl Clusters {
             .await
     }
 
-    /// Queues operation `kind` on `cluster` for `actor`, who may; `approval` is the request a
-    /// second person approved, when it runs one (the timeline and audit name both people).
+    /// Queues operation `kind` on `cluster` for `actor`, who may; `via` says on whose word
+    /// beyond the actor's (the timeline and audit name them).
     pub(crate) async fn try_enqueue(
         &self,
         actor: &Actor,
@@ -122,7 +139,7 @@ impl Clusters {
         kind: OperationKind,
         target: Option<OperationTarget>,
         verb: &str,
-        approval: Option<&Approval>,
+        via: Via<'_>,
     ) -> Result<Operation> {
         let caps = self.capabilities_of(cluster).await?;
         let state = match kind {
@@ -183,7 +200,14 @@ impl Clusters {
         };
         // The node quota of a scale is checked by the store, in the transaction that queues it.
         let now = crate::clock::now();
-        let who = actor.to_string();
+        let who = match via {
+            Via::Rollout(r) => format!("rollout {} of {}", short_id(r.id), r.created_by),
+            _ => actor.to_string(),
+        };
+        let approval = match via {
+            Via::Approval(a) => Some(a),
+            _ => None,
+        };
         let timeout = template.as_ref().map_or(60, |t| t.timeout_minutes);
         let op = Operation::new(
             cluster.id,
@@ -195,7 +219,14 @@ impl Clusters {
         );
         let what = match (&kind, &target, approval) {
             (OperationKind::Scale, Some(n), _) => format!("Scale to {n} nodes requested by {who}"),
-            (OperationKind::Upgrade, Some(v), _) => format!("Upgrade to {v} requested by {who}"),
+            (OperationKind::Upgrade, Some(v), _) => match via {
+                Via::Rollout(r) => format!(
+                    "Upgrade to {v} requested by {who} (wave {} of {})",
+                    r.wave + 1,
+                    r.waves
+                ),
+                _ => format!("Upgrade to {v} requested by {who}"),
+            },
             (OperationKind::ReplaceNode, Some(n), _) => {
                 format!("Replacement of node {n} requested by {who}")
             }
@@ -206,19 +237,54 @@ impl Clusters {
             _ => format!("Deletion requested by {who}"),
         };
         let event = ClusterEvent::new(cluster.id, Some(op.id), EventKind::State, what, now);
-        let mut audit =
-            AuditEvent::success(actor, verb, cluster.name.as_str()).in_tenant(cluster.tenant_id);
+        let mut details = Vec::new();
         if let Some(t) = &target {
-            audit = audit.with_detail(t.to_string());
+            details.push(t.to_string());
         }
         if let Some(a) = approval {
-            audit = audit.with_detail(format!("approved request {} of {}", a.id, a.requested_by));
+            details.push(format!("approved request {} of {}", a.id, a.requested_by));
+        }
+        if let Via::Rollout(r) = via {
+            details.push(format!(
+                "rollout {} of {}, wave {} of {}",
+                r.id,
+                r.created_by,
+                r.wave + 1,
+                r.waves
+            ));
+        }
+        let mut audit =
+            AuditEvent::success(actor, verb, cluster.name.as_str()).in_tenant(cluster.tenant_id);
+        if !details.is_empty() {
+            audit = audit.with_detail(details.join("; "));
         }
         self.deps
             .store
             .enqueue_operation(&op, state, &event, &audit, approval.is_some())
             .await?;
         Ok(op)
+    }
+
+    /// Why `cluster` cannot be upgraded to `version`: its provider cannot upgrade, or its
+    /// `template` (as [`Self::template_of`] reads it) fixes the version or does not offer it.
+    /// None when it can. What a rollout's plan says of the clusters it leaves out.
+    pub(crate) async fn upgrade_refusal(
+        &self,
+        cluster: &Cluster,
+        template: Option<&Template>,
+        version: &str,
+    ) -> Result<Option<String>> {
+        if !self.capabilities_of(cluster).await?.upgrade {
+            return Ok(Some(format!(
+                "{} clusters cannot be upgraded",
+                cluster.provider_kind
+            )));
+        }
+        match self.check_against_template(cluster, template, "kubernetes_version", version) {
+            Ok(_) => Ok(None),
+            Err(Error::Invalid(v)) => Ok(Some(format!("its template: {}", v.message))),
+            Err(e) => Err(e),
+        }
     }
 
     /// A scale or upgrade target checked against what the cluster's template allows: a
@@ -256,7 +322,7 @@ impl Clusters {
 
     /// The template the cluster was made from; None when it has none or it was deleted. Any
     /// other error of the store is returned as it is.
-    pub(super) async fn template_of(&self, cluster: &Cluster) -> Result<Option<Template>> {
+    pub(crate) async fn template_of(&self, cluster: &Cluster) -> Result<Option<Template>> {
         let Some(id) = cluster.template_id else {
             return Ok(None);
         };

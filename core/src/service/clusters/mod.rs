@@ -11,6 +11,7 @@ mod request;
 use uuid::Uuid;
 
 pub use adopt::AdoptRequest;
+pub(crate) use day2::Via;
 
 use super::cluster_admin::ClusterAdmin;
 use super::guard::Guard;

@@ -72,7 +72,7 @@ impl Clusters {
                 OperationKind::ReplaceNode,
                 Some(OperationTarget::Node(node.to_owned())),
                 verb,
-                None,
+                super::Via::Direct,
             )
             .await
         }

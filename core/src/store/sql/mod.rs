@@ -151,6 +151,7 @@ mod list_cache;
 mod people;
 #[cfg(test)]
 mod plans;
+mod rollouts;
 mod secrets;
 mod sessions;
 mod shared_storage;
