@@ -123,7 +123,14 @@ async fn six_hosted_clusters_upgrade_in_waves_of_two_pause_at_a_failure_and_resu
     loop {
         let mut states = Vec::new();
         for id in &ids {
-            states.push(k.clusters().cluster_detail(&h.ops, id).await.unwrap().cluster.state);
+            states.push(
+                k.clusters()
+                    .cluster_detail(&h.ops, id)
+                    .await
+                    .unwrap()
+                    .cluster
+                    .state,
+            );
         }
         assert!(
             !states.contains(&ClusterState::Error),
@@ -197,8 +204,7 @@ async fn six_hosted_clusters_upgrade_in_waves_of_two_pause_at_a_failure_and_resu
 
     // Wave 2 fails on w2-flaky: paused with its reason, w3 waits; w2-a finishes.
     let paused = follow(k, &alice, &id, |v| {
-        v.rollout.state == RolloutState::Paused
-            && member(v, "w2-a").state == MemberState::Upgraded
+        v.rollout.state == RolloutState::Paused && member(v, "w2-a").state == MemberState::Upgraded
     })
     .await;
     let reason = paused.rollout.reason.clone().unwrap_or_default();
@@ -221,7 +227,10 @@ async fn six_hosted_clusters_upgrade_in_waves_of_two_pause_at_a_failure_and_resu
     // Resumed: the failed cluster (in Error) stays failed; wave 3 runs; completed.
     let resumed = k.rollouts().resume(&alice, &id).await.unwrap();
     assert_eq!(resumed.rollout.state, RolloutState::Running);
-    let done = follow(k, &alice, &id, |v| v.rollout.state == RolloutState::Completed).await;
+    let done = follow(k, &alice, &id, |v| {
+        v.rollout.state == RolloutState::Completed
+    })
+    .await;
     assert_eq!(done.rollout.reason.as_deref(), Some("5 upgraded, 1 failed"));
     assert_eq!(member(&done, "w2-flaky").state, MemberState::Failed);
 
@@ -230,7 +239,11 @@ async fn six_hosted_clusters_upgrade_in_waves_of_two_pause_at_a_failure_and_resu
     let detail = k.clusters().cluster_detail(&alice, w3).await.unwrap();
     assert_eq!(detail.cluster.state, ClusterState::Ready);
     assert_eq!(
-        detail.cluster.parameters.get("kubernetes_version").map(String::as_str),
+        detail
+            .cluster
+            .parameters
+            .get("kubernetes_version")
+            .map(String::as_str),
         Some("1.21")
     );
     let short: String = id.chars().take(8).collect();
@@ -276,7 +289,8 @@ async fn six_hosted_clusters_upgrade_in_waves_of_two_pause_at_a_failure_and_resu
         ("rollout.start", "alice"),
     ] {
         assert!(
-            seen.iter().any(|(a, who)| a == want.0 && who.contains(want.1)),
+            seen.iter()
+                .any(|(a, who)| a == want.0 && who.contains(want.1)),
             "{want:?} not in {seen:?}"
         );
     }

@@ -1348,7 +1348,216 @@ async fn pending_requests_of_a_deleted_cluster_are_not_listed(s: &dyn Store) {
     assert_eq!(s.approvals(&history, 10).await.unwrap().len(), 1);
 }
 
+/// Rollouts: recorded with their clusters and tally; a cluster is in one open rollout at a
+/// time (checked in the write); moves are conditional on the state read (one winner); an
+/// abort skips the waiting clusters; the driver's list and the tenant filter.
+async fn rollouts_hold_their_clusters_and_move_once(s: &dyn Store) {
+    use kqueen_core::rollout::{
+        MemberState, MemberTally, Rollout, RolloutFilter, RolloutMember, RolloutState,
+    };
+    use kqueen_core::store::{MemberChange, RolloutChange};
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let clusters: Vec<Cluster> = (0..3)
+        .map(|i| cluster(&a, provider.id, &format!("c{i}"), ClusterState::Ready))
+        .collect();
+    for c in &clusters {
+        insert(s, c).await;
+    }
+    let now = kqueen_core::clock::now();
+    let rollout = |tenant_id: Option<Uuid>| Rollout {
+        id: Uuid::now_v7(),
+        tenant_id,
+        target_version: "1.21".into(),
+        wave_size: 2,
+        filter: RolloutFilter {
+            version: Some("1.20".into()),
+            ..RolloutFilter::default()
+        },
+        state: RolloutState::Running,
+        wave: 0,
+        waves: 2,
+        reason: None,
+        created_by: "alice".into(),
+        created_at: now,
+        updated_at: now,
+        tally: MemberTally::default(),
+    };
+    let members = |r: &Rollout, of: &[Cluster]| -> Vec<RolloutMember> {
+        of.iter()
+            .enumerate()
+            .map(|(i, c)| RolloutMember {
+                rollout_id: r.id,
+                cluster_id: c.id,
+                cluster_name: c.name.to_string(),
+                tenant_id: a.id,
+                tenant_slug: "team-a".into(),
+                wave: u32::try_from(i / 2).unwrap(),
+                position: u32::try_from(i % 2).unwrap(),
+                from_version: "1.20".into(),
+                state: MemberState::Waiting,
+                operation_id: None,
+                reason: None,
+                updated_at: now,
+            })
+            .collect()
+    };
+    let audit = || {
+        AuditEvent::now(
+            &Actor::system(),
+            action::ROLLOUT_START,
+            "r",
+            Outcome::Success,
+        )
+    };
+    let first = rollout(Some(a.id));
+    s.create_rollout(&first, &members(&first, &clusters), &audit())
+        .await
+        .unwrap();
+    let read = s.rollout(first.id).await.unwrap();
+    assert_eq!(read.filter, first.filter);
+    assert_eq!((read.tally.waiting, read.tally.total()), (3, 3));
+    let m = s.rollout_members(first.id).await.unwrap();
+    assert_eq!(
+        m.iter()
+            .map(|m| (m.cluster_name.as_str(), m.wave))
+            .collect::<Vec<_>>(),
+        vec![("c0", 0), ("c1", 0), ("c2", 1)]
+    );
+    assert_eq!(s.clusters_in_rollouts().await.unwrap().len(), 3);
+    assert_eq!(s.driven_rollouts().await.unwrap(), vec![first.id]);
+
+    // A second rollout over c2 is refused, nothing of it written.
+    let second = rollout(None);
+    let taken = s
+        .create_rollout(&second, &members(&second, &clusters[2..]), &audit())
+        .await;
+    assert!(
+        matches!(&taken, Err(Error::Conflict(m)) if m.contains("c2")),
+        "{taken:?}"
+    );
+    assert!(matches!(
+        s.rollout(second.id).await,
+        Err(Error::NotFound(_))
+    ));
+
+    // One winner per move.
+    let op = Uuid::now_v7();
+    let upgrading = MemberChange {
+        state: MemberState::Upgrading,
+        operation_id: None,
+        reason: None,
+        at: now,
+    };
+    let c0 = clusters[0].id;
+    assert!(s
+        .move_member(first.id, c0, MemberState::Waiting, &upgrading)
+        .await
+        .unwrap());
+    assert!(!s
+        .move_member(first.id, c0, MemberState::Waiting, &upgrading)
+        .await
+        .unwrap());
+    let with_op = MemberChange {
+        operation_id: Some(op),
+        ..upgrading.clone()
+    };
+    assert!(s
+        .move_member(first.id, c0, MemberState::Upgrading, &with_op)
+        .await
+        .unwrap());
+    let failed = MemberChange {
+        state: MemberState::Failed,
+        operation_id: None,
+        reason: Some("broken"),
+        at: now,
+    };
+    assert!(s
+        .move_member(first.id, c0, MemberState::Upgrading, &failed)
+        .await
+        .unwrap());
+    let m0 = s.rollout_members(first.id).await.unwrap().remove(0);
+    assert_eq!(
+        (m0.state, m0.operation_id, m0.reason.as_deref()),
+        (MemberState::Failed, Some(op), Some("broken"))
+    );
+    // Back to waiting forgets the operation.
+    let again = MemberChange {
+        state: MemberState::Waiting,
+        operation_id: None,
+        reason: Some("tried again"),
+        at: now,
+    };
+    assert!(s
+        .move_member(first.id, c0, MemberState::Failed, &again)
+        .await
+        .unwrap());
+    assert_eq!(
+        s.rollout_members(first.id).await.unwrap()[0].operation_id,
+        None
+    );
+
+    let paused = RolloutChange {
+        state: RolloutState::Paused,
+        wave: 0,
+        reason: Some("wave 1 of 2: c0: broken"),
+        at: now,
+    };
+    assert!(s
+        .move_rollout(first.id, &[RolloutState::Running], &paused, Some(&audit()))
+        .await
+        .unwrap());
+    assert!(!s
+        .move_rollout(first.id, &[RolloutState::Running], &paused, None)
+        .await
+        .unwrap());
+    // Paused, with nothing upgrading: the driver leaves it alone.
+    assert!(s.driven_rollouts().await.unwrap().is_empty());
+    let aborted = RolloutChange {
+        state: RolloutState::Aborted,
+        wave: 0,
+        reason: Some("aborted by alice"),
+        at: now,
+    };
+    assert!(s
+        .move_rollout(
+            first.id,
+            &[RolloutState::Running, RolloutState::Paused],
+            &aborted,
+            None
+        )
+        .await
+        .unwrap());
+    let read = s.rollout(first.id).await.unwrap();
+    assert_eq!((read.state, read.tally.skipped), (RolloutState::Aborted, 3));
+    assert!(s.clusters_in_rollouts().await.unwrap().is_empty());
+
+    // Now free: the second rollout takes c2. Tenant admins see their tenant's only.
+    s.create_rollout(&second, &members(&second, &clusters[2..]), &audit())
+        .await
+        .unwrap();
+    let all: Vec<Uuid> = s
+        .rollouts(None, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(all, vec![second.id, first.id]);
+    let of_a: Vec<Uuid> = s
+        .rollouts(Some(&[a.id]), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(of_a, vec![first.id]);
+    assert!(s.rollouts(Some(&[]), 10).await.unwrap().is_empty());
+}
+
 scenarios!(
+    rollouts_hold_their_clusters_and_move_once,
     pending_requests_of_a_deleted_cluster_are_not_listed,
     a_delete_never_cancels_a_node_replacement,
     approval_races_have_one_winner,

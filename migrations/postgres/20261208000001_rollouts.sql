@@ -4,13 +4,13 @@ CREATE TABLE rollouts (
     id              UUID PRIMARY KEY,
     tenant_id       UUID REFERENCES tenants (id),
     target_version  TEXT NOT NULL,
-    wave_size       INTEGER NOT NULL,
+    wave_size       BIGINT NOT NULL,
     -- The filter as asked for (JSON: tenant, provider, version).
     filter          TEXT NOT NULL,
     state           TEXT NOT NULL CHECK (state IN ('running', 'paused', 'completed', 'aborted')),
     -- The wave under way (0-based), and how many there are.
-    wave            INTEGER NOT NULL,
-    waves           INTEGER NOT NULL,
+    wave            BIGINT NOT NULL,
+    waves           BIGINT NOT NULL,
     reason          TEXT,
     created_by      TEXT NOT NULL,
     created_at      TIMESTAMPTZ NOT NULL,
@@ -26,8 +26,8 @@ CREATE TABLE rollout_clusters (
     cluster_name    TEXT NOT NULL,
     tenant_id       UUID NOT NULL,
     tenant_slug     TEXT NOT NULL,
-    wave            INTEGER NOT NULL,
-    position        INTEGER NOT NULL,
+    wave            BIGINT NOT NULL,
+    position        BIGINT NOT NULL,
     from_version    TEXT NOT NULL,
     state           TEXT NOT NULL
                     CHECK (state IN ('waiting', 'upgrading', 'upgraded', 'failed', 'skipped')),
