@@ -8,8 +8,8 @@ use super::Rollouts;
 use crate::cluster::{Cluster, ClusterFilter, Template};
 use crate::inventory::fleet::FleetFilter;
 use crate::page::Page;
-use crate::rollout::plan::Candidate;
-use crate::rollout::MAX_CLUSTERS;
+use crate::rollout::plan::{picked, Candidate};
+use crate::rollout::{RolloutFilter, MAX_CLUSTERS};
 use crate::Result;
 
 /// The version a cluster runs as KQueen knows it: its `kubernetes_version` parameter, else
@@ -33,20 +33,22 @@ pub(super) fn version_of(cluster: &Cluster, reported: Option<&str>) -> Option<St
 }
 
 impl Rollouts {
-    /// Every live cluster of `tenant` (None: the fleet), with what an upgrade to `target`
-    /// would say of it; at most [`MAX_CLUSTERS`] (more is refused by the caller).
+    /// The live clusters of `tenant` (None: the fleet) that `filter` picks, with what an
+    /// upgrade to `target` would say of each; at most one more than [`MAX_CLUSTERS`] (the
+    /// caller refuses more).
     pub(super) async fn candidates(
         &self,
         tenant: Option<&crate::tenant::Tenant>,
+        filter: &RolloutFilter,
         target: &str,
     ) -> Result<Vec<Candidate>> {
         let store = &self.deps.store;
-        let filter = ClusterFilter {
+        let clusters_filter = ClusterFilter {
             tenant: tenant.map(|t| t.slug.to_string()),
             ..ClusterFilter::default()
         };
         let fleet = FleetFilter {
-            tenant: filter.tenant.clone(),
+            tenant: clusters_filter.tenant.clone(),
             ..FleetFilter::default()
         };
         let reported: HashMap<Uuid, (String, Option<String>)> = store
@@ -60,13 +62,30 @@ impl Rollouts {
         let mut out = Vec::new();
         let page_size = Page::MAX_LIMIT;
         let mut offset = 0;
-        // Bounded: one page more than a rollout may take.
+        // Bounded by the fleet's size (pages of live clusters), and by what a rollout takes.
         while out.len() <= MAX_CLUSTERS {
             let (clusters, _) = store
-                .list_clusters(&filter, None, Page::new(page_size, offset))
+                .list_clusters(&clusters_filter, None, Page::new(page_size, offset))
                 .await?;
             let last = clusters.len() < usize::try_from(page_size).unwrap_or(usize::MAX);
             for c in clusters {
+                let (provider, api) = reported.get(&c.id).cloned().unwrap_or_default();
+                let mut candidate = Candidate {
+                    version: version_of(&c, api.as_deref()),
+                    cluster_id: c.id,
+                    name: c.name.to_string(),
+                    tenant_id: c.tenant_id,
+                    tenant: c.tenant_slug.clone(),
+                    provider,
+                    state: c.state,
+                    production: c.production,
+                    refusal: None,
+                    in_rollout: open.get(&c.id).copied(),
+                };
+                // What the filter does not pick costs no provider or template read.
+                if !picked(filter, &candidate) {
+                    continue;
+                }
                 let template = match c.template_id {
                     Some(id) => match templates.get(&id) {
                         Some(t) => t.clone(),
@@ -78,23 +97,11 @@ impl Rollouts {
                     },
                     None => None,
                 };
-                let refusal = self
+                candidate.refusal = self
                     .clusters
                     .upgrade_refusal(&c, template.as_ref(), target)
                     .await?;
-                let (provider, api) = reported.get(&c.id).cloned().unwrap_or_default();
-                out.push(Candidate {
-                    version: version_of(&c, api.as_deref()),
-                    cluster_id: c.id,
-                    name: c.name.to_string(),
-                    tenant_id: c.tenant_id,
-                    tenant: c.tenant_slug.clone(),
-                    provider,
-                    state: c.state,
-                    production: c.production,
-                    refusal,
-                    in_rollout: open.get(&c.id).copied(),
-                });
+                out.push(candidate);
             }
             if last {
                 break;

@@ -149,7 +149,7 @@ impl Rollouts {
     pub async fn plan(&self, actor: &Actor, input: &RolloutInput) -> Result<Plan> {
         let verb = action::ROLLOUT_PLAN;
         let (tenant, filter, target, wave_size) = self.admitted(actor, input, verb).await?;
-        let candidates = self.candidates(tenant.as_ref(), &target).await?;
+        let candidates = self.candidates(tenant.as_ref(), &filter, &target).await?;
         Ok(plan::plan(&candidates, &filter, &target, wave_size))
     }
 
@@ -159,7 +159,7 @@ impl Rollouts {
     pub async fn start(&self, actor: &Actor, input: &RolloutInput) -> Result<RolloutView> {
         let verb = action::ROLLOUT_START;
         let (tenant, filter, target, wave_size) = self.admitted(actor, input, verb).await?;
-        let candidates = self.candidates(tenant.as_ref(), &target).await?;
+        let candidates = self.candidates(tenant.as_ref(), &filter, &target).await?;
         let plan = plan::plan(&candidates, &filter, &target, wave_size);
         let scope = tenant.as_ref().map(|t| t.id);
         let what = tenant
