@@ -201,7 +201,7 @@ for (const js of [false, true]) {
     await confirmReplace(page, js);
     assert.equal(new URL(page.url()).pathname, clusterPath);
     assert.equal(await page.locator('#form-error').count(), 0, 'no error');
-    assert.match(await page.textContent('#operations tbody tr:first-child'), /Replace-node/);
+    assert.match(await page.textContent('#operations tbody tr:first-child'), /Node replacement/);
 
     // The engine runs it in the background; the page follows by itself when hydrated.
     const done = `Ready: node ${dead} replaced`;

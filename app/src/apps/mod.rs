@@ -28,6 +28,7 @@ pub fn operation_label(kind: &str) -> String {
         "app-delete" => "Application removal".to_owned(),
         "addon-apply" => "Addon install".to_owned(),
         "addon-remove" => "Addon removal".to_owned(),
+        "replace-node" => "Node replacement".to_owned(),
         other => {
             let mut c = other.chars();
             c.next()
@@ -48,6 +49,7 @@ mod tests {
     fn operation_kinds_read_as_words() {
         assert_eq!(super::operation_label("app-deploy"), "Application deploy");
         assert_eq!(super::operation_label("app-delete"), "Application removal");
+        assert_eq!(super::operation_label("replace-node"), "Node replacement");
         assert_eq!(super::operation_label("scale"), "Scale");
         assert_eq!(super::operation_label(""), "");
     }
