@@ -1498,9 +1498,19 @@ async fn rollouts_hold_their_clusters_and_move_once(s: &dyn Store) {
         None
     );
 
+    let next_wave = RolloutChange {
+        state: RolloutState::Running,
+        wave: Some(1),
+        reason: None,
+        at: now,
+    };
+    assert!(s
+        .move_rollout(first.id, &[RolloutState::Running], &next_wave, None)
+        .await
+        .unwrap());
     let paused = RolloutChange {
         state: RolloutState::Paused,
-        wave: 0,
+        wave: None,
         reason: Some("wave 1 of 2: c0: broken"),
         at: now,
     };
@@ -1508,6 +1518,8 @@ async fn rollouts_hold_their_clusters_and_move_once(s: &dyn Store) {
         .move_rollout(first.id, &[RolloutState::Running], &paused, Some(&audit()))
         .await
         .unwrap());
+    // A person's pause keeps the wave a driver turn moved to.
+    assert_eq!(s.rollout(first.id).await.unwrap().wave, 1);
     assert!(!s
         .move_rollout(first.id, &[RolloutState::Running], &paused, None)
         .await
@@ -1516,7 +1528,7 @@ async fn rollouts_hold_their_clusters_and_move_once(s: &dyn Store) {
     assert!(s.driven_rollouts().await.unwrap().is_empty());
     let aborted = RolloutChange {
         state: RolloutState::Aborted,
-        wave: 0,
+        wave: None,
         reason: Some("aborted by alice"),
         at: now,
     };

@@ -782,7 +782,9 @@ pub trait ApprovalStore: Send + Sync {
 #[derive(Debug, Clone)]
 pub struct RolloutChange<'a> {
     pub state: crate::rollout::RolloutState,
-    pub wave: u32,
+    /// The wave under way; None keeps the stored one (a person's pause or abort must not
+    /// write back a wave a driver turn moved on from meanwhile).
+    pub wave: Option<u32>,
     pub reason: Option<&'a str>,
     pub at: DateTime<Utc>,
 }

@@ -276,7 +276,7 @@ impl Clusters {
     ) -> Result<Option<String>> {
         if !self.capabilities_of(cluster).await?.upgrade {
             return Ok(Some(format!(
-                "{} clusters cannot be upgraded",
+                "its provider ({}) cannot upgrade clusters",
                 cluster.provider_kind
             )));
         }

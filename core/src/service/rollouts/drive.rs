@@ -82,7 +82,7 @@ impl Rollouts {
             let now = crate::clock::now();
             let change = RolloutChange {
                 state,
-                wave,
+                wave: Some(wave),
                 reason: reason.as_deref(),
                 at: now,
             };
@@ -204,6 +204,12 @@ impl Rollouts {
                 {
                     return Ok(Ok(false));
                 }
+                // The timeline names the cluster's own wave (an earlier one's, when a resume
+                // retries it).
+                let own_wave = Rollout {
+                    wave: m.wave,
+                    ..rollout.clone()
+                };
                 let queued = self
                     .clusters
                     .try_enqueue(
@@ -212,7 +218,7 @@ impl Rollouts {
                         OperationKind::Upgrade,
                         Some(OperationTarget::Version(target.clone())),
                         action::CLUSTER_UPGRADE,
-                        Via::Rollout(rollout),
+                        Via::Rollout(&own_wave),
                     )
                     .await;
                 let claimed = RolloutMember {

@@ -344,7 +344,7 @@ impl Rollouts {
         };
         let change = RolloutChange {
             state: to,
-            wave: rollout.wave,
+            wave: None,
             reason: Some(&reason),
             at: now,
         };

@@ -276,7 +276,7 @@ impl RolloutStore for SqlStore {
         }
         let marks: Vec<String> = (6..from.len() + 6).map(|i| format!("${i}")).collect();
         let sql = format!(
-            "UPDATE rollouts SET state = $2, wave = $3, reason = $4, updated_at = $5 \
+            "UPDATE rollouts SET state = $2, wave = COALESCE($3, wave), reason = $4, updated_at = $5 \
              WHERE id = $1 AND state IN ({})",
             marks.join(", ")
         );
@@ -285,7 +285,7 @@ impl RolloutStore for SqlStore {
             let mut q = sqlx::query(&sql)
                 .bind(id)
                 .bind(c.state.as_str())
-                .bind(i64::from(c.wave))
+                .bind(c.wave.map(i64::from))
                 .bind(c.reason)
                 .bind(c.at);
             for s in from {
