@@ -168,13 +168,6 @@ pub struct RolloutMember {
     pub updated_at: DateTime<Utc>,
 }
 
-impl Rollout {
-    /// "Upgrade to 1.21 (wave 2 of 3)": how timelines and pages name it.
-    pub fn title(&self) -> String {
-        format!("upgrade to {}", self.target_version)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

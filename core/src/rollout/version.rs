@@ -15,6 +15,20 @@ pub fn parts(version: &str) -> Option<Vec<u64>> {
     core.split('.').map(|p| p.parse().ok()).collect()
 }
 
+/// The text an upgrade asks for, trimmed, when it has a version's shape (letters, digits,
+/// `.`, `-`, `+`; at most 20): the one check of upgrades and rollouts.
+pub fn shaped(text: &str) -> Option<&str> {
+    let v = text.trim();
+    let ok = !v.is_empty()
+        && v.len() <= 20
+        && v.chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'));
+    ok.then_some(v)
+}
+
+/// What a version field says when [`shaped`] refuses it.
+pub const SHAPE: &str = "must look like 1.34 or v1.34.2";
+
 /// `version` against `target`, comparing as many parts as the shorter has: `1.33.2` is
 /// `Equal` to a target `1.33` (it is at that version), `Less` than `1.34`. None when either
 /// is not a version.
@@ -43,6 +57,10 @@ mod tests {
         assert_eq!(parts("1.33.2+k3s1"), Some(vec![1, 33, 2]));
         assert_eq!(parts("latest"), None);
         assert_eq!(parts(""), None);
+        assert_eq!(shaped(" v1.34.2+k3s1 "), Some("v1.34.2+k3s1"));
+        assert_eq!(shaped("1.34 2"), None);
+        assert_eq!(shaped(""), None);
+        assert_eq!(shaped(&"1".repeat(21)), None);
         assert_eq!(compare("v1.20.2", "1.20"), Some(Ordering::Equal));
         assert_eq!(compare("1.20", "1.21"), Some(Ordering::Less));
         assert_eq!(compare("1.9", "1.10"), Some(Ordering::Less));

@@ -65,19 +65,11 @@ impl Clusters {
         id: &str,
         version: &str,
     ) -> Result<Operation> {
-        let v = version.trim();
-        if v.is_empty()
-            || v.len() > 20
-            || !v
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
-        {
-            return Err(ValidationError::new(
-                "kubernetes_version",
-                "must look like 1.34 or v1.34.2",
-            )
-            .into());
-        }
+        let Some(v) = crate::rollout::version::shaped(version) else {
+            return Err(
+                ValidationError::new("kubernetes_version", crate::rollout::version::SHAPE).into(),
+            );
+        };
         self.enqueue(
             actor,
             id,

@@ -116,12 +116,10 @@ impl Rollouts {
             RolloutState::Paused => action::ROLLOUT_PAUSE,
             _ => action::ROLLOUT_COMPLETE,
         };
-        let audit = AuditEvent::success(&Actor::system(), verb, rollout.id.to_string())
+        let mut audit = AuditEvent::success(&Actor::system(), verb, rollout.id.to_string())
             .with_detail(reason.unwrap_or_default());
-        match rollout.tenant_id {
-            Some(t) => audit.in_tenant(t),
-            None => audit,
-        }
+        audit.tenant_id = rollout.tenant_id;
+        audit
     }
 
     /// Follows an upgrading cluster's operation; returns "cluster: reason" when it failed.

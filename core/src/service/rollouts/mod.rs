@@ -57,17 +57,10 @@ pub struct Rollouts {
 
 /// A version-shaped text (`1.21`, `v1.21.3`), trimmed; `field` names it in the error.
 fn checked_version(field: &'static str, text: &str) -> Result<String> {
-    let v = text.trim();
-    if v.is_empty()
-        || v.len() > 20
-        || !v
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '+'))
-        || version::parts(v).is_none()
-    {
-        return Err(ValidationError::new(field, "must look like 1.34 or v1.34.2").into());
+    match version::shaped(text) {
+        Some(v) if version::parts(v).is_some() => Ok(v.to_owned()),
+        _ => Err(ValidationError::new(field, version::SHAPE).into()),
     }
-    Ok(v.to_owned())
 }
 
 /// An optional filter text: blank is none.
@@ -225,10 +218,8 @@ impl Rollouts {
             members.len(),
             rollout.waves
         ));
-        let audit = match scope {
-            Some(t) => audit.in_tenant(t),
-            None => audit,
-        };
+        let mut audit = audit;
+        audit.tenant_id = scope;
         let created = self
             .deps
             .store
@@ -253,15 +244,7 @@ impl Rollouts {
         } else {
             let admin_of: Vec<Uuid> = actor
                 .identity()
-                .map(|who| {
-                    who.memberships
-                        .iter()
-                        .map(|m| m.tenant_id)
-                        .filter(|t| {
-                            policy::check(actor, Permission::ManageRollouts(Some(*t))).is_ok()
-                        })
-                        .collect()
-                })
+                .map(|who| who.admin_tenants().collect())
                 .unwrap_or_default();
             if admin_of.is_empty() {
                 // The refusal the policy gives (Unauthenticated for no one), audited.
@@ -337,11 +320,9 @@ impl Rollouts {
         reason: String,
     ) -> Result<RolloutView> {
         let now = crate::clock::now();
-        let audit = AuditEvent::success(actor, verb, rollout.id.to_string()).with_detail(&reason);
-        let audit = match rollout.tenant_id {
-            Some(t) => audit.in_tenant(t),
-            None => audit,
-        };
+        let mut audit =
+            AuditEvent::success(actor, verb, rollout.id.to_string()).with_detail(&reason);
+        audit.tenant_id = rollout.tenant_id;
         let change = RolloutChange {
             state: to,
             wave: None,
