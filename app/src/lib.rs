@@ -26,6 +26,7 @@ mod not_found;
 pub mod overview;
 pub mod providers;
 mod query;
+pub mod rollouts;
 pub mod schema_form;
 mod shell;
 #[cfg(feature = "ssr")]
@@ -96,6 +97,8 @@ pub fn App() -> impl IntoView {
                     <Route path=path!("/clusters/:id/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
                     <Route path=path!("/backups") view=backups::AllBackups ssr=SsrMode::Async />
                     <Route path=path!("/approvals") view=approvals::PendingApprovals ssr=SsrMode::Async />
+                    <Route path=path!("/rollouts") view=rollouts::Rollouts ssr=SsrMode::Async />
+                    <Route path=path!("/rollouts/:id") view=rollouts::RolloutView ssr=SsrMode::Async />
                     <Route path=path!("/backups/:backup/restore") view=backups::BackupRestore ssr=SsrMode::Async />
                     <Route path=path!("/providers") view=providers::Providers ssr=SsrMode::Async />
                     <Route path=path!("/providers/:name/clusters") view=providers::ProviderClusters ssr=SsrMode::Async />

@@ -104,6 +104,7 @@ fn Nav(user: MeDto) -> impl IntoView {
                 }}
                 {user.can_audit.then(|| view! { <li><NavLink href="/backups" label="Backups" /></li> })}
                 {user.can_audit.then(|| view! { <li><NavLink href="/approvals" label="Approvals" /></li> })}
+                {user.can_audit.then(|| view! { <li><NavLink href="/rollouts" label="Rollouts" /></li> })}
                 {user.can_audit.then(|| view! { <li><NavLink href="/audit" label="Audit" /></li> })}
                 {user.operator.then(|| view! { <li><NavLink href="/admin" label="Admin" /></li> })}
             </ul>

@@ -41,6 +41,10 @@ pub enum ClientCommand {
     /// Production clusters and their requests for a second person's approval.
     #[command(subcommand)]
     Approvals(ApprovalsCommand),
+    /// Upgrades in waves: one Kubernetes version brought to many clusters, a few at a time
+    /// (operators across the fleet, tenant admins across their tenant).
+    #[command(subcommand)]
+    Rollouts(RolloutsCommand),
 }
 
 #[derive(Debug, Args)]
@@ -322,4 +326,60 @@ pub enum ApprovalsCommand {
         #[arg(long)]
         reason: Option<String>,
     },
+}
+
+/// A rollout's target, filter and wave size (every filter that is set must match).
+#[derive(Debug, Args)]
+pub struct RolloutArgs {
+    /// The version to upgrade to, such as 1.21 or v1.21.3.
+    #[arg(long, value_name = "VERSION")]
+    pub target: String,
+    /// Only this tenant's clusters (tenant admins name theirs; without it: the whole fleet,
+    /// for operators).
+    #[arg(long)]
+    pub tenant: Option<String>,
+    /// Only the clusters of this provider.
+    #[arg(long)]
+    pub provider: Option<String>,
+    /// Only the clusters at this version (1.20 takes every 1.20.x).
+    #[arg(long)]
+    pub version: Option<String>,
+    /// Clusters upgraded at a time (1 to 100).
+    #[arg(long, default_value_t = 1, value_name = "N",
+        value_parser = clap::value_parser!(u32).range(1..=100))]
+    pub wave_size: u32,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+/// A rollout: its UUID, or the start of it that timelines show (`rollout 0193ab12`).
+#[derive(Debug, Args)]
+pub struct RolloutArg {
+    #[arg(value_name = "ROLLOUT")]
+    pub id: String,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum RolloutsCommand {
+    /// What a rollout would do: its waves, and the clusters it leaves out with why (nothing
+    /// starts).
+    Plan(RolloutArgs),
+    /// Start a rollout: the first wave's upgrades are queued at once, each next wave when
+    /// the one before has ended; the first failure pauses it.
+    Start(RolloutArgs),
+    /// Rollouts you manage, newest first.
+    List {
+        #[command(flatten)]
+        out: OutputArgs,
+    },
+    /// A rollout with its clusters, wave by wave.
+    Get(RolloutArg),
+    /// Pause a running rollout: upgrades under way finish, no new one starts.
+    Pause(RolloutArg),
+    /// Resume a paused rollout: failed clusters that are Ready again are tried again.
+    Resume(RolloutArg),
+    /// Abort a rollout for good: upgrades under way finish, waiting clusters are skipped.
+    Abort(RolloutArg),
 }

@@ -15,6 +15,7 @@ pub mod credentials;
 pub mod kinds;
 pub mod params;
 pub mod providers;
+pub mod rollouts;
 pub mod tenants;
 pub mod tokens;
 pub mod users;

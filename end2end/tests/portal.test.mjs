@@ -29,7 +29,7 @@ const rowsOf = (page) => page.locator('#tenant-table tbody tr').evaluateAll(
 
 async function checkShell(page) {
   const nav = page.getByRole('navigation', { name: 'Main' });
-  for (const item of ['Clusters', 'Providers', 'Fleet', 'Backups', 'Approvals', 'Audit', 'Admin']) {
+  for (const item of ['Clusters', 'Providers', 'Fleet', 'Backups', 'Approvals', 'Rollouts', 'Audit', 'Admin']) {
     assert.equal(await nav.getByText(item, { exact: true }).count(), 1, `nav item ${item}`);
   }
 }

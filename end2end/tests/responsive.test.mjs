@@ -1,7 +1,8 @@
 // The portal on a desktop (1440 px) and a phone (390 px), with JavaScript off and on, as an
 // operator and as a member: no page is wider than the window (every page of the portal: the
 // lists, a cluster page and its join page, the request, provider and template forms, the
-// confirmation steps (a dead node's replacement among them), the refusals and the 404 page),
+// confirmation steps (a dead node's replacement and a rollout's abort among them), a rollout's
+// previewed plan and its page, the refusals and the 404 page),
 // the top bar's items are reachable (behind "Menu" on the phone), names heading table rows
 // stay on one line, chart text renders at 11 px or more, severities have one colour in charts
 // and tables, and no page logs a console error.
@@ -16,6 +17,7 @@ import { seedUser, addProvider, addTemplate, addMember, requestCluster, waitForS
 const BOB = { username: 'bob', password: 'another long password' };
 const WIDTHS = [1440, 390];
 const NOT_FOUND = '/no/such/page';
+const ROLLOUT_PREVIEW = '/rollouts?tenant=team-a&target_version=1.34&wave_size=2&preview=1';
 const installer = join(resolve(dirname(fileURLToPath(import.meta.url)), '..'), 'support', 'install.sh');
 
 let server;
@@ -23,6 +25,7 @@ let browser;
 let fake;
 let clusterPath;
 let machinesPath;
+let rolloutPath;
 
 before(async () => {
   fake = await startFakeKube(['--demo']);
@@ -50,13 +53,26 @@ before(async () => {
   // The same cluster made by a provider that replaces nodes: its Nodes table offers
   // "Replace…" on the demo's NotReady node, whose confirmation step is among the pages.
   await addProvider(page, server.url, {
-    kind: 'command', name: 'machines', settings: { create_command: `${installer} ${fake.kubeconfig} 0`, replace_command: '/bin/true' },
+    kind: 'command', name: 'machines',
+    settings: { create_command: `${installer} ${fake.kubeconfig} 0`, replace_command: '/bin/true', upgrade_command: '/bin/sleep 5' },
   });
   await addTemplate(page, server.url, { name: 'machines', provider: 'machines' });
   machinesPath = await requestCluster(page, server.url, { tenant: 'team-a', template: 'machines', name: 'machines' });
   await waitForState(page, server.url, machinesPath, 'ready');
   await submit(page, '#sync-now');
   assert.equal(await page.locator('#nodes .replace-node[data-node="node-02"]').count(), 1, 'node-02 can be replaced');
+  // A rollout of team-a to 1.34 (the imported cluster left out: it cannot be upgraded),
+  // paused while its one upgrade (five seconds) runs, so that its page shows Resume and
+  // Abort.
+  await page.goto(`${server.url}${ROLLOUT_PREVIEW}`);
+  assert.ok(await page.locator('#plan-excluded tbody tr').count() > 0, 'the plan leaves a cluster out');
+  await submit(page, '#start-rollout');
+  rolloutPath = new URL(page.url()).pathname;
+  assert.match(rolloutPath, /^\/rollouts\/[0-9a-f-]{36}$/);
+  await submit(page, '#pause-rollout');
+  assert.equal(await page.getAttribute('h1 [data-state]', 'data-state'), 'paused');
+  // Its upgrade ends (Ready again: the node's replacement is offered again).
+  await waitForState(page, server.url, machinesPath, 'ready');
   await close();
 });
 
@@ -75,7 +91,7 @@ function pages(operator) {
   const common = [
     '/', '/clusters', '/clusters/new', '/clusters/new?tenant=team-a&template=adopt', clusterPath, `${clusterPath}/join`,
     '/tenants/team-a', '/fleet', '/fleet/images', '/fleet/images/history', '/fleet/versions', '/fleet/findings', '/audit',
-    '/backups', '/approvals', '/tokens', NOT_FOUND,
+    '/backups', '/approvals', '/rollouts', '/tokens', NOT_FOUND,
   ];
   const operators = [
     `${clusterPath}?confirm=delete`, '/tenants/team-a?confirm=remove-member&name=bob', '/admin',
@@ -84,6 +100,7 @@ function pages(operator) {
     '/providers?confirm=delete-provider&name=existing', '/providers?confirm=delete-template&name=adopt',
     '/backups?confirm=delete-backup&name=00000000-0000-7000-8000-000000000000',
     machinesPath, `${machinesPath}?confirm=replace-node&name=node-02`,
+    ROLLOUT_PREVIEW, rolloutPath, `${rolloutPath}?confirm=abort`,
   ];
   return operator ? [...common, ...operators] : [...common, `${clusterPath}?confirm=revoke`];
 }
@@ -135,6 +152,7 @@ for (const js of [false, true]) {
           await ready(page, js);
           await assertFits(page, path);
           if (path.includes('?confirm=replace-node')) assert.ok(await page.locator('#confirm-replace').isVisible(), `${path} shows the step`);
+          if (path.endsWith('?confirm=abort')) assert.ok(await page.locator('#confirm-abort').isVisible(), `${path} shows the step`);
           assert.deepEqual(await splitNames(page), [], `${path} at ${width} px keeps each name on one line`);
           const text = await chartText(page);
           if (text.count > 0) assert.ok(text.min >= 11, `${path} at ${width} px: chart text ${text.min.toFixed(1)} px`);
@@ -151,7 +169,7 @@ for (const js of [false, true]) {
   test(`on a phone the top bar is a menu whose items are all reachable (JavaScript ${js ? 'on' : 'off'})`, async () => {
     const { page, errors, close } = await newPage(browser, { javaScriptEnabled: js });
     await loginLocal(page, server.url);
-    const items = ['Clusters', 'Providers', 'Fleet', 'Backups', 'Approvals', 'Audit', 'Admin', 'API tokens'];
+    const items = ['Clusters', 'Providers', 'Fleet', 'Backups', 'Approvals', 'Rollouts', 'Audit', 'Admin', 'API tokens'];
     const visible = (name) => page.getByRole('link', { name, exact: true }).first().isVisible();
 
     await page.setViewportSize({ width: 1440, height: 900 });

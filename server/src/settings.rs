@@ -107,6 +107,10 @@ pub struct Settings {
     /// How long a worker's claim on an operation lasts without renewal (`KQUEEN_LEASE_SECONDS`).
     #[serde(default = "default_lease")]
     pub lease_seconds: u64,
+    /// Seconds between the turns that move upgrades in waves on
+    /// (`KQUEEN_ROLLOUT_INTERVAL_SECONDS`).
+    #[serde(default = "default_rollout_interval")]
+    pub rollout_interval_seconds: u64,
     /// Seconds between inventory syncs of all Ready clusters; 0 turns the timer off
     /// (`KQUEEN_INVENTORY_INTERVAL_SECONDS`). Runs only where workers run (`KQUEEN_WORKERS`).
     #[serde(default = "default_inventory_interval")]
@@ -134,6 +138,10 @@ pub struct Settings {
     /// Default: two minor versions behind the newest offered by a template.
     #[serde(default)]
     pub min_kubernetes_version: Option<String>,
+}
+
+fn default_rollout_interval() -> u64 {
+    10
 }
 
 fn default_inventory_interval() -> u64 {

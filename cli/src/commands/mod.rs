@@ -8,6 +8,7 @@ mod device_login;
 mod fleet;
 mod kubeconfig;
 mod login;
+mod rollouts;
 
 use std::collections::BTreeMap;
 
@@ -27,6 +28,7 @@ pub async fn run(command: ClientCommand) -> Result<()> {
         ClientCommand::Addons(cmd) => addons::run(cmd).await,
         ClientCommand::Fleet(cmd) => fleet::run(cmd).await,
         ClientCommand::Approvals(cmd) => approvals::run(cmd).await,
+        ClientCommand::Rollouts(cmd) => rollouts::run(cmd).await,
     }
 }
 

@@ -1,8 +1,8 @@
 //! How the domain's types travel: the `kqueen_dto` types the REST API and the portal both
 //! send, filled from the domain's own (`From` impls only: callers convert with `into`).
 //! Audit, tenants, tokens and users here; clusters, the catalog (kinds, providers,
-//! templates), addons, adoption, applications, backups and cluster credentials in their own
-//! files.
+//! templates), addons, adoption, applications, backups, approvals, rollouts and cluster
+//! credentials in their own files.
 
 mod addons;
 mod adopt;
@@ -12,6 +12,7 @@ mod backups;
 mod catalog;
 mod clusters;
 mod credentials;
+mod rollouts;
 
 use kqueen_dto::{audit, tenants, tokens, users};
 

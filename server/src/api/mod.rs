@@ -16,6 +16,7 @@ mod fleet;
 mod openapi;
 mod provider_schemas;
 mod quotas;
+mod rollouts;
 mod schemas;
 mod tenants;
 mod tokens;
@@ -43,7 +44,7 @@ pub use extract::{ApiJson, ApiQuery};
     modifiers(&BearerAuth),
     security(("bearer" = [])),
     tags((name = "identity"), (name = "tenants"), (name = "users"), (name = "tokens"), (name = "audit"),
-         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "backups"), (name = "approvals"), (name = "addons"), (name = "fleet"))
+         (name = "providers"), (name = "templates"), (name = "clusters"), (name = "applications"), (name = "backups"), (name = "approvals"), (name = "rollouts"), (name = "addons"), (name = "fleet"))
 )]
 struct ApiDoc;
 
@@ -130,6 +131,12 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(approvals::get_approval))
         .routes(routes!(approvals::approve))
         .routes(routes!(approvals::refuse))
+        .routes(routes!(rollouts::list_rollouts, rollouts::start_rollout))
+        .routes(routes!(rollouts::plan_rollout))
+        .routes(routes!(rollouts::get_rollout))
+        .routes(routes!(rollouts::pause_rollout))
+        .routes(routes!(rollouts::resume_rollout))
+        .routes(routes!(rollouts::abort_rollout))
         .routes(routes!(addons::list_addons, addons::define_addon))
         .routes(routes!(addons::get_addon, addons::delete_addon))
         .routes(routes!(addons::cluster_addons))

@@ -13,6 +13,7 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::LazyLock;
 
+use kqueen_core::engine::EngineConfig;
 use kqueen_core::tenant::NewTenant;
 use kqueen_core::Actor;
 use kqueen_server::settings::Settings;
@@ -69,6 +70,15 @@ impl TestApp {
         db: TestDatabase,
         configure: impl FnOnce(&mut Settings, SocketAddr) + Send + 'static,
     ) -> TestApp {
+        Self::spawn_with_engine(db, configure, |_| {}).await
+    }
+
+    /// [`TestApp::spawn`], with the engine's pace as `engine` sets it (rollout turns, say).
+    pub async fn spawn_with_engine(
+        db: TestDatabase,
+        configure: impl FnOnce(&mut Settings, SocketAddr) + Send + 'static,
+        engine: impl FnOnce(&mut EngineConfig) + Send + 'static,
+    ) -> TestApp {
         let one_server = ONE_SERVER.lock().await;
         let dir = tempfile::tempdir().unwrap();
         // A minimal built site: the server must serve whatever the build put there.
@@ -92,11 +102,12 @@ impl TestApp {
                 settings.listen = addr;
                 configure(&mut settings, addr);
                 let state = startup::build_state(&settings).await.unwrap();
-                let mut engine = startup::engine_config(&settings);
-                if let Some(e) = engine.as_mut() {
+                let mut config = startup::engine_config(&settings);
+                if let Some(e) = config.as_mut() {
                     e.poll_interval = std::time::Duration::from_millis(50);
+                    engine(e);
                 }
-                let server = tokio::spawn(startup::run(listener, state.clone(), engine, async {
+                let server = tokio::spawn(startup::run(listener, state.clone(), config, async {
                     let _ = stopped.await;
                 }));
                 (state, format!("http://{addr}"), server)

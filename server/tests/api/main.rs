@@ -26,6 +26,7 @@ mod provider;
 mod real_cluster;
 mod replace_node;
 mod replicas;
+mod rollouts;
 mod same_types;
 mod server_fns;
 mod users;
