@@ -2,6 +2,7 @@
 # Installs what KQueen needs on a fresh Debian machine, skipping what is already there.
 #   scripts/setup.sh run    what building and running the portal needs
 #   scripts/setup.sh test   the above, plus what the tests need (Chromium, browser-test driver,
+#                           moto as the S3 test server,
 #                           containerd, runc, the CNI plugins, busybox-static and kubectl for
 #                           real nodes, a running PostgreSQL when one is installed but stopped)
 # Every version is pinned in scripts/versions.env. Nothing is downloaded from outside the
@@ -80,7 +81,20 @@ if [[ "$mode" == test ]]; then
   dpkg -s busybox-static >/dev/null 2>&1 || node_packages+=(busybox-static)
   command -v kubectl >/dev/null || node_packages+=(kubernetes-client)
   if (( ${#node_packages[@]} )); then apt_install "${node_packages[@]}"; fi
-  # 7. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
+  # 7. Backup archives in an S3-compatible store (core/tests/backup_s3.rs): moto's server,
+  #    pinned with its dependencies, in a venv under target/; the test finds it through the
+  #    link target/moto/moto_server.
+  moto_constraints=scripts/moto.constraints.txt
+  moto_venv="target/moto/venv-$MOTO_VERSION-$(sha256sum "$moto_constraints" | cut -c1-12)"
+  if [[ ! -x "$moto_venv/bin/moto_server" ]]; then
+    log "installing moto $MOTO_VERSION (S3 test server) into $moto_venv"
+    rm -rf "$moto_venv"
+    python3 -m venv "$moto_venv"
+    "$moto_venv/bin/pip" install -q --disable-pip-version-check -c "$moto_constraints" \
+      "moto[s3]==$MOTO_VERSION" flask flask-cors >&2
+  fi
+  ln -sfn "$root/$moto_venv/bin/moto_server" target/moto/moto_server
+  # 8. Store tests also run on PostgreSQL (127.0.0.1:5432): start a stopped local cluster.
   if [[ "${KQUEEN_TEST_SKIP_POSTGRES:-0}" != 1 ]] && command -v pg_isready >/dev/null \
     && ! pg_isready -q -h 127.0.0.1 -p 5432 && command -v pg_ctlcluster >/dev/null; then
     log "starting the local PostgreSQL cluster"

@@ -43,8 +43,8 @@ pub struct ClusterSettings {
     pub request_check_timeout: std::time::Duration,
     /// Where provisioners' per-cluster working directories live.
     pub work_dir: std::path::PathBuf,
-    /// Where backup archives are kept (one folder per cluster).
-    pub backup_dir: std::path::PathBuf,
+    /// Where backup archives are kept: a directory or an S3-compatible bucket.
+    pub archives: crate::backup::storage::Archives,
 }
 
 impl Default for ClusterSettings {
@@ -53,7 +53,9 @@ impl Default for ClusterSettings {
             user_token_ttl: std::time::Duration::from_secs(8 * 3600),
             request_check_timeout: std::time::Duration::from_secs(15),
             work_dir: std::env::temp_dir().join("kqueen-work"),
-            backup_dir: std::env::temp_dir().join("kqueen-backups"),
+            archives: std::sync::Arc::new(crate::backup::storage::ArchiveDir::new(
+                std::env::temp_dir().join("kqueen-backups"),
+            )),
         }
     }
 }

@@ -10,6 +10,8 @@ use figment::Figment;
 use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 
+mod backup_store;
+
 /// How log lines are written.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -35,6 +37,33 @@ pub struct Settings {
     /// backups any of them took.
     #[serde(default)]
     pub backup_dir: Option<PathBuf>,
+    /// `dir` (default: archives in `backup_dir`) or `s3` (an S3-compatible bucket, the
+    /// `backup_s3_*` settings) (`KQUEEN_BACKUP_STORE`).
+    #[serde(default)]
+    pub backup_store: Option<String>,
+    /// The S3-compatible store's URL (`KQUEEN_BACKUP_S3_ENDPOINT`); none: AWS S3.
+    #[serde(default)]
+    pub backup_s3_endpoint: Option<String>,
+    /// Its region (`KQUEEN_BACKUP_S3_REGION`); default `us-east-1`.
+    #[serde(default)]
+    pub backup_s3_region: Option<String>,
+    /// The bucket (`KQUEEN_BACKUP_S3_BUCKET`), which must exist.
+    #[serde(default)]
+    pub backup_s3_bucket: Option<String>,
+    /// Folders in the bucket the archives are kept under (`KQUEEN_BACKUP_S3_PREFIX`).
+    #[serde(default)]
+    pub backup_s3_prefix: Option<String>,
+    /// Path-style addressing, `<endpoint>/<bucket>/<key>` (MinIO, Ceph):
+    /// `KQUEEN_BACKUP_S3_PATH_STYLE`; default false (virtual-hosted, `<bucket>.<host>`).
+    #[serde(default)]
+    pub backup_s3_path_style: bool,
+    /// Static credentials of the bucket (`KQUEEN_BACKUP_S3_ACCESS_KEY_ID`)…
+    #[serde(default)]
+    pub backup_s3_access_key_id: Option<String>,
+    /// …and their secret (`KQUEEN_BACKUP_S3_SECRET_ACCESS_KEY`, rather than the configuration
+    /// file). Never logged.
+    #[serde(default)]
+    pub backup_s3_secret_access_key: Option<SecretString>,
     /// `sqlite://…` or `postgres://…`; default: `sqlite://<data_dir>/kqueen.db`
     /// (`KQUEEN_DATABASE_URL`). May hold a password, hence secret.
     #[serde(default)]
@@ -224,7 +253,8 @@ impl Settings {
             .expect("the built-in defaults are valid")
     }
 
-    /// Where backup archives are kept: `backup_dir`, else `<data_dir>/backups`.
+    /// The directory archives are kept in with `backup_store = "dir"`: `backup_dir`, else
+    /// `<data_dir>/backups`.
     pub fn backup_dir(&self) -> PathBuf {
         self.backup_dir
             .clone()

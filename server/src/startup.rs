@@ -68,12 +68,14 @@ pub async fn open_kqueen(settings: &Settings) -> anyhow::Result<Kqueen> {
         other => bail!("KQUEEN_VAULT_BACKEND must be sql or etcd, not '{other}'"),
     };
     let group_map = GroupMap::parse(&settings.group_map).context("KQUEEN_GROUP_MAP")?;
+    let archives = settings.archives().map_err(anyhow::Error::msg)?;
+    tracing::info!(archives = ?archives, "backup archives kept");
     let cluster_settings = ClusterSettings {
         user_token_ttl: std::time::Duration::from_secs(
             u64::from(settings.user_kubeconfig_ttl_hours.clamp(1, 24 * 30)) * 3600,
         ),
         work_dir: settings.data_dir.join("work"),
-        backup_dir: settings.backup_dir(),
+        archives,
         ..ClusterSettings::default()
     };
     let inventory = settings.inventory().map_err(anyhow::Error::msg)?;

@@ -25,6 +25,8 @@ pub mod node_lab;
 pub mod people;
 /// Processes that outlive their parent on purpose.
 pub mod process;
+/// A real S3-compatible server (moto) for backup archives.
+pub mod s3_server;
 /// A real etcd with TLS, client certificates and auth on (hosted control planes).
 pub mod tls_etcd;
 pub mod vault;

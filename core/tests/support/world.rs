@@ -9,7 +9,7 @@ use std::time::Duration;
 use kqueen_core::cluster::{ClusterRequest, ClusterState, TemplateInput};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
-use kqueen_core::{Actor, Kqueen};
+use kqueen_core::{Actor, ClusterSettings, Kqueen};
 use kqueen_testkit::apiserver::RealApiServer;
 use kqueen_testkit::TestDatabase;
 
@@ -28,16 +28,23 @@ pub struct World {
 }
 
 pub async fn world(db: TestDatabase) -> Option<World> {
+    world_with(db, ClusterSettings::default()).await
+}
+
+/// [`world`] with `settings` (where backup archives are kept, say).
+pub async fn world_with(db: TestDatabase, settings: ClusterSettings) -> Option<World> {
     let server = RealApiServer::start_with_controllers("*,-deployment,-replicaset").await?;
     let parsed =
         kqueen_core::kubernetes::parse_kubeconfig(&server.admin_kubeconfig(), None, false).unwrap();
     let admin = kqueen_core::kubernetes::client(&parsed, Duration::from_secs(10))
         .await
         .unwrap();
-    let k = Kqueen::new(Arc::new(db.connect().await)).with_group_map(
-        GroupMap::parse("team-a=team-a:member,team-a-leads=team-a:admin,team-b=team-b:member")
-            .unwrap(),
-    );
+    let k = Kqueen::new(Arc::new(db.connect().await))
+        .with_cluster_settings(settings)
+        .with_group_map(
+            GroupMap::parse("team-a=team-a:member,team-a-leads=team-a:admin,team-b=team-b:member")
+                .unwrap(),
+        );
     let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
     let lead = kqueen_testkit::people::login(&k, "lead", "team-a-leads").await;
     let carol = kqueen_testkit::people::login(&k, "carol", "team-b").await;

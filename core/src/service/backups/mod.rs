@@ -16,7 +16,7 @@ use super::cluster_admin::ClusterAdmin;
 use super::clusters::Clusters;
 use super::guard::Guard;
 use crate::audit::{action, AuditEvent};
-use crate::backup::storage::ArchiveDir;
+use crate::backup::storage::ArchiveStore;
 use crate::backup::{Backup, BackupKind, ListedBackup};
 use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind, OperationTarget};
 use crate::deps::Deps;
@@ -137,8 +137,9 @@ impl Backups {
         }
     }
 
-    fn archives(&self) -> ArchiveDir {
-        ArchiveDir::new(self.deps.settings.backup_dir.clone())
+    /// Where archives are kept, as configured.
+    fn archives(&self) -> &dyn ArchiveStore {
+        self.deps.settings.archives.as_ref()
     }
 
     /// The cluster `cluster_id` when `actor` may back it up (tenant admin or operator);

@@ -1,11 +1,13 @@
-//! Where backup archives are kept: a directory (the data directory's `backups/` by default),
-//! one file per backup at `<cluster>/<backup>.tar.gz`, written under a temporary name and
-//! renamed, so a reader never sees half an archive.
+//! Archives kept in a directory (the data directory's `backups/` by default), one file per
+//! backup at `<cluster>/<backup>.tar.gz`, written under a temporary name and renamed, so a
+//! reader never sees half an archive. Replicas share them only through a shared volume.
 
 use std::path::PathBuf;
 
+use async_trait::async_trait;
 use uuid::Uuid;
 
+use super::{relative_path, ArchiveStore};
 use crate::{Error, Result};
 
 /// Keeps archives in a directory.
@@ -20,17 +22,26 @@ impl ArchiveDir {
     }
 
     fn path(&self, cluster: Uuid, backup: Uuid) -> PathBuf {
-        self.root
-            .join(cluster.to_string())
-            .join(format!("{backup}.tar.gz"))
+        self.root.join(relative_path(cluster, backup))
     }
 
     fn io(what: &str, e: std::io::Error) -> Error {
         Error::Backend(format!("cannot {what} a backup archive: {e}"))
     }
 
-    /// Keeps `bytes` as the archive of `backup` of `cluster`.
-    pub async fn put(&self, cluster: Uuid, backup: Uuid, bytes: &[u8]) -> Result<()> {
+    /// Why an archive this directory does not have cannot be read.
+    fn not_here() -> Error {
+        Error::Conflict(
+            "the backup's archive is not in this KQueen's data directory (kept on another \
+             replica's disk, or removed by hand)"
+                .into(),
+        )
+    }
+}
+
+#[async_trait]
+impl ArchiveStore for ArchiveDir {
+    async fn put(&self, cluster: Uuid, backup: Uuid, bytes: &[u8]) -> Result<()> {
         let path = self.path(cluster, backup);
         let dir = path.parent().unwrap_or(&self.root);
         tokio::fs::create_dir_all(dir)
@@ -45,18 +56,9 @@ impl ArchiveDir {
             .map_err(|e| Self::io("store", e))
     }
 
-    /// Why an archive this directory does not have cannot be read.
-    fn not_here() -> Error {
-        Error::Conflict(
-            "the backup's archive is not in this KQueen's data directory (kept on another \
-             replica's disk, or removed by hand)"
-                .into(),
-        )
-    }
-
-    /// The archive of `backup`; `Conflict` when this directory does not have it (another
-    /// replica's disk, or removed by hand).
-    pub async fn get(&self, cluster: Uuid, backup: Uuid) -> Result<Vec<u8>> {
+    /// `Conflict` when this directory does not have it (another replica's disk, or removed
+    /// by hand).
+    async fn get(&self, cluster: Uuid, backup: Uuid) -> Result<Vec<u8>> {
         match tokio::fs::read(self.path(cluster, backup)).await {
             Ok(bytes) => Ok(bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Self::not_here()),
@@ -64,9 +66,7 @@ impl ArchiveDir {
         }
     }
 
-    /// That this directory has the archive of `backup` (without reading it); `Conflict` as
-    /// [`Self::get`] when it does not.
-    pub async fn require(&self, cluster: Uuid, backup: Uuid) -> Result<()> {
+    async fn require(&self, cluster: Uuid, backup: Uuid) -> Result<()> {
         match tokio::fs::metadata(self.path(cluster, backup)).await {
             Ok(_) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Self::not_here()),
@@ -74,8 +74,7 @@ impl ArchiveDir {
         }
     }
 
-    /// Removes the archive of `backup`, if there is one.
-    pub async fn remove(&self, cluster: Uuid, backup: Uuid) -> Result<()> {
+    async fn remove(&self, cluster: Uuid, backup: Uuid) -> Result<()> {
         match tokio::fs::remove_file(self.path(cluster, backup)).await {
             Ok(()) => Ok(()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
