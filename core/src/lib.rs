@@ -7,6 +7,7 @@
 pub mod actor;
 pub mod approval;
 pub mod audit;
+pub mod autoscale;
 pub mod backup;
 pub mod clock;
 pub mod cluster;

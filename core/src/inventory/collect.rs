@@ -169,11 +169,11 @@ fn controller(
         .map(|o| (o.kind.clone(), o.name.clone()))
 }
 
-fn resources(map: Option<&BTreeMap<String, Quantity>>) -> Resources {
+pub(crate) fn resources(map: Option<&BTreeMap<String, Quantity>>) -> Resources {
     let get = |key: &str, parse: fn(&str) -> Option<u64>| {
         map.and_then(|m| m.get(key))
             .and_then(|q| parse(&q.0))
-            .unwrap_or(0)
+            .map_or(0, |v| v.min(super::MAX_QUANTITY))
     };
     Resources {
         cpu_millis: get("cpu", quantity::cpu_millis),
@@ -183,7 +183,7 @@ fn resources(map: Option<&BTreeMap<String, Quantity>>) -> Resources {
 
 /// The pod's effective requests or limits: the larger of the sum over its containers and
 /// the biggest init container (they run one at a time, before the others), plus overhead.
-fn effective(spec: &k8s_openapi::api::core::v1::PodSpec, limits: bool) -> Resources {
+pub(crate) fn effective(spec: &k8s_openapi::api::core::v1::PodSpec, limits: bool) -> Resources {
     let of = |c: &Container| {
         let r = c.resources.as_ref();
         resources(if limits {

@@ -22,6 +22,8 @@ use uuid::Uuid;
 use crate::cluster::string_enum;
 
 pub use collect::{collect, CollectError};
+/// What pods request and nodes offer, as the inventory counts them (autoscaling counts alike).
+pub(crate) use collect::{effective as pod_requests, resources};
 pub use image::ImageRef;
 
 /// The largest quantity stored for one node or pod (2^50: a pebibyte of memory, a million
