@@ -66,6 +66,7 @@ pub struct Approval {
     pub decided_at: Option<String>,
     /// Why it was refused, or why the approved action could not run.
     pub note: Option<String>,
-    /// The operation the approved action queued (UUID).
+    /// The operation the approved action queued (UUID). Set just after the decision: a
+    /// request read in between is approved without it for a moment.
     pub operation: Option<String>,
 }

@@ -135,15 +135,18 @@ test('a production cluster is deleted only once a second person approves', async
   await pending.locator('button.approve').waitFor();
   const id = await pending.getAttribute('data-approval');
   await pending.locator('button.approve').click();
+  // The decision is written first (once), then the delete is queued and its operation
+  // recorded on the request: wait for both (or for the note saying why it could not run).
+  const settled = (a) => a?.state === 'approved' && (a.operation || a.note);
   let approved;
-  for (let i = 0; i < 60 && approved?.state !== 'approved'; i++) {
+  for (let i = 0; i < 120 && !settled(approved); i++) {
     approved = await (await admin.page.request.get(`${server.url}/api/v1/approvals/${id}`)).json();
-    if (approved.state !== 'approved') await new Promise((r) => setTimeout(r, 250));
+    if (!settled(approved)) await new Promise((r) => setTimeout(r, 250));
   }
   assert.equal(approved.state, 'approved', JSON.stringify(approved));
   assert.equal(approved.decided_by, ADMIN.username);
   assert.equal(approved.requested_by, 'admin');
-  assert.ok(approved.operation, 'the approved delete queued an operation');
+  assert.ok(approved.operation, `the approved delete queued an operation: ${JSON.stringify(approved)}`);
   let gone = false;
   for (let i = 0; i < 60 && !gone; i++) {
     const res = await op.page.goto(server.url + path);
