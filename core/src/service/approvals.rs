@@ -498,14 +498,20 @@ impl Approvals {
         Ok((request, cluster, crate::clock::now()))
     }
 
-    /// The live cluster of a request; a request of a deleted cluster cannot be decided.
+    /// The live cluster of a request; a request of a deleted cluster cannot be decided. A
+    /// request decided already says so first (an approved delete is why its cluster is gone).
     async fn cluster_of(&self, actor: &Actor, request: &Approval, verb: &str) -> Result<Cluster> {
         let found = match self.deps.store.cluster(request.cluster_id).await {
             Ok(c) => Ok(c),
-            Err(Error::NotFound(_)) => Err(Error::Conflict(format!(
-                "cluster {} is gone; the request can no longer be decided",
-                request.cluster_name
-            ))),
+            Err(Error::NotFound(_)) => Err(request
+                .check_pending(crate::clock::now())
+                .err()
+                .unwrap_or_else(|| {
+                    Error::Conflict(format!(
+                        "cluster {} is gone; the request can no longer be decided",
+                        request.cluster_name
+                    ))
+                })),
             Err(e) => Err(e),
         };
         self.guard
