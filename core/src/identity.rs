@@ -102,12 +102,14 @@ impl Identity {
             .map(|m| m.role)
     }
 
+    /// The memberships where the user is an admin.
+    pub fn admin_memberships(&self) -> impl Iterator<Item = &Membership> + '_ {
+        self.memberships.iter().filter(|m| m.role == Role::Admin)
+    }
+
     /// Tenants where the user is an admin.
     pub fn admin_tenants(&self) -> impl Iterator<Item = Uuid> + '_ {
-        self.memberships
-            .iter()
-            .filter(|m| m.role == Role::Admin)
-            .map(|m| m.tenant_id)
+        self.admin_memberships().map(|m| m.tenant_id)
     }
 }
 

@@ -88,9 +88,7 @@ fn administered(actor: &kqueen_core::Actor) -> Vec<String> {
     let mut slugs: Vec<String> = actor
         .identity()
         .map(|who| {
-            who.memberships
-                .iter()
-                .filter(|m| m.role == kqueen_core::identity::Role::Admin)
+            who.admin_memberships()
                 .map(|m| m.tenant_slug.to_string())
                 .collect()
         })
