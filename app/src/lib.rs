@@ -15,6 +15,7 @@ pub mod addons;
 pub mod approvals;
 pub mod apps;
 pub mod audit;
+pub mod autoscaling;
 pub mod backups;
 pub mod clusters;
 mod components;

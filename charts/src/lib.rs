@@ -1,4 +1,5 @@
-//! Server-side bar charts as self-contained SVG strings, drawn with `plotters`.
+//! Server-side bar charts (and step charts over time, [`steps`]) as self-contained SVG
+//! strings, drawn with `plotters`.
 //!
 //! Pages embed the returned `<svg>` directly, so charts read without JavaScript.
 //!
@@ -20,10 +21,12 @@
 //!   and any drawing error (or panic inside `plotters`) gives a "Chart unavailable" chart. The
 //!   output is deterministic, so a chart asked for again is handed out as drawn (`memo`).
 
+pub mod autoscaling;
 mod axes;
 pub mod figures;
 mod layout;
 mod memo;
+pub mod steps;
 mod svg;
 mod text;
 

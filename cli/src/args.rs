@@ -155,6 +155,33 @@ pub enum ClustersCommand {
         #[command(flatten)]
         out: OutputArgs,
     },
+    /// Show a cluster's autoscaling; with --min and --max turn it on or change it (tenant
+    /// admins and operators, on providers that can scale); --off turns it off.
+    Autoscale(AutoscaleArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AutoscaleArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArg,
+    /// Never fewer worker nodes than this.
+    #[arg(long)]
+    pub min: Option<u32>,
+    /// Never more worker nodes than this (the tenant's node quota caps it too).
+    #[arg(long)]
+    pub max: Option<u32>,
+    /// A node whose pods request less than this percentage of its CPU and memory is
+    /// underused (default 50).
+    #[arg(long, value_name = "PERCENT")]
+    pub utilisation: Option<u32>,
+    /// Seconds a node stays underused before it is drained and removed (default 600).
+    #[arg(long, value_name = "SECONDS")]
+    pub after: Option<u32>,
+    /// Turn autoscaling off (the node count stays as it is).
+    #[arg(long)]
+    pub off: bool,
+    #[command(flatten)]
+    pub out: OutputArgs,
 }
 
 #[derive(Debug, Args)]

@@ -133,6 +133,9 @@ pub mod action {
     /// A rollout's last wave ended (recorded by the system).
     pub const ROLLOUT_COMPLETE: &str = "rollout.complete";
     pub const ROLLOUT_VIEW: &str = "rollout.view";
+    /// A cluster's autoscaling turned on, changed or turned off; viewed.
+    pub const AUTOSCALE_SET: &str = "autoscale.set";
+    pub const AUTOSCALE_VIEW: &str = "autoscale.view";
     /// An addon installed, moved to another version or parameters, or removed.
     pub const ADDON_INSTALL: &str = "addon.install";
     pub const ADDON_UPGRADE: &str = "addon.upgrade";

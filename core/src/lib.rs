@@ -40,10 +40,11 @@ pub mod workloads;
 pub use actor::Actor;
 pub use error::{Error, ErrorKind, PublicError, Result, ValidationError};
 pub use service::{
-    Addons, AdoptRequest, AppStatus, ApprovalInput, Approvals, Apps, Attention, BackupArchive,
-    BackupOptions, BackupRef, Backups, BulkOutcome, ClusterAddonView, ClusterCredential,
-    ClusterDetail, ClusterSettings, ClusterSync, DeployPreview, DeployRequest, ExternalLogin,
-    FleetMetrics, FleetOverview, FleetTotals, ImageRow, InventorySettings, KindInfo, Kqueen,
-    KubeconfigDownload, Overview, RestorePlan, RestoreRequest, RolloutInput, RolloutView, Rollouts,
-    Tally, TemplateView, Users, ATTENTION_SHOWN,
+    Addons, AdoptRequest, AppStatus, ApprovalInput, Approvals, Apps, Attention, Autoscaler,
+    AutoscalingView, BackupArchive, BackupOptions, BackupRef, Backups, BulkOutcome,
+    ClusterAddonView, ClusterCredential, ClusterDetail, ClusterSettings, ClusterSync,
+    DeployPreview, DeployRequest, ExternalLogin, FleetMetrics, FleetOverview, FleetTotals,
+    ImageRow, InventorySettings, KindInfo, Kqueen, KubeconfigDownload, Overview, RestorePlan,
+    RestoreRequest, RolloutInput, RolloutView, Rollouts, Tally, TemplateView, Users,
+    ATTENTION_SHOWN,
 };

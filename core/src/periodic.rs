@@ -1,5 +1,5 @@
 //! Periodic work on one replica at a time. Every replica runs the same timers (inventory
-//! syncs, the time-to-live sweep, session purges, planner statistics, the rollouts' turns); at each turn a replica
+//! syncs, the time-to-live sweep, session purges, planner statistics, the rollouts' and the autoscaler's turns); at each turn a replica
 //! asks for the job's lease in the database and runs the job only when it holds it. The
 //! holder renews the lease at every turn and every half period while the job runs (a job
 //! that loses its lease stops), so the job stays where it is and never runs twice at once;
@@ -27,15 +27,18 @@ pub enum Job {
     Statistics,
     /// Driving the upgrades in waves.
     Rollouts,
+    /// Autoscaling clusters' worker nodes.
+    Autoscale,
 }
 
 impl Job {
-    pub const ALL: [Job; 5] = [
+    pub const ALL: [Job; 6] = [
         Job::InventorySync,
         Job::Sweeps,
         Job::SessionPurge,
         Job::Statistics,
         Job::Rollouts,
+        Job::Autoscale,
     ];
 
     /// The lease's name in the database.
@@ -46,6 +49,7 @@ impl Job {
             Job::SessionPurge => "session-purge",
             Job::Statistics => "statistics",
             Job::Rollouts => "rollouts",
+            Job::Autoscale => "autoscale",
         }
     }
 

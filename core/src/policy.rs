@@ -62,6 +62,8 @@ pub enum Permission {
     /// Plan, start, see, pause, resume and abort upgrades in waves: of the tenant's clusters
     /// (`Some`), or across the fleet (`None`: operators only).
     ManageRollouts(Option<Uuid>),
+    /// Turn the autoscaling of the tenant's clusters on, change or turn it off.
+    Autoscale(Uuid),
     /// Providers and templates.
     ManageCatalog,
     SetQuota,
@@ -90,6 +92,7 @@ pub fn check(actor: &Actor, permission: Permission) -> Result<()> {
         | Permission::ManageBackups(t)
         | Permission::ApproveChanges(t)
         | Permission::ReplaceNodes(t)
+        | Permission::Autoscale(t)
         | Permission::ManageRollouts(Some(t)) => who.role_in(t) == Some(Role::Admin),
         Permission::ListAllTenants
         | Permission::ViewAllAudit

@@ -16,7 +16,8 @@ use kqueen_core::page::Page;
 use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::store::SqlStore;
 use kqueen_core::store::{
-    self, Backend, CatalogStore, ClusterStore, MembershipStore, Store, TenantStore, UserStore,
+    self, AutoscaleStore, Backend, CatalogStore, ClusterStore, MembershipStore, Store, TenantStore,
+    UserStore,
 };
 use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
 use kqueen_core::user::User;
@@ -1568,7 +1569,127 @@ async fn rollouts_hold_their_clusters_and_move_once(s: &dyn Store) {
     assert!(s.rollouts(Some(&[]), 10).await.unwrap().is_empty());
 }
 
+/// A cluster's autoscaling: set (replacing what earlier turns left), turns recorded with
+/// their samples and timeline entries, old samples forgotten, the longest-waiting cluster
+/// first, turned off once.
+async fn autoscaling_keeps_settings_turns_and_samples(s: &dyn Store) {
+    use kqueen_core::autoscale::{AutoscaleSettings, Autoscaling, Sample};
+    use kqueen_core::store::AutoscaleTurn;
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let (one, two) = (
+        cluster(&a, provider.id, "one", ClusterState::Ready),
+        cluster(&a, provider.id, "two", ClusterState::Ready),
+    );
+    insert(s, &one).await;
+    insert(s, &two).await;
+    let audit = || {
+        AuditEvent::now(
+            &Actor::system(),
+            action::AUTOSCALE_SET,
+            "x",
+            Outcome::Success,
+        )
+    };
+    let now = kqueen_core::clock::now();
+    let on = |c: &Cluster, max_nodes| Autoscaling {
+        cluster_id: c.id,
+        tenant_id: c.tenant_id,
+        settings: AutoscaleSettings {
+            max_nodes,
+            ..AutoscaleSettings::default()
+        },
+        underused: Default::default(),
+        last_reason: None,
+        last_turn_at: None,
+        updated_by: "tim".into(),
+        updated_at: now,
+    };
+    assert_eq!(s.autoscaling(one.id).await.unwrap(), None);
+    s.put_autoscaling(&on(&one, 4), &audit()).await.unwrap();
+    s.put_autoscaling(&on(&two, 5), &audit()).await.unwrap();
+    assert_eq!(s.autoscaling(one.id).await.unwrap(), Some(on(&one, 4)));
+
+    // A turn at `one`: what it leaves, a sample, a timeline entry.
+    let underused = [("w-1".to_owned(), now - chrono::Duration::minutes(3))].into();
+    let sample = |minutes: i64, nodes| Sample {
+        taken_at: now - chrono::Duration::minutes(minutes),
+        wanted: nodes,
+        nodes,
+        ready: nodes,
+        pending_pods: 1,
+    };
+    let event = ClusterEvent::new(one.id, None, EventKind::Log, "Autoscaling: held", now);
+    for (minutes, nodes) in [(60 * 24 * 8, 1), (30, 2), (1, 3)] {
+        let taken = sample(minutes, nodes);
+        s.record_autoscale_turn(
+            AutoscaleTurn {
+                cluster_id: one.id,
+                underused: &underused,
+                reason: "held",
+                at: now,
+                sample: Some(&taken),
+                event: (minutes == 1).then_some(&event),
+            },
+            now - chrono::Duration::days(7),
+        )
+        .await
+        .unwrap();
+    }
+    let kept = s.autoscaling(one.id).await.unwrap().unwrap();
+    assert_eq!(kept.underused, underused);
+    assert_eq!(kept.last_reason.as_deref(), Some("held"));
+    assert_eq!(kept.last_turn_at, Some(now));
+    // The eight-day-old sample is gone; the newest last, the limit takes the newest.
+    let since = now - chrono::Duration::days(7);
+    let samples = s.autoscale_samples(one.id, since, 10).await.unwrap();
+    assert_eq!(samples, vec![sample(30, 2), sample(1, 3)]);
+    assert_eq!(
+        s.autoscale_samples(one.id, since, 1).await.unwrap(),
+        vec![sample(1, 3)]
+    );
+    let events = s.events_of(one.id, None, 10).await.unwrap();
+    assert!(
+        events.iter().any(|e| e.message == "Autoscaling: held"),
+        "{events:?}"
+    );
+    // Setting it again forgets what the turns left.
+    s.put_autoscaling(&on(&one, 6), &audit()).await.unwrap();
+    assert_eq!(s.autoscaling(one.id).await.unwrap(), Some(on(&one, 6)));
+
+    // Never turned first, then the longest ago.
+    let order: Vec<Uuid> = s
+        .autoscaled_clusters(10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|a| a.cluster_id)
+        .collect();
+    assert_eq!(order.len(), 2);
+    s.record_autoscale_turn(
+        AutoscaleTurn {
+            cluster_id: one.id,
+            underused: &Default::default(),
+            reason: "x",
+            at: now,
+            sample: None,
+            event: None,
+        },
+        since,
+    )
+    .await
+    .unwrap();
+    let first = s.autoscaled_clusters(1).await.unwrap();
+    assert_eq!(first[0].cluster_id, two.id, "never turned comes first");
+
+    assert!(s.remove_autoscaling(two.id, &audit()).await.unwrap());
+    assert!(!s.remove_autoscaling(two.id, &audit()).await.unwrap());
+    assert_eq!(s.autoscaled_clusters(10).await.unwrap().len(), 1);
+}
+
 scenarios!(
+    autoscaling_keeps_settings_turns_and_samples,
     rollouts_hold_their_clusters_and_move_once,
     pending_requests_of_a_deleted_cluster_are_not_listed,
     a_delete_never_cancels_a_node_replacement,

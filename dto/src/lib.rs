@@ -9,6 +9,7 @@ pub mod adopt;
 pub mod approvals;
 pub mod apps;
 pub mod audit;
+pub mod autoscaling;
 pub mod backups;
 pub mod clusters;
 pub mod credentials;

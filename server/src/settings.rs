@@ -140,6 +140,10 @@ pub struct Settings {
     /// (`KQUEEN_ROLLOUT_INTERVAL_SECONDS`).
     #[serde(default = "default_rollout_interval")]
     pub rollout_interval_seconds: u64,
+    /// Seconds between the autoscaler's turns at each autoscaled cluster
+    /// (`KQUEEN_AUTOSCALE_INTERVAL_SECONDS`).
+    #[serde(default = "default_autoscale_interval")]
+    pub autoscale_interval_seconds: u64,
     /// Seconds between inventory syncs of all Ready clusters; 0 turns the timer off
     /// (`KQUEEN_INVENTORY_INTERVAL_SECONDS`). Runs only where workers run (`KQUEEN_WORKERS`).
     #[serde(default = "default_inventory_interval")]
@@ -171,6 +175,10 @@ pub struct Settings {
 
 fn default_rollout_interval() -> u64 {
     10
+}
+
+fn default_autoscale_interval() -> u64 {
+    30
 }
 
 fn default_inventory_interval() -> u64 {

@@ -232,6 +232,8 @@ pub fn engine_config(settings: &Settings) -> Option<EngineConfig> {
     config.lease = std::time::Duration::from_secs(settings.lease_seconds.clamp(3, 3600));
     config.rollout_interval =
         std::time::Duration::from_secs(settings.rollout_interval_seconds.clamp(1, 3600));
+    config.autoscale_interval =
+        std::time::Duration::from_secs(settings.autoscale_interval_seconds.clamp(1, 3600));
     Some(config)
 }
 

@@ -23,6 +23,7 @@ use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, Issuer, KeyPair, 
 
 pub const ENV: &str = "KQUEEN_TEST_KUBE_APISERVER";
 pub const CONTROLLER_MANAGER_ENV: &str = "KQUEEN_TEST_KUBE_CONTROLLER_MANAGER";
+pub const SCHEDULER_ENV: &str = "KQUEEN_TEST_KUBE_SCHEDULER";
 
 /// etcd and kube-apiserver, stopped (apiserver first) when dropped.
 pub struct RealApiServer {
@@ -32,6 +33,7 @@ pub struct RealApiServer {
     dir: tempfile::TempDir,
     apiserver: Option<Child>,
     controller_manager: Option<Child>,
+    scheduler: Option<Child>,
     etcd: Option<Child>,
 }
 
@@ -84,6 +86,7 @@ impl RealApiServer {
             dir,
             apiserver: None,
             controller_manager: None,
+            scheduler: None,
             etcd: Some(etcd),
         };
         wait_for_tcp(client_port, Duration::from_secs(20), &server, "etcd.log").await;
@@ -141,6 +144,39 @@ impl RealApiServer {
         server.wait_ready(Duration::from_secs(60)).await;
         server.start_controller_manager(controllers);
         Some(server)
+    }
+
+    /// Starts kube-scheduler (`KQUEEN_TEST_KUBE_SCHEDULER`) beside the API server, so that
+    /// pods are bound to nodes, or marked Unschedulable when none has room. False (after
+    /// printing why) when the variable is not set.
+    pub fn start_scheduler(&mut self) -> bool {
+        let Ok(binary) = std::env::var(SCHEDULER_ENV) else {
+            println!("skipped: {SCHEDULER_ENV} not set");
+            return false;
+        };
+        let path = |name: &str| self.dir.path().join(name).display().to_string();
+        fs::write(path("scheduler.kubeconfig"), self.admin_kubeconfig()).expect("write");
+        let child = Command::new(&binary)
+            .args([
+                format!("--kubeconfig={}", path("scheduler.kubeconfig")),
+                // No insecure port (1.20 serves 10251 by default) and no secure one: two test
+                // servers at once would collide.
+                "--port=0".into(),
+                "--secure-port=0".into(),
+                "--leader-elect=false".into(),
+            ])
+            .stdin(Stdio::null())
+            .stdout(log_file(self.dir.path(), "scheduler.log"))
+            .stderr(log_file(self.dir.path(), "scheduler.log"))
+            .spawn()
+            .unwrap_or_else(|e| panic!("start {binary}: {e}"));
+        self.scheduler = Some(child);
+        true
+    }
+
+    /// The scheduler's log so far (for failure messages).
+    pub fn scheduler_log(&self) -> String {
+        tail(self.dir.path(), "scheduler.log")
     }
 
     /// Whether kube-controller-manager runs beside the API server.
@@ -240,6 +276,7 @@ impl Drop for RealApiServer {
     fn drop(&mut self) {
         // kube-apiserver before etcd: it hangs on shutdown when etcd is already gone.
         for child in [
+            self.scheduler.take(),
             self.controller_manager.take(),
             self.apiserver.take(),
             self.etcd.take(),

@@ -209,6 +209,7 @@ fn Cluster(page: ClusterPageDto, writes: ClusterWrites) -> impl IntoView {
         <crate::approvals::ClusterApprovals cluster_id=c.id.clone() production=c.production approvals=page.approvals.clone() writes=writes.approvals />
         <crate::apps::ClusterApps cluster_id=c.id.clone() can_deploy=page.can_manage && c.state == ClusterState::Ready />
         <crate::addons::ClusterAddons cluster_id=c.id.clone() can_manage=page.can_manage ready=c.state == ClusterState::Ready />
+        <crate::autoscaling::ClusterAutoscaling cluster_id=c.id.clone() />
         {page.can_back_up.then(|| view! {
             <crate::backups::ClusterBackups cluster_id=c.id.clone() ready=c.state == ClusterState::Ready key_space=c.kind == ProviderKind::Hosted />
         })}

@@ -1,4 +1,5 @@
-//! `clusters list|get|create|delete|scale|upgrade|replace-node`.
+//! `clusters list|get|create|delete|scale|upgrade|replace-node` (and `autoscale`, in its own
+//! file).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -161,6 +162,7 @@ pub async fn run(cmd: ClustersCommand) -> Result<()> {
                 found.tenant, found.name, op.id
             ))
         }
+        ClustersCommand::Autoscale(args) => super::autoscaling::run(&api, args).await,
         ClustersCommand::ReplaceNode { cluster, node, out } => {
             let found = resolve::cluster(&api, &cluster.cluster).await?;
             let op: Operation = api

@@ -3,6 +3,7 @@
 mod addons;
 mod approvals;
 mod apps;
+mod autoscaling;
 mod clusters;
 mod device_login;
 mod fleet;

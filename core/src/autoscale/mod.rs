@@ -13,7 +13,8 @@
 //! - `usage` and `shrink`: which nodes are underused, and which of them may go;
 //! - `surplus`: which node goes when the cluster is above its maximum;
 //! - `fit`: requests against free room (first fit, largest first);
-//! - `turn`: what a turn starts from and decides, and the words of its reasons.
+//! - `turn`: what a turn starts from and decides, and the words of its reasons;
+//! - `record`: what is kept between turns, node counts over time, and which decisions are news.
 //!
 //! Nodes that are not Ready: one created less than ten minutes ago is still joining (the
 //! pods it will take do not ask for another node); an older one is broken and holds
@@ -22,8 +23,9 @@
 //! replacing it is the replace-node operation's job); above the maximum, it is the first to
 //! go. Control-plane nodes are not counted, never removed, and never take moved pods.
 //!
-//! The driver (when turns run, draining the chosen node, queueing the scale, persisting the
-//! "underused since" times, writing decisions on the timeline) is the engine's.
+//! The driver (turns on one replica at a time, reading the cluster, queueing the scale whose
+//! operation drains the chosen node, keeping what a turn leaves for the next, writing
+//! decisions on the timeline) is the service's (`service::autoscaling`).
 
 pub mod decide;
 mod fit;
@@ -32,6 +34,7 @@ mod fixtures;
 mod grow;
 pub mod observe;
 mod pods;
+mod record;
 mod shrink;
 mod surplus;
 mod turn;
@@ -47,6 +50,7 @@ use crate::ValidationError;
 
 pub use decide::{decide, Decision, Outcome, Turn, Underused};
 pub use observe::{observe, NodeView, Observation, PendingPod};
+pub use record::{is_news, Autoscaling, Sample, HISTORY_DAYS};
 
 /// Node counts a cluster may be kept between (the scale use case's bounds).
 pub const NODES: RangeInclusive<u32> = 1..=1000;

@@ -182,6 +182,8 @@ pub struct Cluster {
     pub state: ClusterState,
     /// Validated, non-secret parameters.
     pub parameters: Params,
+    /// The nodes the cluster reports once its inventory is synced (what its request or last
+    /// scale asked for before): see [`Cluster::asked_nodes`] for what was asked.
     pub node_count: u32,
     pub endpoint: Option<String>,
     pub provisioner_state: serde_json::Value,
@@ -195,6 +197,17 @@ pub struct Cluster {
     pub created_by: String,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl Cluster {
+    /// The node count its provider was last asked for (the request's, then each finished
+    /// scale's `node_count` parameter); the reported count when it has none.
+    pub fn asked_nodes(&self) -> u32 {
+        self.parameters
+            .get("node_count")
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(self.node_count)
+    }
 }
 
 /// A cluster request. `Debug` names the parameters but shows none of their values (one may be

@@ -86,9 +86,16 @@ impl Operation {
 
     /// A scale's node count.
     pub fn nodes(&self) -> std::result::Result<u32, String> {
-        match self.target_for()? {
-            OperationTarget::Nodes(n) => Ok(*n),
-            _ => Err(format!("a {} operation has no node count", self.kind)),
+        self.target_for()?
+            .nodes()
+            .ok_or_else(|| format!("a {} operation has no node count", self.kind))
+    }
+
+    /// The node a scale removes (drained first), when it names one.
+    pub fn removed_node(&self) -> Option<&str> {
+        match &self.target {
+            Some(OperationTarget::NodesWithout { node, .. }) => Some(node),
+            _ => None,
         }
     }
 

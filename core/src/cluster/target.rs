@@ -18,6 +18,9 @@ const STORED_VERSION: u32 = 1;
 pub enum OperationTarget {
     /// Scale: the node count.
     Nodes(u32),
+    /// Scale down by removing one chosen node (drained first), to `nodes` in all: what the
+    /// autoscaler asks for.
+    NodesWithout { nodes: u32, node: String },
     /// Upgrade: the Kubernetes version.
     Version(String),
     /// Replace a node: the dead node's name.
@@ -40,6 +43,7 @@ pub enum OperationTarget {
 #[serde(rename_all = "snake_case")]
 enum Stored {
     Nodes(u32),
+    ScaleDown { nodes: u32, node: String },
     Version(String),
     Node(String),
     Application(Uuid),
@@ -54,6 +58,10 @@ impl OperationTarget {
     pub fn to_stored(&self) -> Option<String> {
         let target = match self {
             OperationTarget::Nodes(n) => Stored::Nodes(*n),
+            OperationTarget::NodesWithout { nodes, node } => Stored::ScaleDown {
+                nodes: *nodes,
+                node: node.clone(),
+            },
             OperationTarget::Version(v) => Stored::Version(v.clone()),
             OperationTarget::Node(name) => Stored::Node(name.clone()),
             OperationTarget::Application(id) => Stored::Application(*id),
@@ -88,6 +96,7 @@ impl OperationTarget {
         }
         match serde_json::from_value(serde_json::Value::Object(fields)) {
             Ok(Stored::Nodes(n)) => OperationTarget::Nodes(n),
+            Ok(Stored::ScaleDown { nodes, node }) => OperationTarget::NodesWithout { nodes, node },
             Ok(Stored::Version(v)) => OperationTarget::Version(v),
             Ok(Stored::Node(name)) => OperationTarget::Node(name),
             Ok(Stored::Application(id)) => OperationTarget::Application(id),
@@ -98,12 +107,22 @@ impl OperationTarget {
         }
     }
 
+    /// A scale's node count, whichever way it scales.
+    pub fn nodes(&self) -> Option<u32> {
+        match self {
+            OperationTarget::Nodes(n) | OperationTarget::NodesWithout { nodes: n, .. } => Some(*n),
+            _ => None,
+        }
+    }
+
     /// Whether an operation of `kind` takes this target.
     pub fn fits(&self, kind: OperationKind) -> bool {
         matches!(
             (kind, self),
-            (OperationKind::Scale, OperationTarget::Nodes(_))
-                | (OperationKind::Upgrade, OperationTarget::Version(_))
+            (
+                OperationKind::Scale,
+                OperationTarget::Nodes(_) | OperationTarget::NodesWithout { .. }
+            ) | (OperationKind::Upgrade, OperationTarget::Version(_))
                 | (OperationKind::ReplaceNode, OperationTarget::Node(_))
                 | (
                     OperationKind::AppDeploy | OperationKind::AppDelete,
@@ -125,6 +144,7 @@ impl fmt::Display for OperationTarget {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             OperationTarget::Nodes(n) => write!(f, "{n}"),
+            OperationTarget::NodesWithout { nodes, node } => write!(f, "{nodes} (without {node})"),
             OperationTarget::Version(v) | OperationTarget::Addon(v) | OperationTarget::Node(v) => {
                 f.write_str(v)
             }
@@ -146,6 +166,10 @@ mod tests {
         let app = uuid::Uuid::now_v7();
         for target in [
             OperationTarget::Nodes(3),
+            OperationTarget::NodesWithout {
+                nodes: 2,
+                node: "worker-3".into(),
+            },
             OperationTarget::Version("1.34".into()),
             OperationTarget::Node("worker-1".into()),
             OperationTarget::Application(app),
@@ -161,6 +185,18 @@ mod tests {
             OperationTarget::Nodes(3).to_stored().unwrap(),
             r#"{"v":1,"nodes":3}"#
         );
+        let without = OperationTarget::NodesWithout {
+            nodes: 2,
+            node: "w3".into(),
+        };
+        assert_eq!(
+            without.to_stored().unwrap(),
+            r#"{"v":1,"scale_down":{"nodes":2,"node":"w3"}}"#
+        );
+        assert_eq!(without.to_string(), "2 (without w3)");
+        assert_eq!(without.nodes(), Some(2));
+        assert!(without.fits(OperationKind::Scale));
+        assert!(!without.fits(OperationKind::ReplaceNode));
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! How the domain's types travel: the `kqueen_dto` types the REST API and the portal both
 //! send, filled from the domain's own (`From` impls only: callers convert with `into`).
 //! Audit, tenants, tokens and users here; clusters, the catalog (kinds, providers,
-//! templates), addons, adoption, applications, backups, approvals, rollouts and cluster
-//! credentials in their own files.
+//! templates), addons, adoption, applications, backups, approvals, rollouts, autoscaling and
+//! cluster credentials in their own files.
 
 mod addons;
 mod adopt;
 mod approvals;
 mod apps;
+mod autoscaling;
 mod backups;
 mod catalog;
 mod clusters;

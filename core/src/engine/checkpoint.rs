@@ -10,10 +10,12 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "snake_case")]
 pub(crate) enum Phase {
     /// The provisioner's own calls (create, delete, scale, upgrade); a replace-node
-    /// operation's removal of the dead node from the cluster.
+    /// operation's removal of the dead node from the cluster; the drain of the node a
+    /// scale removes.
     #[default]
     Create,
-    /// A replace-node operation removed the dead node: the provisioner replaces its machine.
+    /// A replace-node operation removed the dead node: the provisioner replaces its machine
+    /// (a scale that removes a node drained it: the provisioner removes its machine).
     Replace,
     /// A create is done: its kubeconfig is fetched and stored.
     Kubeconfig,

@@ -23,6 +23,8 @@ pub struct EngineConfig {
     pub ttl_sweep_interval: Duration,
     /// How often the upgrades in waves are moved on.
     pub rollout_interval: Duration,
+    /// How often the autoscaler takes a turn at each autoscaled cluster.
+    pub autoscale_interval: Duration,
     /// Longest pause between two calls of a waiting provisioner.
     pub max_wait: Duration,
     /// How soon what a running provisioner reports (step, progress, log lines) is saved,
@@ -41,6 +43,7 @@ impl EngineConfig {
             work_dir,
             ttl_sweep_interval: Duration::from_secs(60),
             rollout_interval: Duration::from_secs(10),
+            autoscale_interval: Duration::from_secs(30),
             max_wait: Duration::from_secs(30),
             progress_flush: Duration::from_millis(500),
         }

@@ -47,4 +47,8 @@ pub trait EngineHooks: Send + Sync {
     /// ones, moves rollouts on (run by a periodic job on one replica at a time). Failures are
     /// logged.
     async fn drive_rollouts(&self);
+
+    /// One autoscaling turn at every autoscaled cluster (run by a periodic job on one replica
+    /// at a time). Failures are logged.
+    async fn autoscale(&self);
 }

@@ -18,6 +18,7 @@ mod config;
 pub(crate) mod context;
 mod finish;
 mod hooks;
+mod node_drain;
 mod node_removal;
 mod progress;
 mod run;
@@ -77,6 +78,10 @@ impl Engine {
         let mut running = JoinSet::new();
         let mut last_sweep: Option<tokio::time::Instant> = None;
         let mut last_rollouts: Option<tokio::time::Instant> = None;
+        let mut last_autoscale: Option<tokio::time::Instant> = None;
+        // The autoscaler reads clusters, which may be slow: in its own task, one at a time,
+        // so that operations are claimed meanwhile.
+        let mut autoscaling: Option<tokio::task::JoinHandle<()>> = None;
         // The sweeps run on one replica at a time; operations on all of them.
         let leases =
             crate::periodic::JobLeases::new(self.deps.store.clone(), self.config.owner.clone());
@@ -111,6 +116,18 @@ impl Engine {
                     )
                     .await;
             }
+            let idle = autoscaling.as_ref().is_none_or(|t| t.is_finished());
+            if idle && last_autoscale.is_none_or(|t| t.elapsed() >= self.config.autoscale_interval)
+            {
+                last_autoscale = Some(tokio::time::Instant::now());
+                let every = self.config.autoscale_interval;
+                let (leases, hooks) = (leases.clone(), self.hooks.clone());
+                autoscaling = Some(tokio::spawn(async move {
+                    leases
+                        .run(crate::periodic::Job::Autoscale, every, hooks.autoscale())
+                        .await;
+                }));
+            }
             while running.len() < self.config.concurrency {
                 match self.claim().await {
                     Ok(Some(op)) => {
@@ -131,6 +148,10 @@ impl Engine {
             }
         }
         running.shutdown().await;
+        if let Some(task) = autoscaling {
+            task.abort();
+            let _ = task.await;
+        }
         leases.release_all().await;
         tracing::info!("operation engine stopped");
     }

@@ -11,13 +11,11 @@ use crate::provisioner::{OpContext, ProvisionError, Step};
 /// How long one request to the cluster may take.
 const TIMEOUT: Duration = Duration::from_secs(20);
 
-pub(super) async fn remove(
-    ctx: &mut OpContext,
+/// A client of the operation's cluster, from its stored admin kubeconfig.
+pub(super) async fn cluster_client(
+    ctx: &OpContext,
     allow_exec: bool,
-    node: &str,
-) -> Result<Step<Option<crate::provisioner::Provisioned>>, ProvisionError> {
-    ctx.reporter
-        .step(format!("Removing node {node} from the cluster"));
+) -> Result<kube::Client, ProvisionError> {
     let admin = ctx
         .admin_kubeconfig
         .as_ref()
@@ -27,9 +25,19 @@ pub(super) async fn remove(
     let parsed = kubernetes::parse_kubeconfig(text, None, allow_exec).map_err(|e| {
         ProvisionError::Failed(format!("the stored kubeconfig is unusable: {}", e.message))
     })?;
-    let client = kubernetes::client(&parsed, TIMEOUT)
+    kubernetes::client(&parsed, TIMEOUT)
         .await
-        .map_err(|e| ProvisionError::Transient(format!("cannot reach the cluster: {e}")))?;
+        .map_err(|e| ProvisionError::Transient(format!("cannot reach the cluster: {e}")))
+}
+
+pub(super) async fn remove(
+    ctx: &mut OpContext,
+    allow_exec: bool,
+    node: &str,
+) -> Result<Step<Option<crate::provisioner::Provisioned>>, ProvisionError> {
+    ctx.reporter
+        .step(format!("Removing node {node} from the cluster"));
+    let client = cluster_client(ctx, allow_exec).await?;
     match kubernetes::remove_dead_node(&client, node).await {
         Ok(Removal::Removed(dead)) => {
             let since = dead

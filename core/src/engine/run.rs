@@ -9,12 +9,12 @@ use chrono::Utc;
 use tokio::sync::mpsc;
 
 use super::checkpoint::{Checkpoint, Phase};
-use super::node_removal;
 use super::tracker::Tracker;
 use super::{
     check_kubeconfig, chrono_duration, context, lease_token, map_step, remove_work_dir, Engine,
     Stop,
 };
+use super::{node_drain, node_removal};
 use crate::cluster::{Cluster, ClusterEvent, EventKind, Operation, OperationKind};
 use crate::provisioner::{OpContext, ProvisionError, Provisioned, Provisioner, Reporter, Step};
 use crate::Result;
@@ -83,10 +83,16 @@ impl Engine {
                     self.flush(&op, &mut tracker, Some(&next)).await?;
                 }
                 Ok(Step::Done(None))
-                    if op.kind == OperationKind::ReplaceNode && phase == Phase::Create =>
+                    if phase == Phase::Create
+                        && (op.kind == OperationKind::ReplaceNode
+                            || op.removed_node().is_some()) =>
                 {
                     phase = Phase::Replace;
-                    tracker.step("Replacing the machine");
+                    let step = match op.removed_node() {
+                        Some(node) => format!("Removing the machine of node {node}"),
+                        None => "Replacing the machine".to_owned(),
+                    };
+                    tracker.step(&step);
                     let next = Checkpoint::new(phase, ctx.checkpoint.clone());
                     self.flush(&op, &mut tracker, Some(&next)).await?;
                 }
@@ -259,9 +265,21 @@ async fn call(
             .map(|p| Step::Done(Some(p))),
         (OperationKind::Create, Phase::Create) => provisioner.create(ctx).await.map(map_step),
         (OperationKind::Delete, _) => provisioner.delete(ctx).await.map(map_step),
-        (OperationKind::Scale, _) => match op.nodes() {
-            Ok(nodes) => provisioner.scale(ctx, nodes).await.map(map_step),
-            Err(why) => Err(ProvisionError::Failed(why)),
+        (OperationKind::Scale, phase) => match (op.nodes(), op.removed_node(), phase) {
+            (Err(why), _, _) => Err(ProvisionError::Failed(why)),
+            (Ok(nodes), None, _) => provisioner.scale(ctx, nodes).await.map(map_step),
+            (Ok(_), Some(node), Phase::Create) => {
+                let allow_exec = provisioner.allows_exec(&ctx.provider_config);
+                node_drain::drain(ctx, allow_exec, node).await
+            }
+            (Ok(nodes), Some(node), _) => match provisioner.scale_down(ctx, nodes, node).await? {
+                Step::Done(()) => {
+                    let allow_exec = provisioner.allows_exec(&ctx.provider_config);
+                    node_drain::forget(ctx, allow_exec, node).await?;
+                    Ok(Step::Done(None))
+                }
+                Step::Wait(pause) => Ok(Step::Wait(pause)),
+            },
         },
         (OperationKind::Upgrade, _) => match op.version() {
             Ok(v) => provisioner.upgrade(ctx, v).await.map(map_step),

@@ -4,6 +4,7 @@
 
 mod access;
 mod connect;
+mod drain;
 mod kubeconfig;
 mod names;
 mod nodes;
@@ -20,6 +21,7 @@ pub use access::{
 };
 pub(crate) use connect::one_line;
 pub use connect::{client, probe_version, ProbeError};
+pub use drain::{cordon, drain_pass, remove_node, DrainPass};
 pub use kubeconfig::{
     current_server, parse_kubeconfig, read_kubeconfig, AuthKind, ClusterEndpoint, ParsedKubeconfig,
     StaticCredential, MAX_KUBECONFIG_BYTES,

@@ -481,6 +481,19 @@ pub trait Provisioner: Send + Sync + 'static {
         Err(ProvisionError::Unsupported("scale"))
     }
 
+    /// Lowers the node count to `nodes` by removing node `node`, which KQueen has drained
+    /// (the autoscaler's scale-down; when [`Capabilities::scale`]): the provisioner removes
+    /// that node's machine and no other. `Done` once it is gone; KQueen then deletes its Node
+    /// object if it is still there. Every provisioner that scales implements it.
+    async fn scale_down(
+        &self,
+        _ctx: &mut OpContext,
+        _nodes: u32,
+        _node: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        Err(ProvisionError::Unsupported("remove a chosen node"))
+    }
+
     /// Replaces the machine of node `node`, which is NotReady and which KQueen has already
     /// removed from the cluster (when [`Capabilities::replace_node`]); `Done` once the new
     /// machine is there, as far as the provisioner can tell.

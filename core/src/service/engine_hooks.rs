@@ -67,6 +67,14 @@ impl EngineHooks for Kqueen {
         }
     }
 
+    async fn autoscale(&self) {
+        match self.autoscaler().turn_all().await {
+            Ok(0) => {}
+            Ok(n) => tracing::info!(queued = n, "autoscaling queued scales"),
+            Err(e) => tracing::warn!(error = %e, "the autoscaling turn failed"),
+        }
+    }
+
     async fn drive_rollouts(&self) {
         match self.rollouts().drive().await {
             Ok(0) => {}

@@ -15,6 +15,7 @@ mod approvals;
 mod apps;
 mod audit;
 mod auth;
+mod autoscaling;
 mod backups;
 mod cluster_admin;
 mod clusters;
@@ -51,6 +52,7 @@ pub use approvals::{ApprovalInput, Approvals};
 pub use apps::{AppStatus, Apps, DeployPreview, DeployRequest};
 pub use audit::AuditLog;
 pub use auth::{Auth, ExternalLogin};
+pub use autoscaling::{Autoscaler, AutoscalingView};
 pub use backups::{BackupArchive, BackupOptions, BackupRef, Backups, RestorePlan, RestoreRequest};
 pub use clusters::{AdoptRequest, ClusterDetail, Clusters};
 pub use fleet::{
@@ -111,6 +113,7 @@ struct Areas {
     backups: Backups,
     approvals: Approvals,
     rollouts: Rollouts,
+    autoscaler: Autoscaler,
     sweep: AccessSweep,
     fleet: Fleet,
     users: Users,
@@ -147,6 +150,7 @@ impl Areas {
         let backups = Backups::new(deps, &guard, &clusters, &admin);
         let approvals = Approvals::new(deps, &guard, &clusters, &backups);
         let rollouts = Rollouts::new(deps, &guard, &clusters, &tenancy);
+        let autoscaler = Autoscaler::new(deps, &guard, &clusters, &admin);
         let fleet = Fleet::new(
             deps,
             &guard,
@@ -168,6 +172,7 @@ impl Areas {
             backups,
             approvals,
             rollouts,
+            autoscaler,
             sweep,
             fleet,
             users,
@@ -298,6 +303,10 @@ impl Kqueen {
     /// Upgrades in waves.
     pub fn rollouts(&self) -> &Rollouts {
         &self.inner.areas.rollouts
+    }
+
+    pub fn autoscaler(&self) -> &Autoscaler {
+        &self.inner.areas.autoscaler
     }
 
     pub fn addons(&self) -> &Addons {

@@ -799,6 +799,51 @@ pub struct MemberChange<'a> {
     pub at: DateTime<Utc>,
 }
 
+/// What one autoscaling turn leaves: for the next turn, for the chart and for the timeline.
+#[derive(Debug, Clone, Copy)]
+pub struct AutoscaleTurn<'a> {
+    pub cluster_id: Uuid,
+    pub underused: &'a crate::autoscale::Underused,
+    pub reason: &'a str,
+    pub at: DateTime<Utc>,
+    /// Kept when the counts changed since the last sample.
+    pub sample: Option<&'a crate::autoscale::Sample>,
+    /// Written when the decision is news.
+    pub event: Option<&'a ClusterEvent>,
+}
+
+/// Clusters' autoscaling ([`crate::autoscale`]): settings, what turns leave, node counts over
+/// time.
+#[async_trait]
+pub trait AutoscaleStore: Send + Sync {
+    /// Sets a cluster's autoscaling (creates or replaces it; what earlier turns left is
+    /// forgotten), with its audit event.
+    async fn put_autoscaling(
+        &self,
+        autoscaling: &crate::autoscale::Autoscaling,
+        audit: &AuditEvent,
+    ) -> Result<()>;
+    /// Turns a cluster's autoscaling off; false when it was off. Its samples stay.
+    async fn remove_autoscaling(&self, cluster_id: Uuid, audit: &AuditEvent) -> Result<bool>;
+    async fn autoscaling(&self, cluster_id: Uuid) -> Result<Option<crate::autoscale::Autoscaling>>;
+    /// Every live cluster's autoscaling, the longest without a turn first, at most `limit`.
+    async fn autoscaled_clusters(&self, limit: u32) -> Result<Vec<crate::autoscale::Autoscaling>>;
+    /// Records a turn (and forgets samples taken before `keep_since`) in one transaction.
+    async fn record_autoscale_turn(
+        &self,
+        turn: AutoscaleTurn<'_>,
+        keep_since: DateTime<Utc>,
+    ) -> Result<()>;
+    /// A cluster's samples taken at or after `since`, oldest first, at most `limit` (the
+    /// newest ones when there are more).
+    async fn autoscale_samples(
+        &self,
+        cluster_id: Uuid,
+        since: DateTime<Utc>,
+        limit: u32,
+    ) -> Result<Vec<crate::autoscale::Sample>>;
+}
+
 /// Upgrades in waves ([`crate::rollout`]).
 #[async_trait]
 pub trait RolloutStore: Send + Sync {
@@ -870,6 +915,7 @@ pub trait Store:
     + BackupStore
     + ApprovalStore
     + RolloutStore
+    + AutoscaleStore
     + crate::vault::SecretBackend
     + 'static
 {

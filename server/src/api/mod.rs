@@ -6,6 +6,7 @@ mod addons;
 mod approvals;
 mod apps;
 mod audit;
+mod autoscaling;
 mod backup_ids;
 mod backups;
 mod clusters;
@@ -94,6 +95,11 @@ pub fn router() -> Router<AppState> {
         .routes(routes!(clusters::scale_cluster))
         .routes(routes!(clusters::upgrade_cluster))
         .routes(routes!(clusters::replace_node))
+        .routes(routes!(
+            autoscaling::get_autoscaling,
+            autoscaling::put_autoscaling,
+            autoscaling::delete_autoscaling
+        ))
         .routes(routes!(clusters::kubeconfig))
         .routes(routes!(clusters::credential))
         .routes(routes!(clusters::revoke_access))

@@ -7,6 +7,7 @@ mod access_sweep;
 mod addons;
 mod approvals;
 mod apps;
+mod autoscaling;
 mod backups;
 mod binary;
 mod cli;

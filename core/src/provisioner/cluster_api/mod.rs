@@ -7,7 +7,8 @@
 //! kubeconfig Secret `<name>-kubeconfig` Cluster API writes.
 //!
 //! Scale changes the first worker pool's replicas, upgrade the topology's version; both are
-//! followed on the Machines until they converge. Replacing a dead node deletes the Machine
+//! followed on the Machines until they converge. The autoscaler's scale-down first marks the
+//! Machine of the node it drained with `cluster.x-k8s.io/delete-machine`, so that this one goes. Replacing a dead node deletes the Machine
 //! whose `status.nodeRef` names it (its MachineSet or control plane makes a new one) and
 //! follows the same way once the old Machine is gone. Delete deletes the Cluster and waits until
 //! Cluster API has removed it. Clusters that already exist can be listed and adopted
@@ -177,6 +178,8 @@ fn patch_params() -> PatchParams {
 
 /// Writes of a scale tried at once when the Cluster changed since it was read (409).
 const SCALE_ATTEMPTS: u32 = 5;
+/// The annotation that makes Cluster API delete a Machine first when its pool shrinks.
+const DELETE_MACHINE: &str = "cluster.x-k8s.io/delete-machine";
 
 #[async_trait]
 impl Provisioner for ClusterApiProvisioner {
@@ -354,6 +357,45 @@ impl Provisioner for ClusterApiProvisioner {
             });
         }
         follow::converge(ctx, &m, &at, None, self.options.poll).await
+    }
+
+    /// Marks the Machine of `node` for deletion (`cluster.x-k8s.io/delete-machine`, which
+    /// Cluster API's MachineSets delete first whatever their deletion policy), then scales the
+    /// worker pool down as [`Provisioner::scale`] does.
+    async fn scale_down(
+        &self,
+        ctx: &mut OpContext,
+        nodes: u32,
+        node: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        if !Checkpoint::of(ctx)?.patched {
+            let (at, _) = target(ctx);
+            let m = Management::connect(ctx).await?;
+            let machines = m.machines(&at.namespace, &at.name).await?;
+            let name = machines
+                .iter()
+                .find(|o| o.pointer("/status/nodeRef/name").and_then(Value::as_str) == Some(node))
+                .and_then(|o| o.pointer("/metadata/name").and_then(Value::as_str))
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    failed(format!("no Machine of the Cluster {at} runs node {node}"))
+                })?;
+            let patch = json!({ "metadata": { "annotations": { DELETE_MACHINE: "yes" } } });
+            m.machines_api(&at.namespace)
+                .patch(&name, &patch_params(), &Patch::Merge(&patch))
+                .await
+                .map_err(|e| {
+                    kube_error(
+                        &format!("cannot mark the Machine {}/{name}", at.namespace),
+                        e,
+                    )
+                })?;
+            ctx.reporter.log(format!(
+                "marked the Machine {}/{name} of node {node} to go first",
+                at.namespace
+            ));
+        }
+        self.scale(ctx, nodes).await
     }
 
     async fn replace_node(

@@ -20,6 +20,7 @@
 //! | `KQ_TENANT`, `KQ_OPERATION_ID` | its tenant, the running operation |
 //! | `KQ_PARAM_<NAME>` | every cluster parameter (`KQ_PARAM_NODE_COUNT`…) |
 //! | `KQ_NODE_COUNT` | scale: the target node count |
+//! | `KQ_REMOVE_NODE` | scale down by the autoscaler: the node whose machine must go (KQueen has drained it; it deletes its Node object afterwards); unset for other scales |
 //! | `KQ_KUBERNETES_VERSION` | upgrade: the target version |
 //! | `KQ_NODE_NAME` | replace-node: the dead node (KQueen has removed it from the cluster already); exit once its replacement has joined |
 //! | `KQ_WORK_DIR` | the cluster's working directory (mode 0700, kept across runs); also the cwd |
@@ -213,7 +214,8 @@ impl Provisioner for CommandProvisioner {
             command_spec(
                 "scale_command",
                 "Scale command",
-                "Changes the node count to $KQ_NODE_COUNT.",
+                "Changes the node count to $KQ_NODE_COUNT. When the autoscaler removes a node, \
+                 $KQ_REMOVE_NODE names it (drained already): remove that machine.",
             ),
             command_spec(
                 "upgrade_command",
@@ -335,6 +337,27 @@ impl Provisioner for CommandProvisioner {
         let line = command_line(ctx, Action::Scale)
             .ok_or_else(|| ProvisionError::Failed("the provider has no scale command".into()))?;
         let env = vec![("KQ_NODE_COUNT".to_owned(), nodes.to_string())];
+        self.run_once(ctx, Action::Scale, &line, env).await
+    }
+
+    async fn scale_down(
+        &self,
+        ctx: &mut OpContext,
+        nodes: u32,
+        node: &str,
+    ) -> Result<Step<()>, ProvisionError> {
+        let line = command_line(ctx, Action::Scale)
+            .ok_or_else(|| ProvisionError::Failed("the provider has no scale command".into()))?;
+        if !crate::kubernetes::is_node_name(node) {
+            return Err(ProvisionError::Failed(format!(
+                "'{}' is not a node name",
+                node.escape_default()
+            )));
+        }
+        let env = vec![
+            ("KQ_NODE_COUNT".to_owned(), nodes.to_string()),
+            ("KQ_REMOVE_NODE".to_owned(), node.to_owned()),
+        ];
         self.run_once(ctx, Action::Scale, &line, env).await
     }
 

@@ -23,7 +23,12 @@ pub(crate) enum Via<'a> {
     Approval(&'a Approval),
     /// A wave of a rollout (the actor is the system, acting for the rollout's creator).
     Rollout(&'a Rollout),
+    /// An autoscaling decision (the actor is the system), for this reason.
+    Autoscaler(&'a str),
 }
+
+/// Who the timeline and operations name for the autoscaler's scales.
+const AUTOSCALER: &str = "autoscaler";
 
 /// The first eight characters of an id: how timelines name a rollout.
 pub(crate) fn short_id(id: uuid::Uuid) -> String {
@@ -194,6 +199,7 @@ impl Clusters {
         let now = crate::clock::now();
         let who = match via {
             Via::Rollout(r) => format!("rollout {} of {}", short_id(r.id), r.created_by),
+            Via::Autoscaler(_) => AUTOSCALER.to_owned(),
             _ => actor.to_string(),
         };
         let approval = match via {
@@ -210,7 +216,10 @@ impl Clusters {
             chrono::Duration::minutes(i64::from(timeout)),
         );
         let what = match (&kind, &target, approval) {
-            (OperationKind::Scale, Some(n), _) => format!("Scale to {n} nodes requested by {who}"),
+            (OperationKind::Scale, Some(t), _) => match via {
+                Via::Autoscaler(reason) => format!("Autoscaling: {reason}"),
+                _ => format!("Scale to {t} nodes requested by {who}"),
+            },
             (OperationKind::Upgrade, Some(v), _) => match via {
                 Via::Rollout(r) => format!(
                     "Upgrade to {v} requested by {who} (wave {} of {})",
@@ -235,6 +244,9 @@ impl Clusters {
         }
         if let Some(a) = approval {
             details.push(format!("approved request {} of {}", a.id, a.requested_by));
+        }
+        if let Via::Autoscaler(reason) = via {
+            details.push(format!("autoscaling: {reason}"));
         }
         if let Via::Rollout(r) = via {
             details.push(format!(
@@ -283,7 +295,7 @@ impl Clusters {
     /// parameter the template fixes cannot change, and a new value must be within the
     /// template's range or among its options (the provisioner's schema when the template is
     /// gone). Returns the value as the schema normalises it.
-    fn check_against_template(
+    pub(crate) fn check_against_template(
         &self,
         cluster: &Cluster,
         template: Option<&Template>,

@@ -81,7 +81,7 @@ impl Clusters {
 impl Clusters {
     /// What the cluster's provider can do with its current settings (nothing, when this
     /// portal has no provisioner of its kind or the provider is gone).
-    async fn capabilities_of(&self, cluster: &Cluster) -> Result<Capabilities> {
+    pub(crate) async fn capabilities_of(&self, cluster: &Cluster) -> Result<Capabilities> {
         Ok(self
             .admin
             .provisioner_of(cluster)

@@ -136,6 +136,7 @@ mod addons;
 mod applications;
 mod approvals;
 mod audit;
+mod autoscaling;
 mod backups;
 mod catalog;
 // Before `clusters`: their insert and admission macros are used there.

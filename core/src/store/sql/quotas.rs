@@ -31,9 +31,10 @@ pub(super) type ScaleRow = (Uuid, Option<String>, i32);
 pub(super) fn usage(clusters: i64, nodes: i64, scales: &[ScaleRow]) -> Usage {
     let mut beyond: std::collections::BTreeMap<Uuid, i64> = std::collections::BTreeMap::new();
     for (cluster, target, count) in scales {
-        if let Some(crate::cluster::OperationTarget::Nodes(n)) = target
+        if let Some(n) = target
             .as_deref()
             .map(crate::cluster::OperationTarget::from_stored)
+            .and_then(|t| t.nodes())
         {
             let more = (i64::from(n) - i64::from(*count)).max(0);
             let entry = beyond.entry(*cluster).or_default();
