@@ -16,8 +16,7 @@ use kqueen_core::page::Page;
 use kqueen_core::provisioner::ProviderKind;
 use kqueen_core::store::SqlStore;
 use kqueen_core::store::{
-    self, AutoscaleStore, Backend, CatalogStore, ClusterStore, MembershipStore, Store, TenantStore,
-    UserStore,
+    self, Backend, CatalogStore, ClusterStore, MembershipStore, Store, TenantStore, UserStore,
 };
 use kqueen_core::tenant::{DisplayName, Tenant, TenantFilter, TenantSlug};
 use kqueen_core::user::User;
