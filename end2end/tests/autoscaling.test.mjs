@@ -69,8 +69,10 @@ before(async () => {
   clusterPath = await requestCluster(page, server.url, { tenant: 'team-a', template: 'small', name: 'web' });
   await waitForState(page, server.url, clusterPath, 'ready', { timeout: 60_000 });
   // Room for three nodes in all: a tenant admin's maximum stays within it.
-  const quota = await page.request.put(`${server.url}/api/v1/tenants/team-a/quota`, { data: { max_nodes: 3 } });
-  assert.equal(quota.status(), 200, await quota.text());
+  await page.goto(`${server.url}/tenants/team-a`);
+  await page.fill('#q-nodes', '3');
+  await submit(page, '#quota-form button[type=submit]');
+  assert.match(await page.textContent('#quota'), /of 3/);
   await close();
 });
 
@@ -137,8 +139,10 @@ for (const js of [false, true]) {
       "On: between 1 and 3 worker nodes (now 1). Pods the scheduler cannot place add nodes; a node whose pods request under 40% of its CPU and memory for 5 min is drained and removed. The tenant's node quota is never exceeded.",
     );
     for (const deadline = Date.now() + 30_000; ;) {
-      const decision = await page.locator('#autoscaling-decision').textContent().catch(() => '');
-      const chart = await page.locator('#autoscaling-chart desc').textContent().catch(() => '');
+      // Read at once: an element the page does not have yet is read again after a reload.
+      const now = async (selector) => ((await page.locator(selector).count()) ? page.locator(selector).textContent() : '');
+      const decision = await now('#autoscaling-decision');
+      const chart = await now('#autoscaling-chart desc');
       if (decision.includes('node w-1 is under 40% used, but the cluster is at its minimum of 1') && chart.includes('Worker nodes: 1 at')) break;
       assert.ok(Date.now() < deadline, `no decision or chart yet: ${decision} / ${chart}`);
       await page.waitForTimeout(500);
