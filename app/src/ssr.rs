@@ -14,6 +14,16 @@ pub fn kqueen() -> Result<Kqueen, AppError> {
     })
 }
 
+/// A whole number typed in form field `field`, or the error said at that field.
+pub fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error> {
+    typed.trim().parse().map_err(|_| {
+        kqueen_core::Error::Invalid(kqueen_core::ValidationError::new(
+            field,
+            format!("“{}” is not a whole number", typed.trim()),
+        ))
+    })
+}
+
 /// Who is asking: resolved by the server's identity middleware for every request.
 pub fn actor() -> Actor {
     use_context::<http::request::Parts>()

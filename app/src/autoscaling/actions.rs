@@ -5,17 +5,6 @@ use leptos::prelude::*;
 
 use crate::AppError;
 
-/// A whole number typed in field `field`.
-#[cfg(feature = "ssr")]
-fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error> {
-    typed.trim().parse().map_err(|_| {
-        kqueen_core::Error::Invalid(kqueen_core::ValidationError::new(
-            field,
-            format!("“{}” is not a whole number", typed.trim()),
-        ))
-    })
-}
-
 /// Turns the cluster's autoscaling on or changes it, from the section's form (the delay in
 /// minutes, as people think of it).
 #[server(prefix = "/sfn", endpoint = "set_autoscaling")]
@@ -28,11 +17,14 @@ pub async fn set_autoscaling(
 ) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = async {
-        let minutes = whole("scale_down_after_secs", &scale_down_after_minutes)?;
+        let minutes = crate::ssr::whole("scale_down_after_secs", &scale_down_after_minutes)?;
         let input = kqueen_dto::autoscaling::AutoscalingInput {
-            min_nodes: whole("min_nodes", &min_nodes)?,
-            max_nodes: whole("max_nodes", &max_nodes)?,
-            scale_down_utilisation: Some(whole("scale_down_utilisation", &scale_down_utilisation)?),
+            min_nodes: crate::ssr::whole("min_nodes", &min_nodes)?,
+            max_nodes: crate::ssr::whole("max_nodes", &max_nodes)?,
+            scale_down_utilisation: Some(crate::ssr::whole(
+                "scale_down_utilisation",
+                &scale_down_utilisation,
+            )?),
             scale_down_after_secs: Some(minutes.saturating_mul(60)),
         };
         k.autoscaler()

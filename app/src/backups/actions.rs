@@ -117,17 +117,6 @@ pub async fn delete_backup(id: Option<String>, backup: String) -> Result<(), App
     Ok(())
 }
 
-/// A whole number typed in `field`, or the error said at that field.
-#[cfg(feature = "ssr")]
-fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error> {
-    typed.trim().parse().map_err(|_| {
-        kqueen_core::Error::Invalid(kqueen_core::ValidationError::new(
-            field,
-            format!("“{}” is not a whole number", typed.trim()),
-        ))
-    })
-}
-
 /// Sets the cluster's backup schedule from the section's form.
 #[server(prefix = "/sfn", endpoint = "set_backup_schedule")]
 pub async fn set_backup_schedule(
@@ -140,8 +129,8 @@ pub async fn set_backup_schedule(
 ) -> Result<(), AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let result = async {
-        let every = whole("every_hours", &every_hours)?;
-        let keep = whole("keep", &keep)?;
+        let every = crate::ssr::whole("every_hours", &every_hours)?;
+        let keep = crate::ssr::whole("keep", &keep)?;
         let request = kqueen_dto::backups::BackupRequest {
             kind,
             include_secrets: include_secrets.is_some(),
