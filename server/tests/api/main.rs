@@ -8,6 +8,7 @@ mod addons;
 mod approvals;
 mod apps;
 mod autoscaling;
+mod autoscaling_nodes;
 mod backups;
 mod binary;
 mod cli;

@@ -44,7 +44,7 @@ struct Lab {
 }
 
 /// An executable shell script `name` in `dir` holding `body`: its path.
-fn script(dir: &Path, name: &str, body: &str) -> String {
+pub(crate) fn script(dir: &Path, name: &str, body: &str) -> String {
     let path = dir.join(name);
     std::fs::write(&path, format!("#!/bin/sh\nset -eu\n{body}")).unwrap();
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();

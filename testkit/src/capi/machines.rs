@@ -1,6 +1,7 @@
 //! The Machines of one Cluster, kept in line with its `spec.topology` one action at a time:
-//! remove a surplus Machine, start a Pending one, create a missing one, or replace one at an
-//! old version — so a test (or a person in the browser) sees every step.
+//! remove a surplus Machine (one marked for deletion first, see [`victim`]), start a Pending
+//! one, create a missing one, or replace one at an old version — so a test (or a person in
+//! the browser) sees every step.
 
 use std::collections::BTreeMap;
 
@@ -9,7 +10,8 @@ use kube::{Api, ResourceExt};
 use serde_json::{json, Value};
 
 use super::{
-    CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, DEPLOYMENT_NAME_LABEL, TOPOLOGY_DEPLOYMENT_LABEL,
+    CLUSTER_NAME_LABEL, CONTROL_PLANE_LABEL, DELETE_MACHINE_ANNOTATION, DEPLOYMENT_NAME_LABEL,
+    TOPOLOGY_DEPLOYMENT_LABEL,
 };
 
 /// What the topology asks for: the control plane (`deployment: None`) and each
@@ -169,12 +171,7 @@ impl Fleet {
         }
         for (group, machines) in &self.groups {
             if machines.len() as i64 > group.desired {
-                let victim = machines
-                    .iter()
-                    .find(|m| version(m) != self.version)
-                    .or_else(|| machines.iter().find(|m| !running(m)))
-                    .or(machines.last());
-                if let Some(machine) = victim {
+                if let Some(machine) = victim(machines, &self.version) {
                     return delete(api, machine).await.map(|_| true);
                 }
             }
@@ -276,10 +273,69 @@ async fn delete(api: &Api<DynamicObject>, machine: &DynamicObject) -> Result<(),
     }
 }
 
+/// The Machine a group that is too large loses first: one annotated
+/// [`DELETE_MACHINE_ANNOTATION`] (a scale-down that names its node marks it so, and Cluster
+/// API's MachineSets and control planes honour the mark whatever their deletion policy), then
+/// one at an older version than the topology's, then one not running yet, then the last listed.
+fn victim<'a>(machines: &'a [DynamicObject], version_wanted: &str) -> Option<&'a DynamicObject> {
+    machines
+        .iter()
+        .find(|m| m.annotations().contains_key(DELETE_MACHINE_ANNOTATION))
+        .or_else(|| machines.iter().find(|m| version(m) != version_wanted))
+        .or_else(|| machines.iter().find(|m| !running(m)))
+        .or(machines.last())
+}
+
 fn running(machine: &DynamicObject) -> bool {
     machine.data["status"]["phase"] == "Running"
 }
 
 fn version(machine: &DynamicObject) -> &str {
     machine.data["spec"]["version"].as_str().unwrap_or_default()
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+
+    /// A Machine named `name` at `version`, running or not, marked for deletion or not.
+    fn machine(name: &str, version: &str, running: bool, marked: bool) -> DynamicObject {
+        let annotations = if marked {
+            json!({ DELETE_MACHINE_ANNOTATION: "yes" })
+        } else {
+            json!({})
+        };
+        let phase = if running { "Running" } else { "Pending" };
+        serde_json::from_value(json!({
+            "apiVersion": "cluster.x-k8s.io/v1beta2",
+            "kind": "Machine",
+            "metadata": {"name": name, "annotations": annotations},
+            "spec": {"version": version},
+            "status": {"phase": phase},
+        }))
+        .unwrap()
+    }
+
+    fn victim_of(machines: &[DynamicObject]) -> String {
+        victim(machines, "v1.31.0").unwrap().name_any()
+    }
+
+    #[test]
+    fn a_machine_marked_for_deletion_goes_before_any_other() {
+        let old = machine("a", "v1.30.0", true, false);
+        let pending = machine("c", "v1.31.0", false, false);
+        let marked = machine("b", "v1.31.0", true, true);
+        let last = machine("d", "v1.31.0", true, false);
+        let all = [old.clone(), pending.clone(), marked, last.clone()];
+        assert_eq!(victim_of(&all), "b");
+        // Without a mark: one at an old version, then one not running, then the last.
+        assert_eq!(victim_of(&[last.clone(), pending.clone(), old]), "a");
+        assert_eq!(victim_of(&[last.clone(), pending]), "c");
+        assert_eq!(
+            victim_of(&[machine("e", "v1.31.0", true, false), last]),
+            "d"
+        );
+        assert!(victim(&[], "v1.31.0").is_none());
+    }
 }

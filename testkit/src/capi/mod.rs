@@ -3,8 +3,9 @@
 //! plays Cluster API against them ([`FakeCapi`]): it walks each Cluster through
 //! provisioning one stage per tick, publishes its kubeconfig Secret and keeps Machines in
 //! line with `spec.topology` (MachinePools as replicas it counts, without Machines; no
-//! `controlPlane`: a managed one, without Machines either), so a provisioner sees the
-//! progression a real management cluster shows.
+//! `controlPlane`: a managed one, without Machines either; a shrinking group loses a Machine
+//! annotated [`DELETE_MACHINE_ANNOTATION`] first), so a provisioner sees the progression a
+//! real management cluster shows.
 //!
 //! The CRDs are ours, not upstream's: only the fields KQueen reads and writes are declared
 //! (unknown fields under `spec`, `spec.topology` and `status` are kept).
@@ -33,6 +34,9 @@ pub const CONTROL_PLANE_LABEL: &str = "cluster.x-k8s.io/control-plane";
 pub const DEPLOYMENT_NAME_LABEL: &str = "cluster.x-k8s.io/deployment-name";
 /// Label on worker Machines: the machineDeployment's name in the topology.
 pub const TOPOLOGY_DEPLOYMENT_LABEL: &str = "topology.cluster.x-k8s.io/deployment-name";
+/// Annotation on a Machine (any value): when its group shrinks, it is deleted first, as
+/// Cluster API's MachineSet and control plane controllers do.
+pub const DELETE_MACHINE_ANNOTATION: &str = "cluster.x-k8s.io/delete-machine";
 
 /// Annotation on a Cluster: `Failed` with this message, and nothing more happens.
 pub const FAIL_ANNOTATION: &str = "test.kqueen.io/fail";

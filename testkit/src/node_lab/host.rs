@@ -64,6 +64,8 @@ pub struct HostBefore {
     /// Each watched folder's entries, `None` when it did not exist.
     watched: Vec<(String, Option<BTreeSet<String>>)>,
     created: Vec<PathBuf>,
+    /// The cgroups under `kubepods` (see [`super::cgroups`]).
+    kubepods: BTreeSet<PathBuf>,
 }
 
 impl HostBefore {
@@ -90,13 +92,15 @@ impl HostBefore {
                 .map(|d| ((*d).to_owned(), Path::new(d).exists().then(|| names_in(d))))
                 .collect(),
             created,
+            kubepods: super::cgroups::kubepods(),
         })
     }
 
     /// Removes what appeared since [`HostBefore::record`]: network namespaces (the pods'),
-    /// new entries of the watched folders (or the folders, when new), and the folders it
-    /// created.
+    /// new entries of the watched folders (or the folders, when new), the folders it
+    /// created and the pods' cgroups. The kubelets and containers must be gone.
     pub fn restore(&self) {
+        super::cgroups::remove_new_kubepods(&self.kubepods);
         for name in names_in(NETNS_DIR).difference(&self.netns) {
             let _ = run("ip", &["netns", "delete", name], Duration::from_secs(10));
         }
