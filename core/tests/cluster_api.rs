@@ -9,9 +9,6 @@
 //!   template's parameters, followed to Ready; scale and upgrade change the topology and
 //!   are followed on the Machines; a dead node's Machine is replaced; an existing Cluster is adopted into the tenant and
 //!   inventoried; delete waits until Cluster API has removed the Cluster.
-//! - The autoscaler's scale-down (management cluster and workload cluster in one API server):
-//!   the Machine of the node it names is marked to go first, and that Machine is the one
-//!   deleted.
 //! - On a management cluster serving v1beta1 only: the CRDs missing (named), a Cluster that
 //!   Cluster API fails, one stuck (timeout with the last condition's message), one without
 //!   its kubeconfig Secret, one with a bad one; and an unreachable management cluster.
@@ -22,7 +19,6 @@ mod support;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use kqueen_core::autoscale::AutoscaleSettings;
 use kqueen_core::cluster::{ClusterRequest, ClusterState, TemplateInput};
 use kqueen_core::engine::EngineConfig;
 use kqueen_core::identity::GroupMap;
@@ -34,8 +30,8 @@ use kqueen_testkit::apiserver::RealApiServer;
 use kqueen_testkit::capi::{self, FakeCapi, Served};
 use kqueen_testkit::tls_etcd::TlsEtcd;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use serde_json::{json, Value};
-use support::capi::{client_of, cluster_json, clusters_api, events_of};
+use serde_json::json;
+use support::capi::{client_of, cluster_json, clusters_api, events_of, machines_of};
 use support::converge::converge;
 
 const APISERVER: &str = "KQUEEN_TEST_KUBE_APISERVER";
@@ -454,179 +450,6 @@ async fn a_member_gets_a_cluster_api_cluster_scales_upgrades_adopts_and_deletes(
     assert!(cluster_json(&mgmt, "v1beta2", "team-a-dev").await.is_none());
     assert!(cluster_json(&mgmt, "v1beta2", "legacy").await.is_some());
     drop(fake);
-}
-
-/// The autoscaler's scale-down names the node that goes: its Machine is marked
-/// `cluster.x-k8s.io/delete-machine` and is the one Cluster API deletes when the pool shrinks.
-/// The management API server is also the cluster Cluster API hands out, and each worker
-/// Machine's node is a Node object written there by hand (no kubelet runs; the node lifecycle
-/// controller is off so they stay Ready).
-#[tokio::test]
-async fn the_autoscalers_scale_down_removes_the_machine_of_the_node_it_named() {
-    let started = Instant::now();
-    let Some(management) = RealApiServer::start_with_controllers("*,-nodelifecycle").await else {
-        return;
-    };
-    let mgmt = client_of(&management.admin_kubeconfig()).await;
-    capi::install_crds(&mgmt, Served::Both).await.unwrap();
-    capi::create_cluster_class(&mgmt, "default", "quick-start", Served::Both)
-        .await
-        .unwrap();
-    let fake = FakeCapi::start(mgmt.clone(), Served::Both, Duration::from_millis(100));
-    fake.set_kubeconfig(management.admin_kubeconfig());
-
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry())
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let ops = Actor::cli(Some("ops".into()));
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
-    let engine = k.engine(config);
-    let kubeconfig = management.admin_kubeconfig();
-    kqueen_testkit::catalog::offer(
-        &k,
-        &ops,
-        (
-            "cluster-api",
-            "capi",
-            &[
-                ("management_kubeconfig", kubeconfig.as_str()),
-                ("cluster_class", "quick-start"),
-            ],
-        ),
-        ("capi-small", r#"{"node_count": {"max": 3}}"#),
-    )
-    .await;
-    let (cluster, _) = k
-        .clusters()
-        .request_cluster(
-            &alice,
-            ClusterRequest {
-                tenant: Some("team-a".into()),
-                name: "trim".into(),
-                template: "capi-small".into(),
-                parameters: [
-                    ("kubernetes_version".to_owned(), "v1.30.0".to_owned()),
-                    ("node_count".to_owned(), "3".to_owned()),
-                ]
-                .into(),
-            },
-        )
-        .await
-        .unwrap();
-    let id = cluster.id.to_string();
-    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-
-    // Ready once the control plane is: the three workers come after. Each gets its Ready
-    // node (the fake names a Machine's node after it).
-    let before = running_workers(&mgmt, "team-a-trim", 3).await;
-    let nodes: Api<k8s_openapi::api::core::v1::Node> = Api::all(mgmt.clone());
-    for name in &before {
-        let node = serde_json::from_value(json!({"metadata": {"name": name}})).unwrap();
-        nodes.create(&PostParams::default(), &node).await.unwrap();
-        let ready = json!({"status": {"conditions": [{"type": "Ready", "status": "True"}]}});
-        nodes
-            .patch_status(name, &PatchParams::default(), &Patch::Merge(&ready))
-            .await
-            .unwrap();
-    }
-    // Of idle nodes alike, the autoscaler removes the first by name; left to itself, Cluster
-    // API (the fake) would delete the last Machine listed, so only the mark makes this one go.
-    let node = before[0].clone();
-    let kept: Vec<String> = before[1..].to_vec();
-
-    // The maximum lowered below the three nodes: the next turn queues a scale to 2 without
-    // that node, which is drained, its Machine marked and the pool scaled down.
-    let settings = AutoscaleSettings {
-        min_nodes: 1,
-        max_nodes: 2,
-        ..AutoscaleSettings::default()
-    };
-    k.autoscaler().set(&ops, &id, settings).await.unwrap();
-    assert_eq!(k.autoscaler().turn_all().await.unwrap(), 1);
-    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-
-    let object = cluster_json(&mgmt, "v1beta2", "team-a-trim").await.unwrap();
-    assert_eq!(
-        object["spec"]["topology"]["workers"]["machineDeployments"][0]["replicas"],
-        2
-    );
-    assert_eq!(running_workers(&mgmt, "team-a-trim", 2).await, kept);
-    let machines = machines_of(&mgmt, "team-a-trim").await;
-    assert_eq!(
-        machines.len(),
-        3,
-        "the control plane's is kept: {machines:#?}"
-    );
-    assert!(nodes.get_opt(&node).await.unwrap().is_none());
-    for name in &kept {
-        assert!(nodes.get_opt(name).await.unwrap().is_some(), "{name}");
-    }
-    let events = events_of(&k, &id).await;
-    for line in [
-        format!(
-            "Autoscaling: the cluster has 3 nodes, above its maximum of 2: node {node} is \
-             drained and removed (3 → 2)"
-        ),
-        format!("node {node} is drained"),
-        format!("marked the Machine default/{node} of node {node} to go first"),
-        format!("removed node {node} from the cluster"),
-    ] {
-        assert!(events.contains(&line), "no '{line}' in {events:#?}");
-    }
-    println!("done in {:?}", started.elapsed());
-    drop(fake);
-}
-
-async fn machines_of(client: &kube::Client, cluster: &str) -> Vec<Value> {
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &capi::resource("v1beta2", "Machine"),
-    );
-    api.list(
-        &kube::api::ListParams::default()
-            .labels(&format!("cluster.x-k8s.io/cluster-name={cluster}")),
-    )
-    .await
-    .unwrap()
-    .items
-    .into_iter()
-    .map(|m| serde_json::to_value(m).unwrap())
-    .filter(|m| m.pointer("/metadata/deletionTimestamp").is_none())
-    .collect()
-}
-
-/// Waits until the cluster has `count` worker Machines, all running; their names, sorted.
-async fn running_workers(client: &kube::Client, cluster: &str, count: usize) -> Vec<String> {
-    let started = Instant::now();
-    loop {
-        let machines = machines_of(client, cluster).await;
-        let workers: Vec<&Value> = machines
-            .iter()
-            .filter(|m| {
-                m["metadata"]["labels"]
-                    .get(capi::CONTROL_PLANE_LABEL)
-                    .is_none()
-            })
-            .collect();
-        if workers.len() == count && workers.iter().all(|m| m["status"]["phase"] == "Running") {
-            let mut names: Vec<String> = workers
-                .iter()
-                .map(|m| m["metadata"]["name"].as_str().unwrap().to_owned())
-                .collect();
-            names.sort();
-            return names;
-        }
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "not {count} running workers: {machines:#?}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
 }
 
 /// Waits until the cluster's timeline has an entry containing `text`.

@@ -11,68 +11,30 @@
 
 mod support;
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use kqueen_core::cluster::{ClusterRequest, ClusterState};
-use kqueen_core::engine::EngineConfig;
-use kqueen_core::identity::GroupMap;
-use kqueen_core::provisioner::cluster_api::{ClusterApiOptions, ClusterApiProvisioner};
-use kqueen_core::provisioner::Registry;
-use kqueen_core::{Actor, Kqueen};
-use kqueen_testkit::apiserver::RealApiServer;
-use kqueen_testkit::capi::{self, FakeCapi, Served};
-use kube::api::{Api, DynamicObject, ListParams};
-use support::capi::{client_of, cluster_json, events_of};
+use support::capi::{cluster_json, events_of, machines_of};
+use support::capi_world::CapiWorld;
 use support::converge::converge;
-
-fn registry() -> Registry {
-    let mut registry = Registry::new();
-    registry.register(Arc::new(ClusterApiProvisioner::new(ClusterApiOptions {
-        poll: Duration::from_millis(100),
-    })));
-    registry
-}
-
-async fn machine_count(client: &kube::Client, cluster: &str) -> usize {
-    let api: Api<DynamicObject> = Api::namespaced_with(
-        client.clone(),
-        "default",
-        &capi::resource("v1beta2", "Machine"),
-    );
-    let params = ListParams::default().labels(&format!("{}={cluster}", capi::CLUSTER_NAME_LABEL));
-    api.list(&params).await.unwrap().items.len()
-}
 
 #[tokio::test]
 async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
-    let Some(server) = RealApiServer::start().await else {
+    let Some(w) = CapiWorld::start("managed", "*").await else {
         return;
     };
-    let mgmt = client_of(&server.admin_kubeconfig()).await;
-    capi::install_crds(&mgmt, Served::Both).await.unwrap();
-    capi::create_cluster_class(&mgmt, "default", "managed", Served::Both)
-        .await
-        .unwrap();
-    let fake = FakeCapi::start(mgmt.clone(), Served::Both, Duration::from_millis(100));
-    fake.set_kubeconfig(server.admin_kubeconfig());
-
-    let db = kqueen_testkit::TestDatabase::sqlite();
-    let work = tempfile::tempdir().unwrap();
-    let k = Kqueen::new(Arc::new(db.connect().await))
-        .with_registry(registry())
-        .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
-    let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
-    let ops = Actor::cli(Some("ops".into()));
-    let mut config = EngineConfig::new(work.path().join("clusters"));
-    config.poll_interval = Duration::from_millis(50);
-    let engine = k.engine(config);
+    let CapiWorld {
+        k,
+        engine,
+        alice,
+        ops,
+        mgmt,
+        ..
+    } = &w;
 
     // The operator: workers are MachinePools, the control plane is the cloud's.
-    let kubeconfig = server.admin_kubeconfig();
+    let kubeconfig = w.server.admin_kubeconfig();
     kqueen_testkit::catalog::offer(
-        &k,
-        &ops,
+        k,
+        ops,
         (
             "cluster-api",
             "aks",
@@ -92,7 +54,7 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
     let (cluster, _) = k
         .clusters()
         .request_cluster(
-            &alice,
+            alice,
             ClusterRequest {
                 tenant: Some("team-a".into()),
                 name: "pools".into(),
@@ -107,31 +69,27 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
         .await
         .unwrap();
     let id = cluster.id.to_string();
-    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
+    converge(k, engine, &id, Some(ClusterState::Ready)).await;
 
     // What KQueen wrote: MachinePools, no control plane; and no Machines came of it.
-    let object = cluster_json(&mgmt, "v1beta2", "team-a-pools")
-        .await
-        .unwrap();
+    let object = cluster_json(mgmt, "v1beta2", "team-a-pools").await.unwrap();
     let topology = &object["spec"]["topology"];
     println!("topology: {topology:#}");
     assert_eq!(topology["workers"]["machinePools"][0]["replicas"], 2);
     assert!(topology.get("controlPlane").is_none(), "{topology:#}");
     assert!(topology["workers"].get("machineDeployments").is_none());
-    assert_eq!(machine_count(&mgmt, "team-a-pools").await, 0);
+    assert_eq!(machines_of(mgmt, "team-a-pools").await.len(), 0);
 
     // Scale: followed on Cluster API's count of the pools.
-    k.clusters().scale_cluster(&alice, &id, 3).await.unwrap();
-    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-    let object = cluster_json(&mgmt, "v1beta2", "team-a-pools")
-        .await
-        .unwrap();
+    k.clusters().scale_cluster(alice, &id, 3).await.unwrap();
+    converge(k, engine, &id, Some(ClusterState::Ready)).await;
+    let object = cluster_json(mgmt, "v1beta2", "team-a-pools").await.unwrap();
     assert_eq!(
         object["spec"]["topology"]["workers"]["machinePools"][0]["replicas"],
         3
     );
     assert_eq!(object["status"]["workers"]["readyReplicas"], 3);
-    let events = events_of(&k, &id).await;
+    let events = events_of(k, &id).await;
     assert!(
         events.iter().any(|e| e == "Workers: 3 of 3 machines ready"),
         "{events:#?}"
@@ -144,7 +102,7 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
     );
     // The scale's count is the cluster's parameter; the node count is the same until the
     // background sync started at Ready reports the cluster's Nodes (none here: 0).
-    let detail = k.clusters().cluster_detail(&alice, &id).await.unwrap();
+    let detail = k.clusters().cluster_detail(alice, &id).await.unwrap();
     assert_eq!(detail.cluster.parameters["node_count"], "3");
     assert!(
         [0, 3].contains(&detail.cluster.node_count),
@@ -154,16 +112,14 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
 
     // Upgrade: followed until every replica runs the new version.
     k.clusters()
-        .upgrade_cluster(&alice, &id, "v1.32.0")
+        .upgrade_cluster(alice, &id, "v1.32.0")
         .await
         .unwrap();
-    converge(&k, &engine, &id, Some(ClusterState::Ready)).await;
-    let object = cluster_json(&mgmt, "v1beta2", "team-a-pools")
-        .await
-        .unwrap();
+    converge(k, engine, &id, Some(ClusterState::Ready)).await;
+    let object = cluster_json(mgmt, "v1beta2", "team-a-pools").await.unwrap();
     assert_eq!(object["spec"]["topology"]["version"], "v1.32.0");
     assert_eq!(object["status"]["workers"]["upToDateReplicas"], 3);
-    let events = events_of(&k, &id).await;
+    let events = events_of(k, &id).await;
     assert!(
         events
             .iter()
@@ -176,13 +132,12 @@ async fn machine_pools_and_a_managed_control_plane_scale_upgrade_and_delete() {
             .any(|e| e.starts_with("Workers at v1.32.0: ") && !e.ends_with(" 3 of 3 ready")),
         "the rollout was not shown: {events:#?}"
     );
-    assert_eq!(machine_count(&mgmt, "team-a-pools").await, 0);
+    assert_eq!(machines_of(mgmt, "team-a-pools").await.len(), 0);
 
     // Delete: KQueen waits until Cluster API has removed the Cluster.
-    k.clusters().delete_cluster(&alice, &id).await.unwrap();
-    converge(&k, &engine, &id, None).await;
-    assert!(cluster_json(&mgmt, "v1beta2", "team-a-pools")
+    k.clusters().delete_cluster(alice, &id).await.unwrap();
+    converge(k, engine, &id, None).await;
+    assert!(cluster_json(mgmt, "v1beta2", "team-a-pools")
         .await
         .is_none());
-    drop(fake);
 }

@@ -1,5 +1,5 @@
 //! What the Cluster API scenarios share: a client from a kubeconfig, the management
-//! cluster's Cluster objects, and a cluster's timeline as text.
+//! cluster's Cluster and Machine objects, and a cluster's timeline as text.
 
 use std::time::Duration;
 
@@ -44,4 +44,24 @@ pub async fn events_of(k: &Kqueen, id: &str) -> Vec<String> {
         .into_iter()
         .map(|e| e.message)
         .collect()
+}
+
+/// The Machines of Cluster `cluster` (namespace `default`, v1beta2) not being deleted.
+pub async fn machines_of(client: &kube::Client, cluster: &str) -> Vec<Value> {
+    let api: Api<DynamicObject> = Api::namespaced_with(
+        client.clone(),
+        "default",
+        &capi::resource("v1beta2", "Machine"),
+    );
+    api.list(
+        &kube::api::ListParams::default()
+            .labels(&format!("cluster.x-k8s.io/cluster-name={cluster}")),
+    )
+    .await
+    .unwrap()
+    .items
+    .into_iter()
+    .map(|m| serde_json::to_value(m).unwrap())
+    .filter(|m| m.pointer("/metadata/deletionTimestamp").is_none())
+    .collect()
 }

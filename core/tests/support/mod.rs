@@ -6,6 +6,7 @@
 #[allow(unused_imports)]
 pub use kqueen_testkit::apiserver;
 pub mod capi;
+pub mod capi_world;
 pub mod converge;
 pub mod kube_client;
 pub mod world;

@@ -24,7 +24,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::cli::Laptop;
-use crate::clusters::{call, define, wait_for_state};
+use crate::clusters::{call, define, timeline, wait_for_state};
 use crate::helpers::TestApp;
 use crate::real_cluster::message;
 use kqueen_testkit::apiserver::RealApiServer;
@@ -310,15 +310,7 @@ impl Lab {
 
     /// The messages of cluster `web`'s timeline, oldest first.
     async fn timeline(&self) -> Vec<String> {
-        let path = format!("/api/v1/clusters/{}/events", self.web);
-        let (status, events) = call(&self.tim, &self.app, Method::GET, &path, None).await;
-        assert_eq!(status, StatusCode::OK, "{events}");
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["message"].as_str().unwrap().to_owned())
-            .collect()
+        timeline(&self.app, &self.tim, &self.web).await
     }
 }
 
@@ -523,14 +515,7 @@ async fn pending_pods_grow_the_cluster_within_quota_and_idle_nodes_are_drained_a
         !w.node_names().await.contains(&removed),
         "{removed} is gone"
     );
-    let path = format!("/api/v1/clusters/{}/events", w.web);
-    let (_, events) = call(&w.tim, &w.app, Method::GET, &path, None).await;
-    let said: Vec<&str> = events
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|e| e["message"].as_str())
-        .collect();
+    let said = w.timeline().await;
     assert!(
         said.iter()
             .any(|m| m.starts_with("evicted pod default/web-") && m.ends_with(&removed)),

@@ -22,7 +22,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
-use crate::clusters::{call, define, wait_for_state};
+use crate::clusters::{call, define, timeline, wait_for_state};
 use crate::helpers::TestApp;
 use crate::replace_node::script;
 use kqueen_testkit::apiserver::RealApiServer;
@@ -428,15 +428,7 @@ impl World {
     }
 
     async fn timeline(&self) -> Vec<String> {
-        let path = format!("/api/v1/clusters/{}/events", self.web);
-        let (status, events) = call(&self.tim, &self.app, Method::GET, &path, None).await;
-        assert_eq!(status, StatusCode::OK, "{events}");
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter_map(|e| e["message"].as_str().map(str::to_owned))
-            .collect()
+        timeline(&self.app, &self.tim, &self.web).await
     }
 }
 

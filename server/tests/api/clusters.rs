@@ -74,6 +74,19 @@ echo "::progress 90"
     path.to_string_lossy().into_owned()
 }
 
+/// The messages of cluster `id`'s timeline as `who` reads it over /api/v1, oldest first.
+pub(crate) async fn timeline(app: &TestApp, who: &reqwest::Client, id: &str) -> Vec<String> {
+    let path = format!("/api/v1/clusters/{id}/events");
+    let (status, events) = call(who, app, Method::GET, &path, None).await;
+    assert_eq!(status, StatusCode::OK, "{events}");
+    events
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["message"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 pub(crate) async fn wait_for_state(
     app: &TestApp,
     who: &reqwest::Client,

@@ -19,7 +19,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::cli::Laptop;
-use crate::clusters::{call, define, wait_for_state};
+use crate::clusters::{call, define, timeline, wait_for_state};
 use crate::helpers::TestApp;
 use crate::real_cluster::message;
 use kqueen_testkit::apiserver::RealApiServer;
@@ -181,15 +181,7 @@ impl Lab {
 
     /// The messages of cluster `prod`'s timeline, oldest first.
     async fn timeline(&self) -> Vec<String> {
-        let path = format!("/api/v1/clusters/{}/events", self.prod);
-        let (status, events) = call(&self.tim, &self.app, Method::GET, &path, None).await;
-        assert_eq!(status, StatusCode::OK, "{events}");
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["message"].as_str().unwrap().to_owned())
-            .collect()
+        timeline(&self.app, &self.tim, &self.prod).await
     }
 
     /// What the replace command was run for, one `action node` a line.

@@ -18,7 +18,7 @@ use reqwest::{Method, StatusCode};
 use serde_json::{json, Value};
 
 use crate::cli::Laptop;
-use crate::clusters::{call, define, installer, wait_for_state};
+use crate::clusters::{call, define, installer, timeline, wait_for_state};
 use crate::helpers::TestApp;
 use crate::real_cluster::message;
 
@@ -207,15 +207,7 @@ impl Lab {
 
     /// The messages of cluster `name`'s timeline.
     async fn timeline(&self, name: &str) -> Vec<String> {
-        let path = format!("/api/v1/clusters/{}/events", self.ids[name]);
-        let (status, events) = self.get(&self.olga, &path).await;
-        assert_eq!(status, StatusCode::OK, "{events}");
-        events
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|e| e["message"].as_str().unwrap().to_owned())
-            .collect()
+        timeline(&self.app, &self.olga, &self.ids[name]).await
     }
 }
 
