@@ -1,7 +1,9 @@
 //! A scale that removes a chosen node (the autoscaler's scale-down): first the node is
 //! drained (cordoned, its pods evicted through the Eviction API, pass after pass until none
 //! is left, within the operation's deadline), then the provisioner removes that node's
-//! machine, then the node's Node object is deleted if the machine's end left it behind.
+//! machine, then the node's Node object is deleted if the machine's end left it behind. A
+//! scale-down that ends before its machine is removed (it failed, or its deadline passed
+//! while a disruption budget kept a pod) gives the node back: it is uncordoned.
 
 use std::time::Duration;
 
@@ -68,6 +70,27 @@ pub(super) async fn forget(
         Err(e) => return Err(transient(&format!("cannot remove node {node}"), &e)),
     }
     Ok(())
+}
+
+/// The scale-down ended while `node` was still being drained: it is uncordoned, so a drain a
+/// disruption budget never allowed does not leave a healthy node unschedulable. Best effort:
+/// the timeline says what happened either way.
+pub(super) async fn give_back(ctx: &mut OpContext, allow_exec: bool, node: &str) {
+    let uncordoned = match cluster_client(ctx, allow_exec).await {
+        Ok(client) => kubernetes::cordon(&client, node, false)
+            .await
+            .map_err(|e| kubernetes::one_line(&e.to_string(), 300)),
+        Err(e) => Err(e.to_string()),
+    };
+    match uncordoned {
+        Ok(true) => ctx.reporter.log(format!(
+            "node {node} takes pods again: the scale-down did not finish"
+        )),
+        Ok(false) => {}
+        Err(why) => ctx.reporter.log(format!(
+            "node {node} stays cordoned: cannot uncordon it: {why}"
+        )),
+    }
 }
 
 fn transient(what: &str, e: &kube::Error) -> ProvisionError {

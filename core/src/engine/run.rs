@@ -57,6 +57,23 @@ impl Engine {
                 tracker.apply(r);
             }
             let saved = Checkpoint::new(phase, ctx.checkpoint.clone());
+            // A scale-down that ends here, its node still being drained, gives it back.
+            let ends = match &outcome {
+                Err(_) | Ok(Err(ProvisionError::Failed(_) | ProvisionError::Unsupported(_))) => {
+                    true
+                }
+                Ok(Err(ProvisionError::Transient(_))) => self.gives_up(&op),
+                Ok(Ok(_)) => false,
+            };
+            if ends && phase == Phase::Create {
+                if let Some(node) = op.removed_node() {
+                    let allow_exec = provisioner.allows_exec(&ctx.provider_config);
+                    node_drain::give_back(&mut ctx, allow_exec, node).await;
+                    while let Ok(r) = rx.try_recv() {
+                        tracker.apply(r);
+                    }
+                }
+            }
             let Ok(called) = outcome else {
                 return self.timed_out(&op, &mut tracker, &saved).await;
             };
@@ -150,6 +167,11 @@ impl Engine {
         self.fail(op, &why).await
     }
 
+    /// Whether a transient error now ends the operation: it has had its attempts.
+    fn gives_up(&self, op: &Operation) -> bool {
+        op.attempts >= self.config.max_attempts
+    }
+
     /// A transient error: the operation runs again after a back-off (doubling per attempt,
     /// at most 64 s), or fails once it has had its attempts.
     async fn retry_later(
@@ -160,7 +182,7 @@ impl Engine {
         why: &str,
     ) -> Result<(), Stop> {
         self.flush(op, tracker, Some(saved)).await?;
-        if op.attempts >= self.config.max_attempts {
+        if self.gives_up(op) {
             let why = format!("gave up after {} attempts: {why}", op.attempts);
             return self.fail(op, &why).await;
         }

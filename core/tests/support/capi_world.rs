@@ -11,6 +11,7 @@ use kqueen_core::engine::{Engine, EngineConfig};
 use kqueen_core::identity::GroupMap;
 use kqueen_core::provisioner::cluster_api::{ClusterApiOptions, ClusterApiProvisioner};
 use kqueen_core::provisioner::Registry;
+use kqueen_core::store::SqlStore;
 use kqueen_core::{Actor, Kqueen};
 use kqueen_testkit::apiserver::RealApiServer;
 use kqueen_testkit::capi::{self, FakeCapi, Served};
@@ -24,6 +25,8 @@ pub struct CapiWorld {
     /// The management cluster's admin.
     pub mgmt: kube::Client,
     pub k: Kqueen,
+    /// KQueen's store (its test hooks move operations' deadlines).
+    pub store: Arc<SqlStore>,
     pub engine: Engine,
     pub alice: Actor,
     pub ops: Actor,
@@ -54,7 +57,8 @@ impl CapiWorld {
         fake.set_kubeconfig(server.admin_kubeconfig());
         let db = kqueen_testkit::TestDatabase::sqlite();
         let work = tempfile::tempdir().unwrap();
-        let k = Kqueen::new(Arc::new(db.connect().await))
+        let store = Arc::new(db.connect().await);
+        let k = Kqueen::new(store.clone())
             .with_registry(registry())
             .with_group_map(GroupMap::parse("team-a=team-a:member").unwrap());
         let alice = kqueen_testkit::people::login(&k, "alice", "team-a").await;
@@ -66,6 +70,7 @@ impl CapiWorld {
             server,
             mgmt,
             k,
+            store,
             engine,
             alice,
             ops: Actor::cli(Some("ops".into())),
