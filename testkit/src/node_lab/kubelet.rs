@@ -78,6 +78,9 @@ impl Kubelet {
             "--eviction-hard=memory.available<100Mi,nodefs.available<1%,imagefs.available<1%"
                 .into(),
             "--image-gc-high-threshold=100".into(),
+            // No iptables chains of its own (KUBE-FIREWALL, KUBE-MARK-…): kube-proxy does not
+            // run here, and the host's rules stay as they were.
+            "--make-iptables-util-chains=false".into(),
         ];
         let child = Command::new(binary)
             .args(args)
