@@ -11,7 +11,7 @@
 //! pod evicted, terminated by its kubelet and started again by its ReplicaSet on the other
 //! node), its machine stopped, its Node object deleted.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -150,8 +150,8 @@ struct World {
     olga: reqwest::Client,
     tim: reqwest::Client,
     web: String,
-    dir: PathBuf,
-    _dir: tempfile::TempDir,
+    /// The scripts and the requests they made.
+    dir: tempfile::TempDir,
 }
 
 /// The number of CPUs kubelets report (cAdvisor counts the processors).
@@ -173,8 +173,8 @@ async fn world() -> Option<World> {
     let reserved = format!("{}m", (cpus() * 1000).saturating_sub(500));
     let pool = NodePool::start(&kube.admin_kubeconfig(), &reserved).await?;
     let dir_guard = tempfile::tempdir().unwrap();
-    let dir = dir_guard.path().to_path_buf();
-    let cloud = Cloud::serve(pool, &dir);
+    let dir = dir_guard.path();
+    let cloud = Cloud::serve(pool, dir);
 
     let app = TestApp::spawn_with_engine(
         TestDatabase::sqlite(),
@@ -188,18 +188,18 @@ async fn world() -> Option<World> {
     let admin = dir.join("admin.kubeconfig");
     std::fs::write(&admin, kube.admin_kubeconfig()).unwrap();
     let create = script(
-        &dir,
+        dir,
         "create.sh",
         &format!(
             "{}cp '{}' \"$KQ_KUBECONFIG\"\n",
-            ask_the_cloud(&dir, "$KQ_PARAM_NODE_COUNT"),
+            ask_the_cloud(dir, "$KQ_PARAM_NODE_COUNT"),
             admin.display()
         ),
     );
     let scale = script(
-        &dir,
+        dir,
         "scale.sh",
-        &ask_the_cloud(&dir, "$KQ_NODE_COUNT ${KQ_REMOVE_NODE:-}"),
+        &ask_the_cloud(dir, "$KQ_NODE_COUNT ${KQ_REMOVE_NODE:-}"),
     );
     define(
         &app,
@@ -245,8 +245,7 @@ async fn world() -> Option<World> {
         tim,
         web,
         cloud,
-        dir,
-        _dir: dir_guard,
+        dir: dir_guard,
     })
 }
 
@@ -392,7 +391,7 @@ impl World {
 
     /// What the scripts asked the cloud for, in order.
     fn asked(&self) -> Vec<String> {
-        read_lines(&self.dir.join("requests"))
+        read_lines(&self.dir.path().join("requests"))
             .iter()
             .map(|l| l.trim().to_owned())
             .collect()

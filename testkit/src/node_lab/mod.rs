@@ -74,14 +74,7 @@ pub struct NodeLab {
 impl NodeLab {
     /// Why a node cannot run here (printed by the tests that skip), or `None`.
     pub fn unavailable() -> Option<String> {
-        for var in [KUBELET_ENV, KUBEADM_ENV] {
-            match std::env::var(var) {
-                Ok(p) if Path::new(&p).is_file() => {}
-                Ok(p) => return Some(format!("{var}={p} is not a file")),
-                Err(_) => return Some(format!("{var} not set")),
-            }
-        }
-        host::missing()
+        unavailable(&[KUBELET_ENV, KUBEADM_ENV])
     }
 
     /// Starts containerd with the CNI bridge and imports the pause and busybox images; `None`
@@ -175,6 +168,19 @@ impl Drop for NodeLab {
         self.machine.shut_down();
         self.host.restore();
     }
+}
+
+/// Why nodes cannot run here: a variable of `binaries` unset or not naming a file, or what
+/// the host lacks; `None` when they can.
+fn unavailable(binaries: &[&str]) -> Option<String> {
+    for var in binaries {
+        match std::env::var(var) {
+            Ok(p) if Path::new(&p).is_file() => {}
+            Ok(p) => return Some(format!("{var}={p} is not a file")),
+            Err(_) => return Some(format!("{var} not set")),
+        }
+    }
+    host::missing()
 }
 
 /// This process's turn and the machine-wide lock: one lab (a node lab or a pool) at a time,

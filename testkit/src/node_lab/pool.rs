@@ -12,7 +12,7 @@
 //! dropping the pool removes every node and what they left on the host. A pool holds the
 //! same machine-wide turn as [`super::NodeLab`].
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use super::{cgroups, host, take_turn, Machine, KUBELET_ENV, PAUSE_IMAGE};
@@ -57,12 +57,7 @@ pub struct NodePool {
 impl NodePool {
     /// Why a pool cannot run here (printed by the tests that skip), or `None`.
     pub fn unavailable() -> Option<String> {
-        match std::env::var(KUBELET_ENV) {
-            Ok(p) if Path::new(&p).is_file() => {}
-            Ok(p) => return Some(format!("{KUBELET_ENV}={p} is not a file")),
-            Err(_) => return Some(format!("{KUBELET_ENV} not set")),
-        }
-        host::missing()
+        super::unavailable(&[KUBELET_ENV])
     }
 
     /// A pool whose kubelets reach their cluster with `kubeconfig` (credentials that may
