@@ -578,6 +578,54 @@ async fn stale_accesses_follow_memberships(s: &dyn Store) {
         .unwrap());
 }
 
+/// A cluster's history read on one connection is what the separate reads return: operations
+/// newest first and limited, the newest timeline entries oldest first, the shared-storage
+/// reading only when asked for; another cluster's rows stay out.
+async fn cluster_history_matches_the_separate_reads(s: &dyn Store) {
+    let a = tenant("team-a", "A");
+    s.create_tenant(&a, &created(&a)).await.unwrap();
+    let (provider, _) = catalog(s).await;
+    let (one, other) = (
+        cluster(&a, provider.id, "one", ClusterState::Ready),
+        cluster(&a, provider.id, "other", ClusterState::Ready),
+    );
+    insert(s, &one).await;
+    insert(s, &other).await;
+    let at = one.created_at;
+    let events: Vec<ClusterEvent> = (1..=4)
+        .map(|i| {
+            let later = at + chrono::Duration::seconds(i);
+            ClusterEvent::new(one.id, None, EventKind::State, format!("step {i}"), later)
+        })
+        .collect();
+    s.append_events(&events).await.unwrap();
+    let usage = kqueen_core::provisioner::SharedStorage {
+        keys: 12,
+        bytes: 3456,
+        writable: true,
+    };
+    s.put_shared_storage(one.id, &usage, at).await.unwrap();
+
+    let h = s.history_of(one.id, 10, 3, true).await.unwrap();
+    // Every field as the separate reads return it (Postgres sends these rows as JSON).
+    assert_eq!(h.operations, s.operations_of(one.id, 10).await.unwrap());
+    assert_eq!(h.operations.len(), 1, "the create operation of `one` only");
+    assert_eq!(h.events, s.events_of(one.id, None, 3).await.unwrap());
+    let messages = |e: &[ClusterEvent]| e.iter().map(|e| e.message.clone()).collect::<Vec<_>>();
+    assert_eq!(messages(&h.events), ["step 2", "step 3", "step 4"]);
+    let (read, measured) = h.shared_storage.expect("a reading");
+    assert_eq!((read.keys, read.bytes, read.writable), (12, 3456, true));
+    let (_, separately) = s.shared_storage(one.id).await.unwrap().expect("a reading");
+    assert_eq!(measured, separately);
+
+    let without = s.history_of(one.id, 10, 300, false).await.unwrap();
+    assert!(without.shared_storage.is_none(), "not asked for");
+    assert_eq!(without.events.len(), 5, "the first entry and four appended");
+    let other_history = s.history_of(other.id, 10, 300, true).await.unwrap();
+    assert_eq!(messages(&other_history.events), ["created"]);
+    assert!(other_history.shared_storage.is_none(), "never measured");
+}
+
 /// Runs every scenario on a fresh database of each backend.
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
@@ -1689,6 +1737,7 @@ async fn autoscaling_keeps_settings_turns_and_samples(s: &dyn Store) {
 
 scenarios!(
     autoscaling_keeps_settings_turns_and_samples,
+    cluster_history_matches_the_separate_reads,
     rollouts_hold_their_clusters_and_move_once,
     pending_requests_of_a_deleted_cluster_are_not_listed,
     a_delete_never_cancels_a_node_replacement,

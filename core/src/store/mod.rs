@@ -214,6 +214,33 @@ pub trait TimelineStore: Send + Sync {
     ) -> Result<Vec<ClusterEvent>>;
 }
 
+/// What a cluster's page shows of its history.
+#[derive(Debug, Clone, Default)]
+pub struct ClusterHistory {
+    /// Newest first.
+    pub operations: Vec<Operation>,
+    /// Oldest first.
+    pub events: Vec<ClusterEvent>,
+    /// The last shared-storage reading, when asked for and measured.
+    pub shared_storage: Option<(crate::provisioner::SharedStorage, DateTime<Utc>)>,
+}
+
+/// A cluster's history as its page reads it, on one database connection: one hand-back to
+/// the pool instead of one per table (sqlx tests every connection handed back: a round trip
+/// to Postgres, or to SQLite's connection thread).
+#[async_trait]
+pub trait ClusterHistoryStore: Send + Sync {
+    /// The newest `operations` operations, the newest `events` timeline entries and, when
+    /// `storage`, the shared-storage reading of a cluster.
+    async fn history_of(
+        &self,
+        cluster_id: Uuid,
+        operations: u32,
+        events: u32,
+        storage: bool,
+    ) -> Result<ClusterHistory>;
+}
+
 /// What clusters keep in storage shared between clusters (a hosted control plane's etcd key
 /// space), as last measured.
 #[async_trait]
@@ -904,6 +931,7 @@ pub trait Store:
     + ClusterStore
     + QuotaStore
     + TimelineStore
+    + ClusterHistoryStore
     + SharedStorageStore
     + AccessStore
     + OperationStore

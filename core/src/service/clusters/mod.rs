@@ -147,8 +147,13 @@ impl Clusters {
             .visible_cluster(actor, id, action::CLUSTER_VIEW)
             .await?;
         let capabilities = self.capabilities_of(&cluster).await?;
-        let operations = self.deps.store.operations_of(cluster.id, 10).await?;
-        let events = self.deps.store.events_of(cluster.id, None, 300).await?;
+        // Operators see how much shared storage the cluster uses.
+        let operator = policy::check(actor, Permission::ListAllTenants).is_ok();
+        let history = self
+            .deps
+            .store
+            .history_of(cluster.id, 10, 300, operator)
+            .await?;
         // The template, read once: what a scale or upgrade may ask for, and tenant admins'
         // access (the defaults when it is gone).
         let template = self.template_of(&cluster).await?;
@@ -169,18 +174,13 @@ impl Clusters {
             }
         }
         let admin_access = template.map(|t| t.admin_access).unwrap_or_default();
-        let shared_storage = match policy::check(actor, Permission::ListAllTenants) {
-            Ok(()) => self
-                .deps
-                .store
-                .shared_storage(cluster.id)
-                .await?
+        let shared_storage =
+            history
+                .shared_storage
                 .map(|(usage, at)| crate::provisioner::SharedStorageReading {
                     usage,
                     measured_at: at,
-                }),
-            Err(_) => None,
-        };
+                });
         Ok(ClusterDetail {
             shared_storage,
             node_range,
@@ -189,8 +189,8 @@ impl Clusters {
             admin_kubeconfig: policy::check(actor, Permission::AdminKubeconfig).is_ok(),
             cluster,
             capabilities,
-            operations,
-            events,
+            operations: history.operations,
+            events: history.events,
         })
     }
 

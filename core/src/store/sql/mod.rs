@@ -139,6 +139,7 @@ mod audit;
 mod autoscaling;
 mod backups;
 mod catalog;
+mod cluster_history;
 // Before `clusters`: their insert and admission macros are used there.
 mod operations;
 mod quotas;

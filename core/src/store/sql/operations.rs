@@ -13,7 +13,9 @@ use crate::cluster::{ClusterEvent, Operation, OperationKind, OperationState, Ope
 use crate::store::{ClusterChange, OperationStore};
 use crate::{Error, Result};
 
-#[derive(FromRow)]
+/// Read from a row, or from a row Postgres wrote as JSON (one statement returning several
+/// tables' rows, [`super::cluster_history`]).
+#[derive(FromRow, serde::Deserialize)]
 pub(super) struct OperationRow {
     id: Uuid,
     cluster_id: Uuid,
@@ -69,7 +71,7 @@ impl TryFrom<OperationRow> for Operation {
     }
 }
 
-#[derive(FromRow)]
+#[derive(FromRow, serde::Deserialize)]
 pub(super) struct EventRow {
     pub(super) id: Uuid,
     pub(super) cluster_id: Uuid,

@@ -18,6 +18,25 @@ fn count(v: i64) -> u64 {
     u64::try_from(v).unwrap_or(0)
 }
 
+/// A cluster's last shared-storage reading (`$1` the cluster).
+pub(super) const STORAGE_OF: &str =
+    "SELECT keys, bytes, writable, measured_at FROM shared_storage_usage WHERE cluster_id = $1";
+
+/// A row of [`STORAGE_OF`]: keys, bytes, writable, measured at.
+pub(super) type StorageRow = (i64, i64, bool, DateTime<Utc>);
+
+/// A stored reading read back.
+pub(super) fn storage((keys, bytes, writable, at): StorageRow) -> (SharedStorage, DateTime<Utc>) {
+    (
+        SharedStorage {
+            keys: count(keys),
+            bytes: count(bytes),
+            writable,
+        },
+        at,
+    )
+}
+
 #[async_trait]
 impl SharedStorageStore for SqlStore {
     async fn put_shared_storage(
@@ -48,21 +67,10 @@ impl SharedStorageStore for SqlStore {
         &self,
         cluster_id: Uuid,
     ) -> Result<Option<(SharedStorage, DateTime<Utc>)>> {
-        const SQL: &str = "SELECT keys, bytes, writable, measured_at FROM shared_storage_usage \
-             WHERE cluster_id = $1";
-        let row: Option<(i64, i64, bool, DateTime<Utc>)> = on_pool!(self, p => {
-            sqlx::query_as(SQL).bind(cluster_id).fetch_optional(p).await?
+        let row: Option<StorageRow> = on_pool!(self, p => {
+            sqlx::query_as(STORAGE_OF).bind(cluster_id).fetch_optional(p).await?
         });
-        Ok(row.map(|(keys, bytes, writable, at)| {
-            (
-                SharedStorage {
-                    keys: count(keys),
-                    bytes: count(bytes),
-                    writable,
-                },
-                at,
-            )
-        }))
+        Ok(row.map(storage))
     }
 
     async fn tenant_storage(&self) -> Result<Vec<TenantStorage>> {
