@@ -75,7 +75,7 @@ impl ClusterHistoryStore for SqlStore {
 
 /// The three reads in one Postgres statement (`$1` the cluster, `$2` operations, `$3` events,
 /// `$4` whether to read the shared-storage reading), each as JSON text.
-fn postgres_sql() -> String {
+pub(super) fn postgres_sql() -> String {
     format!(
         "SELECT \
          (SELECT coalesce(json_agg(o ORDER BY o.created_at DESC, o.id DESC), '[]') FROM \

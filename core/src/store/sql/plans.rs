@@ -1,6 +1,6 @@
 //! The plans of hot lookups on Postgres when the statistics are stale (the minute after a bulk
 //! import, before the statistics job ran): they must still go through the primary key, for
-//! clusters and for applications. Needs
+//! clusters and for applications, and a cluster's history through its cluster's indexes. Needs
 //! the Postgres of the test machines (skips, saying so, without one).
 
 #![allow(clippy::unwrap_used, clippy::print_stdout)]
@@ -8,6 +8,7 @@
 use uuid::Uuid;
 
 use super::applications::{application_by_id_sql, claim_app_delete_sql, claim_ready_sql};
+use super::cluster_history::postgres_sql as history_sql;
 use super::clusters::{claim_cluster_sql, cluster_by_id_sql};
 use super::Pool;
 use crate::store::ClusterStore;
@@ -184,4 +185,71 @@ async fn one_application_is_read_and_claimed_through_its_primary_key() {
         crate::store::ApplicationStore::application(&store, id).await,
         Err(crate::Error::NotFound("application"))
     ));
+}
+
+#[tokio::test]
+async fn a_clusters_history_is_read_through_its_clusters_indexes_whatever_the_statistics_say() {
+    let Some((_db, store)) = postgres_store().await else {
+        println!("skipped: no Postgres");
+        return;
+    };
+    let pool = pg_pool(&store);
+    let id = seeded(pool).await;
+    // Every one of the 300 clusters with 5 operations, 20 timeline entries and a
+    // shared-storage reading, never analysed (the minute after a bulk import).
+    for sql in [
+        "INSERT INTO operations (id, cluster_id, kind, state, requested_by, created_at, \
+         updated_at, deadline_at, run_after) SELECT gen_random_uuid(), c.id, 'create', \
+         'succeeded', 'test', now() - i * interval '1 minute', now(), now(), now() \
+         FROM clusters c, generate_series(1, 5) i",
+        "INSERT INTO cluster_events (id, cluster_id, occurred_at, kind, message) \
+         SELECT gen_random_uuid(), c.id, now() - i * interval '1 second', 'step', 'm' \
+         FROM clusters c, generate_series(1, 20) i",
+        "INSERT INTO shared_storage_usage (cluster_id, keys, bytes, writable, measured_at) \
+         SELECT id, 1, 1, true, now() FROM clusters",
+    ] {
+        sqlx::query(sql).execute(pool).await.unwrap();
+    }
+    for generic in [false, true] {
+        let mut conn = pool.acquire().await.unwrap();
+        let mode = match generic {
+            true => "force_generic_plan",
+            false => "auto",
+        };
+        sqlx::query(&format!("SET plan_cache_mode = {mode}"))
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let plan: Vec<String> =
+            sqlx::query_scalar(&format!("EXPLAIN (ANALYZE, COSTS OFF) {}", history_sql()))
+                .bind(id)
+                .bind(10_i64)
+                .bind(50_i64)
+                .bind(true)
+                .fetch_all(&mut *conn)
+                .await
+                .unwrap();
+        let plan = plan.join("\n");
+        for index in [
+            "operations_by_cluster",
+            "cluster_events_by_cluster",
+            "shared_storage_usage_pkey",
+        ] {
+            assert!(plan.contains(index), "generic {generic}, {index}: {plan}");
+        }
+        assert!(!plan.contains("Seq Scan"), "generic {generic}: {plan}");
+        assert!(
+            !plan.contains("Rows Removed by Filter"),
+            "generic {generic}: {plan}"
+        );
+    }
+    // And it answers this cluster's rows alone, newest first.
+    let history = crate::store::ClusterHistoryStore::history_of(&store, id, 10, 50, true)
+        .await
+        .unwrap();
+    assert_eq!(history.operations.len(), 5);
+    assert!(history.operations.iter().all(|o| o.cluster_id == id));
+    assert!(history.operations[0].created_at > history.operations[4].created_at);
+    assert_eq!(history.events.len(), 20);
+    assert!(history.shared_storage.is_some());
 }
