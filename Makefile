@@ -25,8 +25,8 @@ build: ## Build the server binary (target/debug/kqueen)
 	cargo build -p kqueen-server
 
 image-offline: site ## Write KQueen's image without a container builder (target/kqueen-image.tar)
-	cargo build -p kqueen-server --profile serve
-	cargo run -q -p kqueen-testkit --example kqueen_image -- target/kqueen-image.tar target/serve/kqueen target/site
+	cargo build -p kqueen-server --profile production
+	cargo run -q -p kqueen-testkit --example kqueen_image -- target/kqueen-image.tar target/production/kqueen target/site
 
 soak: ## 10 minutes of mixed traffic at a fixed rate on SQLite, then PostgreSQL (figures printed)
 	cargo bench -p kqueen-server --bench soak
