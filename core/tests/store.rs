@@ -626,6 +626,46 @@ async fn cluster_history_matches_the_separate_reads(s: &dyn Store) {
     assert!(other_history.shared_storage.is_none(), "never measured");
 }
 
+/// Session loads arriving together (every page request loads its session first) are sent
+/// as one query: each still gets its own session, live at its own time, with every write
+/// made before it began.
+async fn concurrent_session_loads_each_get_their_own_session(s: &dyn Store) {
+    // Whole seconds: both databases keep them exactly.
+    let now = chrono::DateTime::from_timestamp(chrono::Utc::now().timestamp(), 0).unwrap();
+    let later = now + chrono::Duration::hours(1);
+    for i in 0..150 {
+        let expires = if i % 10 == 0 {
+            now - chrono::Duration::seconds(1)
+        } else {
+            later
+        };
+        s.session_save(&format!("s{i}"), &format!("{{\"n\":{i}}}"), expires)
+            .await
+            .unwrap();
+    }
+    // 150 sessions and 10 unknown ids at once (more than one batch holds).
+    let loads = (0..160).map(|i| async move { (i, s.session_load(&format!("s{i}"), now).await) });
+    for (i, loaded) in futures::future::join_all(loads).await {
+        let loaded = loaded.unwrap();
+        match i {
+            150.. => assert_eq!(loaded, None, "s{i} was never stored"),
+            _ if i % 10 == 0 => assert_eq!(loaded, None, "s{i} has expired"),
+            _ => assert_eq!(loaded, Some((format!("{{\"n\":{i}}}"), later)), "s{i}"),
+        }
+    }
+    // Live at the caller's own time: the same row, asked about after it expires.
+    let after = later + chrono::Duration::seconds(1);
+    assert_eq!(s.session_load("s1", after).await.unwrap(), None);
+    // A write is seen by every load that begins after it, alone or together.
+    s.session_save("s1", "{\"n\":-1}", later).await.unwrap();
+    let again = futures::future::join_all((0..8).map(|_| s.session_load("s1", now))).await;
+    for loaded in again {
+        assert_eq!(loaded.unwrap(), Some(("{\"n\":-1}".to_owned(), later)));
+    }
+    s.session_delete("s1").await.unwrap();
+    assert_eq!(s.session_load("s1", now).await.unwrap(), None);
+}
+
 /// Runs every scenario on a fresh database of each backend.
 macro_rules! scenarios {
     ($($name:ident),* $(,)?) => {
@@ -1736,6 +1776,7 @@ async fn autoscaling_keeps_settings_turns_and_samples(s: &dyn Store) {
 }
 
 scenarios!(
+    concurrent_session_loads_each_get_their_own_session,
     autoscaling_keeps_settings_turns_and_samples,
     cluster_history_matches_the_separate_reads,
     rollouts_hold_their_clusters_and_move_once,

@@ -40,6 +40,8 @@ enum Pool {
 pub struct SqlStore {
     pool: Pool,
     lists: Arc<Lists>,
+    /// Session loads arriving together, sent as one query.
+    sessions: Arc<read_batches::ReadBatches<sessions::SessionRow>>,
 }
 
 /// List pages, clusters by id, and the catalog's providers and templates by id, kept in memory
@@ -143,6 +145,7 @@ mod cluster_history;
 // Before `clusters`: their insert and admission macros are used there.
 mod operations;
 mod quotas;
+mod read_batches;
 
 mod clusters;
 mod fleet_clusters;
@@ -232,6 +235,7 @@ pub async fn connect(url: &str) -> Result<SqlStore> {
     Ok(SqlStore {
         pool,
         lists: Arc::default(),
+        sessions: Arc::default(),
     })
 }
 

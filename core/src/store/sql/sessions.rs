@@ -1,11 +1,17 @@
 //! Session records for the web layer's session manager.
 
+use std::collections::HashMap;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 
+use super::read_batches::placeholders;
 use super::{Pool, SqlStore};
 use crate::store::SessionStore;
 use crate::Result;
+
+/// A stored session: its data and when it expires.
+pub(super) type SessionRow = (String, DateTime<Utc>);
 
 #[async_trait]
 impl SessionStore for SqlStore {
@@ -14,11 +20,13 @@ impl SessionStore for SqlStore {
         id: &str,
         now: DateTime<Utc>,
     ) -> Result<Option<(String, DateTime<Utc>)>> {
-        const SQL: &str = "SELECT data, expires_at FROM sessions WHERE id = $1 AND expires_at > $2";
-        let data: Option<(String, DateTime<Utc>)> = on_pool!(self, p => {
-            sqlx::query_as(SQL).bind(id).bind(now).fetch_optional(p).await?
-        });
-        Ok(data)
+        // Loads arriving together share one query (every page request loads its session
+        // first); each keeps only a session that is live at its own `now`.
+        let row = self
+            .sessions
+            .read(id, |ids| async move { self.sessions_by_id(ids).await })
+            .await?;
+        Ok(row.filter(|(_, expires_at)| *expires_at > now))
     }
 
     async fn session_save(&self, id: &str, data: &str, expires_at: DateTime<Utc>) -> Result<()> {
@@ -46,5 +54,26 @@ impl SessionStore for SqlStore {
                 .rows_affected()
         });
         Ok(n)
+    }
+}
+
+impl SqlStore {
+    /// The stored sessions of `ids` (distinct), expired ones included.
+    async fn sessions_by_id(&self, mut ids: Vec<String>) -> Result<HashMap<String, SessionRow>> {
+        let sql = format!(
+            "SELECT id, data, expires_at FROM sessions WHERE id IN ({})",
+            placeholders(&mut ids, 1)
+        );
+        let rows: Vec<(String, String, DateTime<Utc>)> = on_pool!(self, p => {
+            let mut q = sqlx::query_as(&sql);
+            for id in &ids {
+                q = q.bind(id);
+            }
+            q.fetch_all(p).await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(|(id, data, expires_at)| (id, (data, expires_at)))
+            .collect())
     }
 }
