@@ -174,6 +174,9 @@ for (const js of [false, true]) {
     const id = path.split('/').pop();
     if (js) {
       await page.waitForSelector('main[data-hydrated=true]');
+      // A hydrated page is at the new address before the cluster's data arrives (the
+      // router navigates in place, the page's section loads after): wait for its heading.
+      await page.waitForSelector('h1 [data-state]');
       await page.evaluate(() => { window.kqueenSameDocument = true; });
     }
     // Right after the request: the operation is there, its progress card too (a worker may
