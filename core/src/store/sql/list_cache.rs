@@ -23,6 +23,7 @@ use std::future::Future;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
+use super::read_batches::ReadBatches;
 use crate::{Error, Result};
 
 /// Pages kept per list. A page of 50 clusters is ~50 KB in memory.
@@ -115,25 +116,10 @@ impl<V> ListCache<V> {
 /// Reads of the list version, coalesced: requests that arrive while a read is in flight
 /// gather, and the next read answers all of them. A request never takes the answer of a read
 /// sent before it arrived, so it still sees every write committed before it started; under
-/// load the database answers one version query per round instead of one per request.
-#[derive(Default)]
-pub(super) struct VersionReads {
-    /// Held while a read is in flight.
-    in_flight: tokio::sync::Mutex<()>,
-    /// The read that requests arriving now will share (not sent yet).
-    next: Mutex<Option<Batch>>,
-    reads: AtomicU64,
-}
-
-type Batch = Arc<tokio::sync::OnceCell<std::result::Result<i64, String>>>;
-
-impl std::fmt::Debug for VersionReads {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("VersionReads")
-            .field("reads", &self.reads.load(Ordering::Relaxed))
-            .finish()
-    }
-}
+/// load the database answers one version query per round instead of one per request. The
+/// batching is [`ReadBatches`]' (the session loads' too), with the one key there is.
+#[derive(Debug, Default)]
+pub(super) struct VersionReads(ReadBatches<i64>);
 
 impl VersionReads {
     /// The version as `query` reads it, sent after this call began.
@@ -141,34 +127,25 @@ impl VersionReads {
     where
         F: Future<Output = Result<i64>>,
     {
-        let batch = {
-            let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-            next.get_or_insert_with(Batch::default).clone()
-        };
-        // One member of the batch runs the read (another takes over if it is cancelled).
-        let answer = batch
-            .get_or_init(|| async {
-                let _flight = self.in_flight.lock().await;
-                // Close the batch: whoever arrives from now on shares the next read.
-                {
-                    let mut next = self.next.lock().unwrap_or_else(PoisonError::into_inner);
-                    if next.as_ref().is_some_and(|b| Arc::ptr_eq(b, &batch)) {
-                        *next = None;
-                    }
-                }
-                self.reads.fetch_add(1, Ordering::Relaxed);
-                query().await.map_err(|e| e.to_string())
+        let read = self
+            .0
+            .read("", |_| async move {
+                Ok(HashMap::from([(String::new(), query().await?)]))
             })
             .await;
-        answer
-            .clone()
-            .map_err(|e| Error::Backend(format!("reading the list version: {e}")))
+        let failed = |e: String| Error::Backend(format!("reading the list version: {e}"));
+        match read {
+            Ok(Some(version)) => Ok(version),
+            Ok(None) => Err(failed("no answer".into())),
+            Err(Error::Backend(e)) => Err(failed(e)),
+            Err(e) => Err(failed(e.to_string())),
+        }
     }
 
     /// Queries sent so far.
     #[cfg(test)]
     fn reads(&self) -> u64 {
-        self.reads.load(Ordering::Relaxed)
+        self.0.queries()
     }
 }
 

@@ -110,7 +110,7 @@ impl<V: Clone> ReadBatches<V> {
 
     /// Queries sent so far.
     #[cfg(test)]
-    fn queries(&self) -> u64 {
+    pub(super) fn queries(&self) -> u64 {
         self.queries.load(Ordering::Relaxed)
     }
 }
