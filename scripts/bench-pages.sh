@@ -2,7 +2,7 @@
 # Page speed of a built `kqueen` binary, as a user of `make run` meets it: starts BINARY on a
 # fresh SQLite database (no workers, logs at warn), seeds what the cluster_list bench seeds
 # (an operator, 50 tenants, a `command` provider, a template, 1,000 clusters) through the
-# CLI and the REST API, then drives GET /healthz, /api/v1/clusters, /tokens and /clusters
+# CLI and the REST API, then drives GET /healthz, /api/v1/clusters, /tokens, /clusters and /fleet
 # with wrk (64 keep-alive connections, 2 threads, SECONDS each) and prints p50/p99, req/s
 # and the server's own CPU time per request (from /proc, without the load generator's).
 #
@@ -85,7 +85,7 @@ cpu_ticks() { # utime + stime of the server process, in 1/100 s
     echo $((f[11] + f[12]))
 }
 for case in "/healthz|" "/api/v1/clusters|authorization: Bearer $token" \
-    "/tokens|cookie: $cookie" "/clusters|cookie: $cookie"; do
+    "/tokens|cookie: $cookie" "/clusters|cookie: $cookie" "/fleet|cookie: $cookie"; do
     path=${case%%|*} header=${case#*|}
     [[ -z $only || $path == *"$only"* ]] || continue
     args=(-t2 -c64 -d"${seconds}s" --latency)

@@ -9,10 +9,67 @@
 //! that script only. When the browser fetches a page's data itself (navigating, filtering,
 //! polling), the server function's answer is the plain DTO, charts included, and the chart is
 //! drawn from it.
+//!
+//! Every page resource is made with [`resource`], whose codec is [`ScriptJson`]: Leptos writes
+//! each resource's data into that script as a JavaScript string literal, and JSON carried as
+//! base64 needs no escaping there.
 
 use std::cell::Cell;
+use std::future::Future;
 
+use leptos::prelude::Resource;
+use leptos::server::codee::{Decoder, Encoder};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+/// How a page resource's data travels in the hydration script: its JSON, as bytes, which
+/// Leptos writes as base64.
+///
+/// Leptos writes each resolved resource as `__RESOLVED_RESOURCES[i] = "…"`, the `Debug` form
+/// of the encoded string. With Leptos' default codec that string is the JSON itself, and every
+/// quote of it (two per key, two per text value) is escaped on the way, one at a time: a
+/// `perf` profile of the cluster list page (`scripts/bench-pages.sh`, 2026-11-29) had 11 % of
+/// the server's samples in `<str as Debug>::fmt` for that script. A binary codec's bytes are
+/// carried as base64 (`leptos_server`'s `IntoEncodedString for Vec<u8>`), whose alphabet has
+/// nothing to escape, so the string is copied as it is. The format stays JSON: the fields
+/// [`in_script`] leaves out are read back as their defaults, as before.
+pub struct ScriptJson;
+
+impl<T: Serialize> Encoder<T> for ScriptJson {
+    type Error = serde_json::Error;
+    type Encoded = Vec<u8>;
+
+    fn encode(val: &T) -> Result<Vec<u8>, serde_json::Error> {
+        serde_json::to_vec(val)
+    }
+}
+
+impl<T: DeserializeOwned> Decoder<T> for ScriptJson {
+    type Error = serde_json::Error;
+    type Encoded = [u8];
+
+    fn decode(val: &[u8]) -> Result<T, serde_json::Error> {
+        serde_json::from_slice(val)
+    }
+}
+
+/// A page resource: loaded on the server, handed to the browser in the hydration script.
+pub type PageResource<T> = Resource<T, ScriptJson>;
+
+/// A page resource (as `Resource::new`, with the [`ScriptJson`] codec): `fetcher` loads it
+/// for the value of `source`, again whenever that changes.
+#[track_caller]
+pub fn resource<S, T, Fut>(
+    source: impl Fn() -> S + Send + Sync + 'static,
+    fetcher: impl Fn(S) -> Fut + Send + Sync + 'static,
+) -> PageResource<T>
+where
+    S: Send + Sync + Clone + PartialEq + 'static,
+    T: Serialize + DeserializeOwned + Send + Sync + 'static,
+    Fut: Future<Output = T> + Send + 'static,
+{
+    Resource::new_with_options(source, fetcher, false)
+}
 
 thread_local! {
     /// Set while a [`Hydrated`] value is being serialised on this thread.
@@ -96,6 +153,47 @@ mod tests {
         assert_eq!(back.rows, ["a"]);
         assert_eq!(back.chart, "");
         assert_eq!(back.inner, Some(Inner { chart: None, n: 3 }));
+    }
+
+    /// What Leptos writes into the script for `value` encoded by `Codec`, and what the
+    /// browser reads back from it.
+    fn through_script<Codec, T>(value: &T) -> (String, T)
+    where
+        Codec: Encoder<T> + Decoder<T>,
+        <Codec as Encoder<T>>::Encoded: leptos::server::IntoEncodedString,
+        <Codec as Decoder<T>>::Encoded: leptos::server::FromEncodedStr,
+        <Codec as Encoder<T>>::Error: std::fmt::Debug,
+        <Codec as Decoder<T>>::Error: std::fmt::Debug,
+        <<Codec as Decoder<T>>::Encoded as leptos::server::FromEncodedStr>::DecodingError:
+            std::fmt::Debug,
+    {
+        use leptos::server::{FromEncodedStr, IntoEncodedString};
+        use std::borrow::Borrow;
+        let script = Codec::encode(value).unwrap().into_encoded_string();
+        let back = {
+            let read = <Codec as Decoder<T>>::Encoded::from_encoded_str(&script).unwrap();
+            Codec::decode(read.borrow()).unwrap()
+        };
+        (script, back)
+    }
+
+    #[test]
+    fn the_script_form_needs_no_escaping_and_reads_back() {
+        let value: Result<Hydrated<Page>, String> = Ok(Hydrated(page()));
+        let (script, back) = through_script::<ScriptJson, _>(&value);
+        // The string literal Leptos writes is the encoded string between quotes, unchanged.
+        assert_eq!(format!("{script:?}"), format!("\"{script}\""));
+        assert!(!script.contains('<'));
+        let back = back.unwrap().0;
+        assert_eq!(back.rows, ["a"]);
+        assert_eq!(
+            back.chart, "",
+            "fields drawn in the HTML stay out of the script"
+        );
+        assert_eq!(back.inner, Some(Inner { chart: None, n: 3 }));
+        // Leptos' default codec writes the JSON itself, which the literal escapes.
+        let (json, _) = through_script::<leptos::server::codee::string::JsonSerdeCodec, _>(&value);
+        assert_ne!(format!("{json:?}"), format!("\"{json}\""));
     }
 
     #[test]

@@ -24,7 +24,7 @@ pub fn AppShell(children: Children) -> impl IntoView {
         let path = location.pathname.get();
         path == "/login" || path.starts_with("/invite/")
     };
-    let me = Resource::new(|| (), |_| crate::account::sfn::me());
+    let me = crate::hydrated::resource(|| (), |_| crate::account::sfn::me());
     // A client-side navigation keeps the shell, and so an open menu (phones): close it when
     // the page changes, as a full page load would.
     let menu = NodeRef::<leptos::html::Details>::new();
@@ -75,7 +75,7 @@ pub fn AppShell(children: Children) -> impl IntoView {
 
 /// Who is signed in (None: nobody), as the app shell loaded it; in context for the pages.
 #[derive(Clone, Copy)]
-pub struct Me(pub Resource<Result<Option<MeDto>, AppError>>);
+pub struct Me(pub crate::hydrated::PageResource<Result<Option<MeDto>, AppError>>);
 
 /// Navigation and user menu for a logged-in user: only the areas the user may use.
 ///

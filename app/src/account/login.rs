@@ -26,7 +26,7 @@ pub fn Login() -> impl IntoView {
             None => None,
         }
     };
-    let options = Resource::new(|| (), |_| crate::account::sfn::get_login_options());
+    let options = crate::hydrated::resource(|| (), |_| crate::account::sfn::get_login_options());
     view! {
         <Title text="Sign in" />
         <section class="card login">

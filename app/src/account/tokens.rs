@@ -16,7 +16,7 @@ pub fn Tokens() -> impl IntoView {
     let create = ServerAction::<CreateToken>::new();
     let revoke = ServerAction::<RevokeToken>::new();
     // Read again after every write (hydrated, a write does not reload the page).
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (create.version().get(), revoke.version().get()),
         |_| crate::account::sfn::tokens_page(),
     );

@@ -17,7 +17,7 @@ use crate::kept::{error_at, value_or, KeptForm};
 pub fn AddonCatalog() -> impl IntoView {
     let define = ServerAction::<DefineAddon>::new();
     let undefine = ServerAction::<UndefineAddon>::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (define.version().get(), undefine.version().get()),
         |_| crate::addons::sfn::addon_catalog_page(),
     );

@@ -18,7 +18,7 @@ pub fn FleetAddons() -> impl IntoView {
     let query = use_query_map();
     let addon = move || query.read().get("addon").filter(|a| !a.is_empty());
     let bulk = ServerAction::<BulkUpgradeAddon>::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (addon(), bulk.version().get()),
         |(a, _)| hydrated::fetch(crate::addons::sfn::fleet_addons_page(a)),
     );

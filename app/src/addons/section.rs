@@ -28,7 +28,7 @@ pub fn ClusterAddons(
     let tick = RwSignal::new(0u32);
     let pace = RwSignal::new(Pace::Settled);
     let id = cluster_id.clone();
-    let addons = Resource::new(
+    let addons = crate::hydrated::resource(
         move || (id.clone(), tick.get(), writes.version()),
         |(id, _, _)| crate::addons::sfn::cluster_addons(id),
     );

@@ -10,7 +10,7 @@ use crate::components::{ErrorNote, FormError, TableHead};
 #[component]
 pub fn PendingApprovals() -> impl IntoView {
     let writes = ApprovalWrites::new();
-    let list = Resource::new(
+    let list = crate::hydrated::resource(
         move || writes.version(),
         |_| super::sfn::pending_approvals(),
     );

@@ -22,7 +22,7 @@ pub fn NewApp() -> impl IntoView {
     let id = move || params.read().get("id").unwrap_or_default();
     let preview = ServerAction::<PreviewApp>::new();
     // Read again after a refused preview: the form comes back as it was typed.
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (id(), preview.version().get()),
         |(id, _)| crate::apps::sfn::new_app_page(id),
     );

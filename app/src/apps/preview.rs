@@ -16,7 +16,7 @@ pub fn AppPreview() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
     let deploy = ServerAction::<DeployApp>::new();
-    let page = Resource::new(id, crate::apps::sfn::app_preview_page);
+    let page = crate::hydrated::resource(id, crate::apps::sfn::app_preview_page);
     view! {
         <Title text="Preview of a deploy" />
         <Suspense fallback=|| view! { <p class="muted">"Loading…"</p> }>

@@ -15,7 +15,7 @@ pub fn ClusterApps(
     can_deploy: bool,
 ) -> impl IntoView {
     let id = cluster_id.clone();
-    let apps = Resource::new(move || id.clone(), crate::apps::sfn::cluster_apps);
+    let apps = crate::hydrated::resource(move || id.clone(), crate::apps::sfn::cluster_apps);
     let link = format!("/clusters/{cluster_id}/apps/new");
     view! {
         <section class="card" aria-labelledby="apps-heading" id="apps">

@@ -26,7 +26,7 @@ pub fn AppVersion() -> impl IntoView {
     // Bumped every 2 s while the version is being deployed or removed (hydrated only).
     let tick = RwSignal::new(0u32);
     let delete = ServerAction::<DeleteApp>::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (ids(), tick.get(), delete.version().get()),
         |((id, app), _, _)| crate::apps::sfn::app_page(id, app),
     );

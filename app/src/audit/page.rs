@@ -45,7 +45,7 @@ pub fn Audit() -> impl IntoView {
             .and_then(|o| o.parse::<u32>().ok())
             .unwrap_or(0)
     };
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (filter(), offset()),
         |(f, o)| crate::audit::sfn::list_audit(f, Some(o)),
     );

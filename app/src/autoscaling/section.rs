@@ -15,7 +15,7 @@ pub fn ClusterAutoscaling(cluster_id: String) -> impl IntoView {
     let set = ServerAction::<SetAutoscaling>::new();
     let off = ServerAction::<DisableAutoscaling>::new();
     let id = cluster_id.clone();
-    let data = Resource::new(
+    let data = crate::hydrated::resource(
         move || (id.clone(), set.version().get() + off.version().get()),
         |(id, _)| super::sfn::cluster_autoscaling(id),
     );

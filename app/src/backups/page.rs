@@ -20,7 +20,7 @@ pub fn AllBackups() -> impl IntoView {
     let query = use_query_map();
     let delete = ServerAction::<DeleteBackup>::new();
     let tenant = move || query.read().get("tenant").unwrap_or_default();
-    let list = Resource::new(
+    let list = crate::hydrated::resource(
         move || (tenant(), delete.version().get()),
         |(t, _)| crate::backups::sfn::all_backups((!t.is_empty()).then_some(t)),
     );

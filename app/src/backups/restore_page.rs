@@ -21,7 +21,7 @@ pub fn BackupRestore() -> impl IntoView {
     let params = use_params_map();
     let query = use_query_map();
     let restore = ServerAction::<RestoreBackup>::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || {
             let p = params.read();
             let q = query.read();

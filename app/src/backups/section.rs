@@ -27,7 +27,7 @@ pub fn ClusterBackups(
     let tick = RwSignal::new(0u32);
     let running = RwSignal::new(false);
     let id = cluster_id.clone();
-    let backups = Resource::new(
+    let backups = crate::hydrated::resource(
         move || {
             (
                 id.clone(),
@@ -38,7 +38,7 @@ pub fn ClusterBackups(
         |(id, _, _)| crate::backups::sfn::cluster_backups(id),
     );
     let schedule_id = cluster_id.clone();
-    let schedule = Resource::new(
+    let schedule = crate::hydrated::resource(
         move || {
             (
                 schedule_id.clone(),

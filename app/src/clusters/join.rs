@@ -46,7 +46,7 @@ pub async fn revoke_join_token(id: String, token_id: String) -> Result<(), AppEr
 pub fn ClusterJoin() -> impl IntoView {
     let params = use_params_map();
     let id = move || params.read().get("id").unwrap_or_default();
-    let page = Resource::new(id, join_page);
+    let page = crate::hydrated::resource(id, join_page);
     let revoke = ServerAction::<RevokeJoinToken>::new();
     view! {
         <Title text="Add worker nodes" />

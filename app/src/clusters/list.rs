@@ -22,7 +22,7 @@ pub fn Clusters() -> impl IntoView {
         query("name"),
         query("offset"),
     );
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || {
             (
                 tenant(),

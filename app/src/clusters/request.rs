@@ -21,7 +21,7 @@ pub fn NewCluster() -> impl IntoView {
     let (tenant, template) = (query("tenant"), query("template"));
     let request = ServerAction::<RequestCluster>::new();
     // Read again after a refused request: the form comes back as it was typed.
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (tenant(), template(), request.version().get()),
         |(t, tpl, _)| crate::clusters::sfn::new_cluster_page(t, tpl),
     );

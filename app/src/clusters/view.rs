@@ -29,7 +29,7 @@ pub fn ClusterView() -> impl IntoView {
     // Bumped every 2 s while an operation runs (in the browser, once hydrated).
     let tick = RwSignal::new(0u32);
     let writes = ClusterWrites::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (id(), tick.get(), writes.version()),
         |(id, _, _)| hydrated::fetch(crate::clusters::sfn::cluster_page(id)),
     );

@@ -18,7 +18,7 @@ pub fn Fleet() -> impl IntoView {
     let query = use_query_map();
     let attention = move || query.read().get("attention").is_some_and(|a| a == "true");
     let tenant = move || Some(filter().tenant).filter(|t| !t.is_empty());
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (tenant(), attention(), offset()),
         |(t, a, o)| hydrated::fetch(sfn::fleet_page(t, Some(a), Some(o))),
     );

@@ -13,7 +13,7 @@ use crate::hydrated::{self, Hydrated};
 #[component]
 pub fn FleetFindings() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (filter(), offset()),
         |(f, o)| hydrated::fetch(sfn::fleet_findings_page(f, Some(o))),
     );

@@ -11,7 +11,7 @@ use crate::fleet::sfn;
 #[component]
 pub fn FleetImages() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (filter(), offset()),
         |(f, o)| sfn::fleet_images_page(f, Some(o)),
     );
@@ -60,7 +60,7 @@ fn ImageList(page: FleetListDto<ImageDto>, filter: FleetQuery) -> impl IntoView 
 #[component]
 pub fn FleetImageHistory() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (filter(), offset()),
         |(f, o)| sfn::fleet_image_history_page(f, Some(o)),
     );

@@ -11,7 +11,7 @@ use crate::fleet::sfn;
 #[component]
 pub fn FleetVersions() -> impl IntoView {
     let (filter, offset) = use_fleet_query();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (filter(), offset()),
         |(f, o)| sfn::fleet_versions_page(f, Some(o)),
     );

@@ -18,8 +18,8 @@ use crate::tenants::dto::Tenant;
 pub fn Overview() -> impl IntoView {
     let query = use_query_map();
     let q = move || query.read().get("q").unwrap_or_default();
-    let stats = Resource::new(|| (), |_| crate::overview::sfn::overview());
-    let tenants = Resource::new(q, |q| crate::tenants::sfn::list_tenants(Some(q)));
+    let stats = crate::hydrated::resource(|| (), |_| crate::overview::sfn::overview());
+    let tenants = crate::hydrated::resource(q, |q| crate::tenants::sfn::list_tenants(Some(q)));
 
     let navigate = use_navigate();
     let on_input = move |ev| {

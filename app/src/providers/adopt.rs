@@ -20,7 +20,7 @@ pub fn ProviderClusters() -> impl IntoView {
     let provider = move || params.read().get("name").unwrap_or_default();
     let adopt = ServerAction::<AdoptCluster>::new();
     // Read again after a refused adoption: the form comes back as it was typed.
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (provider(), adopt.version().get()),
         |(p, _)| provider_clusters(p),
     );

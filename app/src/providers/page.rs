@@ -28,7 +28,7 @@ pub fn Providers() -> impl IntoView {
         let q = q.read();
         (q.get("kind"), q.get("edit"), q.get("template"))
     };
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (writes.version(), form_query()),
         |_| crate::providers::sfn::providers_page(),
     );

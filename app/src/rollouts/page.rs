@@ -16,7 +16,7 @@ use crate::time::to_minute_utc;
 pub fn Rollouts() -> impl IntoView {
     let query = use_query_map();
     let start = ServerAction::<StartRollout>::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || {
             let q = query.read();
             let get = |k: &str| q.get(k).filter(|v| !v.is_empty());

@@ -44,7 +44,7 @@ pub fn RolloutView() -> impl IntoView {
     let tick = RwSignal::new(0u32);
     let moving = RwSignal::new(false);
     let writes = RolloutWrites::new();
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (id(), tick.get(), writes.version()),
         |(id, _, _)| super::sfn::rollout_page(id),
     );

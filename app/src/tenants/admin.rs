@@ -11,12 +11,12 @@ use crate::tenants::actions::CreateTenant;
 #[component]
 pub fn Admin() -> impl IntoView {
     let create = ServerAction::<CreateTenant>::new();
-    let tenants = Resource::new(
+    let tenants = crate::hydrated::resource(
         move || create.version().get(),
         |_| crate::tenants::sfn::list_tenants(None),
     );
     // A refused create comes back as it was typed.
-    let kept = Resource::new(
+    let kept = crate::hydrated::resource(
         move || create.version().get(),
         |_| crate::kept::take_kept_form(),
     );

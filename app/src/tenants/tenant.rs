@@ -19,7 +19,7 @@ pub fn TenantPage() -> impl IntoView {
     let put = ServerAction::<PutMember>::new();
     let remove = ServerAction::<RemoveMember>::new();
     // Read again after every write (hydrated, a write does not reload the page).
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (slug(), put.version().get(), remove.version().get()),
         |(slug, _, _)| crate::tenants::sfn::tenant_page(slug),
     );
@@ -107,7 +107,7 @@ fn MemberForm(
     let admin = kept
         .as_ref()
         .is_some_and(|k| k.value("role").as_deref() == Some("admin"));
-    let known = Resource::new(
+    let known = crate::hydrated::resource(
         {
             let tenant = tenant.clone();
             move || tenant.clone()
@@ -179,12 +179,12 @@ fn ConfirmRemove(
 fn QuotaCard(slug: String) -> impl IntoView {
     let tenant = slug.clone();
     let set = ServerAction::<SetQuota>::new();
-    let quota = Resource::new(
+    let quota = crate::hydrated::resource(
         move || (tenant.clone(), set.version().get()),
         |(tenant, _)| crate::tenants::sfn::quota(tenant),
     );
     // A refused change comes back as it was typed.
-    let kept = Resource::new(
+    let kept = crate::hydrated::resource(
         move || set.version().get(),
         |_| crate::kept::take_kept_form(),
     );

@@ -14,7 +14,7 @@ use crate::AppError;
 pub fn AcceptInvite() -> impl IntoView {
     let params = use_params_map();
     let token = move || params.read().get("token").unwrap_or_default();
-    let invitation = Resource::new(token, crate::users::sfn::invitation);
+    let invitation = crate::hydrated::resource(token, crate::users::sfn::invitation);
     let accept = ServerAction::<Accept>::new();
     view! {
         <Title text="Set your password" />

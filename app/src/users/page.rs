@@ -18,7 +18,7 @@ pub fn Users() -> impl IntoView {
     let create = ServerAction::<CreateUser>::new();
     let reinvite = ServerAction::<ReinviteUser>::new();
     // Read again after every write (hydrated, a write does not reload the page).
-    let page = Resource::new(
+    let page = crate::hydrated::resource(
         move || (create.version().get(), reinvite.version().get()),
         |_| crate::users::sfn::users_page(),
     );
