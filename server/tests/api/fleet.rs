@@ -403,12 +403,12 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
     );
     // Charts are drawn into the HTML once: the script handing the page's data to the browser
     // carries the data (the version) but not the charts again.
-    let scripts = scripts_of(&html);
+    let scripts = crate::helpers::page_data(&html).concat();
     assert!(html.contains("-title\">CPU of the fleet</title>"), "{html}");
     assert!(scripts.contains("v1.33.2"), "{scripts}");
     assert!(!scripts.contains("CPU of the fleet"), "{scripts}");
     let html = page(&amy, &format!("/clusters/{id}")).await;
-    let scripts = scripts_of(&html);
+    let scripts = crate::helpers::page_data(&html).concat();
     assert!(html.contains("-title\">CPU per node"), "{html}");
     assert!(scripts.contains("node-1"), "{scripts}");
     assert!(!scripts.contains("CPU per node"), "{scripts}");
@@ -433,12 +433,4 @@ async fn members_sync_clusters_and_query_the_fleet_through_the_api() {
         assert!(doc["paths"][path][method].is_object(), "{method} {path}");
     }
     app.stop().await;
-}
-
-/// Everything inside the page's `<script>` elements.
-fn scripts_of(html: &str) -> String {
-    html.split("<script")
-        .skip(1)
-        .filter_map(|s| s.split_once("</script>").map(|(inside, _)| inside))
-        .collect()
 }

@@ -280,3 +280,22 @@ impl TestApp {
         (&mut self.server).await.unwrap().unwrap();
     }
 }
+
+/// What a server-rendered page hands to the browser in its hydration script: the JSON of
+/// each resource, decoded from the base64 string literal Leptos writes for it
+/// (`__RESOLVED_RESOURCES[i] = "…"`, see `app/src/hydrated.rs`). Panics where a literal is
+/// not base64 of UTF-8 text.
+pub fn page_data(html: &str) -> Vec<String> {
+    use base64::Engine as _;
+    html.split("__RESOLVED_RESOURCES[")
+        .skip(1)
+        .map(|s| {
+            let literal = s.split_once("] = \"").expect("an index and a string").1;
+            let literal = literal.split_once("\";").expect("a closed string").0;
+            let bytes = base64::engine::general_purpose::STANDARD_NO_PAD
+                .decode(literal)
+                .unwrap_or_else(|e| panic!("not base64 ({e}): {literal}"));
+            String::from_utf8(bytes).expect("UTF-8 text")
+        })
+        .collect()
+}

@@ -208,7 +208,6 @@ async fn concurrent_requests_all_complete(app: &TestApp) {
 /// JavaScript string literal carries without escaping a character (see `app/src/hydrated.rs`:
 /// escaping the JSON's quotes was a tenth of a page's CPU).
 async fn pages_hand_their_data_over_as_base64(app: &TestApp) {
-    use base64::Engine as _;
     app.seed_tenant("team-a", "Team \"Alpha\" <a&b>").await;
     let op = app.user("root", true, &[("team-a", "admin")]).await;
     for path in [
@@ -220,23 +219,15 @@ async fn pages_hand_their_data_over_as_base64(app: &TestApp) {
         "/tenants/team-a",
     ] {
         let html = app.get_as(&op, path).await.text().await.unwrap();
-        let scripts: Vec<&str> = html
-            .split("__RESOLVED_RESOURCES[")
-            .skip(1)
-            .map(|s| {
-                let literal = s.split_once("] = \"").expect("an index and a string").1;
-                literal.split_once("\";").expect("a closed string").0
-            })
-            .collect();
-        // The shell's resource (who is signed in) and the page's own.
-        assert!(scripts.len() >= 2, "{path}: {scripts:?} in {html}");
-        for script in scripts {
-            let json = base64::engine::general_purpose::STANDARD_NO_PAD
-                .decode(script)
-                .unwrap_or_else(|e| panic!("{path}: not base64 ({e}): {script}"));
-            serde_json::from_slice::<Value>(&json)
-                .unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {script}"));
+        // Each literal decodes (page_data panics otherwise): the shell's resource (who is
+        // signed in) and the page's own.
+        let data = crate::helpers::page_data(&html);
+        assert!(data.len() >= 2, "{path}: {data:?} in {html}");
+        for json in &data {
+            serde_json::from_str::<Value>(json)
+                .unwrap_or_else(|e| panic!("{path}: not JSON ({e}): {json}"));
         }
+        assert!(data[0].contains(r#""username":"root""#), "{path}: {data:?}");
     }
 }
 
