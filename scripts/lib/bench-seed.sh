@@ -1,0 +1,79 @@
+# Sourced by the page benches (bench-pages.sh, bench-instructions.sh): starts a built `kqueen`
+# on a fresh SQLite database and seeds what the cluster_list bench seeds (an operator, 50
+# tenants, a `command` provider, a template, 1,000 clusters) through the CLI and the REST API.
+#
+# Expects: bin (absolute path), port, url, dir (an empty temporary directory).
+# Provides: create_operator (before the first start), start_server [WRAPPER...] (sets server,
+# the pid), stop_server, login (sets cookie and token), seed (prints how long it took, no
+# newline).
+
+mkdir -p "$dir/site/pkg"
+export KQUEEN_DATA_DIR=$dir/data KQUEEN_SITE_ROOT=$dir/site KQUEEN_LISTEN=127.0.0.1:$port
+export KQUEEN_WORKERS=0 RUST_LOG=warn
+bench_password=bench-password-1234
+server=
+
+# Starts "$@ $bin serve" in the background and waits (up to TRIES tenths of a second, default
+# 100) for /healthz. The wrapper (e.g. valgrind) must exec the binary, so $server is its pid.
+start_server() {
+    local tries=${TRIES:-100}
+    "$@" "$bin" serve >>"$dir/server.log" 2>&1 &
+    server=$!
+    for _ in $(seq "$tries"); do
+        curl -sf "$url/healthz" >/dev/null && return 0
+        sleep 0.1
+    done
+    cat "$dir/server.log" >&2
+    echo "bench: the server did not answer /healthz" >&2
+    exit 1
+}
+
+stop_server() {
+    [[ -n $server ]] || return 0
+    kill "$server" 2>/dev/null && wait "$server" 2>/dev/null
+    server=
+}
+
+create_operator() {
+    "$bin" user create bench --operator --password-stdin <<<"$bench_password" >/dev/null
+}
+
+# The operator's browser session (pages) and an API token (seeding, API cases).
+login() {
+    cookie=$(curl -sf -o /dev/null -D - -H "origin: $url" \
+        --data-urlencode username=bench --data-urlencode password=$bench_password \
+        --data-urlencode next=/ "$url/auth/local" |
+        tr -d '\r' | sed -n 's/^[Ss]et-[Cc]ookie: \(kqueen_session=[^;]*\).*/\1/p')
+    [[ -n $cookie ]] || { echo "bench: login failed" >&2; exit 1; }
+    token=$(curl -sf -H "origin: $url" -H "cookie: $cookie" -H 'content-type: application/json' \
+        -d '{"name":"bench"}' "$url/api/v1/tokens" | jq -r .secret)
+}
+
+bench_api() { # POST a JSON body to the API
+    curl -sf -o /dev/null -H "authorization: Bearer $token" -H 'content-type: application/json' \
+        -d "$2" "$url$1" || { echo "bench: POST $1 $2 failed" >&2; exit 1; }
+}
+
+seed() {
+    local seeded codes total
+    seeded=$(date +%s.%N)
+    bench_api /api/v1/providers '{"name":"lab","kind":"command","settings":{"create_command":"/bin/true"}}'
+    bench_api /api/v1/templates '{"name":"small","provider":"lab"}'
+    # One curl for all 1,050 requests, over one keep-alive connection.
+    entry() { # a curl config entry: POST $2 (JSON, quotes escaped) to $1
+        printf 'url = "%s%s"\ndata = "%s"\nheader = "authorization: Bearer %s"\n' "$url" "$1" "$2" "$token"
+        printf 'header = "content-type: application/json"\noutput = "/dev/null"\nwrite-out = "%%{http_code}\\n"\nnext\n'
+    }
+    {
+        for t in $(seq 0 49); do
+            entry /api/v1/tenants "$(printf '{\\"slug\\":\\"t-%02d\\"}' "$t")"
+        done
+        for i in $(seq 0 999); do
+            entry /api/v1/clusters "$(printf '{\\"tenant\\":\\"t-%02d\\",\\"name\\":\\"c-%04d\\",\\"template\\":\\"small\\",\\"parameters\\":{\\"node_count\\":3}}' $((i % 50)) "$i")"
+        done
+    } | sed '$d' >"$dir/seed.curl"
+    codes=$(curl -s -K "$dir/seed.curl" | sort | uniq -c | tr -s ' ' | tr '\n' ' ')
+    [[ $codes == " 50 201  1000 202 " ]] || { echo "bench: seeding answered:$codes" >&2; exit 1; }
+    total=$(curl -sf -H "authorization: Bearer $token" "$url/api/v1/clusters" | jq -r '.total // empty')
+    printf 'seeded in %.1f s (%s clusters)' "$(echo "$(date +%s.%N) - $seeded" | bc)" "${total:-?}"
+}
