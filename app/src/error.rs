@@ -52,13 +52,14 @@ impl FromServerFnError for AppError {
 /// read. A plain form post (no JavaScript, `Accept: text/html`) keeps the redirect back to
 /// its page that every failed write gets.
 fn refuse_malformed() {
-    let html = leptos::prelude::use_context::<http::request::Parts>().is_some_and(|parts| {
+    let html = leptos::prelude::with_context::<http::request::Parts, _>(|parts| {
         parts
             .headers
             .get(http::header::ACCEPT)
             .and_then(|v| v.to_str().ok())
             .is_some_and(|v| v.contains("text/html"))
-    });
+    })
+    .unwrap_or(false);
     if !html {
         if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
             response.set_status(http::StatusCode::BAD_REQUEST);

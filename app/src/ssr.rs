@@ -24,11 +24,15 @@ pub fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error
     })
 }
 
-/// Who is asking: resolved by the server's identity middleware for every request.
+/// Who is asking: resolved by the server's identity middleware for every request. Borrowed
+/// from the request's parts in the context (`use_context` would copy them whole: every
+/// header and extension, for each server function a page runs).
 pub fn actor() -> Actor {
-    use_context::<http::request::Parts>()
-        .and_then(|parts| parts.extensions.get::<Actor>().cloned())
-        .unwrap_or_else(Actor::anonymous)
+    leptos::prelude::with_context::<http::request::Parts, _>(|parts| {
+        parts.extensions.get::<Actor>().cloned()
+    })
+    .flatten()
+    .unwrap_or_else(Actor::anonymous)
 }
 
 /// `2026-11-24 08:05 UTC`, as chrono's `%Y-%m-%d %H:%M UTC` writes it. Every list row
