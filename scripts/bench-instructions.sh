@@ -27,22 +27,10 @@ rounds=${KQUEEN_BENCH_ROUNDS:-3}
 port=${KQUEEN_BENCH_PORT:-3902}
 only=${KQUEEN_BENCH_ONLY:-}
 keep=${KQUEEN_BENCH_KEEP:-}
-url=http://127.0.0.1:$port
-for tool in valgrind callgrind_control curl jq; do
-    command -v "$tool" >/dev/null || { echo "bench-instructions: needs $tool (apt-get install valgrind $tool)" >&2; exit 1; }
-done
-bin=$(realpath "$bin")
 [[ -z $keep ]] || { mkdir -p "$keep"; keep=$(realpath "$keep"); }
-
-dir=$(mktemp -d)
 # shellcheck source=scripts/lib/bench-seed.sh
-source "$(dirname "$0")/lib/bench-seed.sh"
-trap 'stop_server; rm -rf "$dir"' EXIT
-
-create_operator
-start_server
-login
-seed
+source "$(dirname "$0")/lib/bench-seed.sh" valgrind callgrind_control
+start_seeded
 stop_server
 echo "; $(basename "$(dirname "$bin")")/$(basename "$bin") under callgrind, $requests requests per case"
 

@@ -18,21 +18,9 @@ bin=${1:?usage: scripts/bench-pages.sh BINARY [SECONDS]}
 seconds=${2:-5}
 port=${KQUEEN_BENCH_PORT:-3901}
 only=${KQUEEN_BENCH_ONLY:-}
-url=http://127.0.0.1:$port
-for tool in wrk curl jq; do
-    command -v "$tool" >/dev/null || { echo "bench-pages: needs $tool (apt-get install $tool)" >&2; exit 1; }
-done
-bin=$(realpath "$bin")
-
-dir=$(mktemp -d)
 # shellcheck source=scripts/lib/bench-seed.sh
-source "$(dirname "$0")/lib/bench-seed.sh"
-trap 'stop_server; rm -rf "$dir"' EXIT
-
-create_operator
-start_server
-login
-seed
+source "$(dirname "$0")/lib/bench-seed.sh" wrk bc
+start_seeded
 printf '; %s\n' "$(basename "$(dirname "$bin")")/$(basename "$bin"), $seconds s per case, 64 connections"
 
 counters() { # the server's CPU time (utime + stime, 1/100 s), minor page faults, and context

@@ -2,16 +2,32 @@
 # on a fresh SQLite database and seeds what the cluster_list bench seeds (an operator, 50
 # tenants, a `command` provider, a template, 1,000 clusters) through the CLI and the REST API.
 #
-# Expects: bin (absolute path), port, url, dir (an empty temporary directory).
-# Provides: create_operator (before the first start), start_server [WRAPPER...] (sets server,
-# the pid), stop_server, login (sets cookie and token), seed (prints how long it took, no
-# newline).
+# Expects: bin (the binary), port, and the tools the bench needs as arguments of `source`.
+# Sets: bin (absolute), url, dir (a temporary directory, removed at exit with the server).
+# Provides: start_seeded (all of the below, in order), create_operator (before the first
+# start), start_server [WRAPPER...] (sets server, the pid), stop_server, login (sets cookie
+# and token), seed (prints how long it took, no newline).
 
+for tool in curl jq "$@"; do
+    command -v "$tool" >/dev/null ||
+        { echo "$(basename "$0"): needs $tool (apt-get install ${tool/callgrind_control/valgrind})" >&2; exit 1; }
+done
+bin=$(realpath "$bin")
+url=http://127.0.0.1:$port
+dir=$(mktemp -d)
+server=
+trap 'stop_server; rm -rf "$dir"' EXIT
 mkdir -p "$dir/site/pkg"
 export KQUEEN_DATA_DIR=$dir/data KQUEEN_SITE_ROOT=$dir/site KQUEEN_LISTEN=127.0.0.1:$port
 export KQUEEN_WORKERS=0 RUST_LOG=warn
 bench_password=bench-password-1234
-server=
+
+start_seeded() {
+    create_operator
+    start_server
+    login
+    seed
+}
 
 # Starts "$@ $bin serve" in the background and waits (up to TRIES tenths of a second, default
 # 100) for /healthz. The wrapper (e.g. valgrind) must exec the binary, so $server is its pid.
