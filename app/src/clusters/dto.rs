@@ -2,40 +2,18 @@
 //! cluster page, made of `kqueen_dto`'s clusters and templates (what `/api/v1` sends too) and
 //! what only the pages need.
 
-use kqueen_dto::clusters::{ClusterDetail, ClusterState};
-use kqueen_dto::kinds::ProviderKind;
+use kqueen_dto::clusters::{Cluster, ClusterDetail};
 use kqueen_dto::providers::Template;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClustersPageDto {
-    pub clusters: Vec<ClusterRow>,
+    pub clusters: Vec<Cluster>,
     pub total: u64,
     pub offset: u32,
     pub limit: u32,
     /// The tenants the filter offers; none when there are too many to choose from.
     pub tenants: Option<Vec<String>>,
-}
-
-/// One row of the clusters list: what its table shows and nothing more. A page's data travels
-/// twice (its HTML, and the hydration script that hands it to the browser), so the list sends
-/// no parameters, endpoint, error or author it does not show (`/api/v1/clusters` does), and
-/// its times already as shown.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClusterRow {
-    pub id: String,
-    pub name: String,
-    /// The tenant's slug.
-    pub tenant: String,
-    pub state: ClusterState,
-    /// The template's name.
-    pub template: String,
-    pub kind: ProviderKind,
-    pub node_count: u32,
-    /// `2026-11-24 08:05 UTC`.
-    pub created: String,
-    /// When its tenant's time-to-live deletes it, as `created`; none: never.
-    pub expires: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

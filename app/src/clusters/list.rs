@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ClustersPageDto;
 use crate::components::{encode_query_value, ErrorNote, TableHead, TenantFilter};
+use crate::time::to_minute_utc;
 
 pub(super) fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
     let q = use_query_map();
@@ -107,8 +108,8 @@ fn ClusterList(
                                     <td><StateBadge state=c.state /></td>
                                     <td>{c.template}" "<span class="muted">"("{c.kind.as_str()}")"</span></td>
                                     <td>{c.node_count}</td>
-                                    <td>{c.created}</td>
-                                    <td>{c.expires.unwrap_or_else(|| "never".into())}</td>
+                                    <td>{to_minute_utc(&c.created_at)}</td>
+                                    <td>{c.expires_at.as_deref().map_or_else(|| "never".into(), to_minute_utc)}</td>
                                 </tr>
                             }).collect_view()}
                         </tbody>

@@ -38,27 +38,12 @@ pub async fn clusters_page(
         .list_clusters(&actor, &filter, Page::new(Page::DEFAULT_LIMIT, offset))
         .await?;
     Ok(ClustersPageDto {
-        clusters: clusters.into_iter().map(row).collect(),
+        clusters: clusters.into_iter().map(Into::into).collect(),
         total,
         offset,
         limit: Page::DEFAULT_LIMIT,
         tenants: crate::ssr::filter_tenants(&k, &actor).await?,
     })
-}
-
-#[cfg(feature = "ssr")]
-fn row(c: kqueen_core::cluster::Cluster) -> crate::clusters::dto::ClusterRow {
-    crate::clusters::dto::ClusterRow {
-        id: c.id.to_string(),
-        name: c.name.to_string(),
-        tenant: c.tenant_slug,
-        state: c.state,
-        template: c.template_name,
-        kind: c.provider_kind,
-        node_count: c.node_count,
-        created: crate::ssr::time(c.created_at),
-        expires: c.expires_at.map(crate::ssr::time),
-    }
 }
 
 /// The request form: tenants, the templates offered to the chosen tenant, and the chosen

@@ -750,42 +750,6 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     );
     let list = app.get_as(&amy, "/clusters").await.text().await.unwrap();
     assert!(list.contains("data-cluster=\"web\""));
-    assert!(list.contains("<td>team-a</td>") && list.contains(" UTC</td><td>never</td>"));
-    // The list's data travels a second time in the hydration script: there it is the rows as
-    // the table shows them, without what the list does not show (parameters, endpoint, author).
-    let data = crate::helpers::page_data(&list);
-    let rows = data
-        .iter()
-        .filter_map(|d| serde_json::from_str::<Value>(d).ok())
-        .find_map(|v| v.pointer("/Ok/clusters").cloned())
-        .expect("the list's data");
-    let row = rows[0].as_object().expect("a row");
-    let mut keys: Vec<&str> = row.keys().map(String::as_str).collect();
-    keys.sort_unstable();
-    assert_eq!(
-        keys,
-        [
-            "created",
-            "expires",
-            "id",
-            "kind",
-            "name",
-            "node_count",
-            "state",
-            "template",
-            "tenant"
-        ],
-        "{row:?}"
-    );
-    assert!(
-        row["created"].as_str().is_some_and(|t| t.ends_with(" UTC")) && row["expires"].is_null(),
-        "{row:?}"
-    );
-    let rows = rows.to_string();
-    assert!(
-        !rows.contains("web.example.test") && !rows.contains("amy"),
-        "{rows}"
-    );
     // Delete through the form.
     let res = amy
         .post(format!("{}/sfn/delete_cluster", app.url))
