@@ -18,7 +18,7 @@
 # Compare binaries by running this for each, one after the other. Not exact: how often an
 # awaited answer is ready when a page first polls it depends on thread timing, so rounds in
 # one process differ by a few per cent and whole runs of one binary by up to 8 % (2026-11-29:
-# `/clusters` 3.21 and 3.47 million). Needs valgrind, curl and jq.
+# `/clusters` 3.21 and 3.47 million). Needs valgrind, curl, jq and bc.
 set -euo pipefail
 
 bin=${1:?usage: scripts/bench-instructions.sh BINARY [REQUESTS]}
@@ -35,8 +35,9 @@ stop_server
 echo "; $(basename "$(dirname "$bin")")/$(basename "$bin") under callgrind, $requests requests per case"
 
 # The same database, session and token, now counted. Start-up under valgrind takes a while.
+# Names written out in full in every dump (not compressed to ids): greppable as they are.
 TRIES=1200 start_server valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
-    --dump-instr=no --dump-line=yes --compress-strings=no
+    --compress-strings=no
 
 # One curl process, one keep-alive connection: COUNT GETs of PATH with HEADER; every answer
 # must be a 200.

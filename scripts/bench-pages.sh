@@ -10,7 +10,7 @@
 #   scripts/bench-pages.sh target/run/kqueen [SECONDS]     (default 5 s per case)
 #   KQUEEN_BENCH_PORT=3901 (default)   KQUEEN_BENCH_ONLY=clusters (cases whose path has it)
 #
-# Needs wrk (Debian package `wrk`), curl and jq. Figures move with whatever else runs on the
+# Needs wrk (Debian package `wrk`), curl, jq and bc. Figures move with whatever else runs on the
 # machine: run it alone, and compare binaries in one sitting.
 set -euo pipefail
 
@@ -19,7 +19,7 @@ seconds=${2:-5}
 port=${KQUEEN_BENCH_PORT:-3901}
 only=${KQUEEN_BENCH_ONLY:-}
 # shellcheck source=scripts/lib/bench-seed.sh
-source "$(dirname "$0")/lib/bench-seed.sh" wrk bc
+source "$(dirname "$0")/lib/bench-seed.sh" wrk
 start_seeded
 printf '; %s\n' "$(basename "$(dirname "$bin")")/$(basename "$bin"), $seconds s per case, 64 connections"
 

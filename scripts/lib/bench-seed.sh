@@ -8,7 +8,7 @@
 # start), start_server [WRAPPER...] (sets server, the pid), stop_server, login (sets cookie
 # and token), seed (prints how long it took, no newline).
 
-for tool in curl jq "$@"; do
+for tool in curl jq bc "$@"; do
     command -v "$tool" >/dev/null ||
         { echo "$(basename "$0"): needs $tool (apt-get install ${tool/callgrind_control/valgrind})" >&2; exit 1; }
 done
