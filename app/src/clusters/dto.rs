@@ -8,6 +8,9 @@ use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ClustersPageDto {
+    /// Whole in the server function's answer; in the page's hydration script only what the
+    /// table shows (`listed.rs`).
+    #[serde(serialize_with = "crate::clusters::listed::serialize")]
     pub clusters: Vec<Cluster>,
     pub total: u64,
     pub offset: u32,

@@ -7,6 +7,7 @@ use leptos_router::hooks::use_query_map;
 
 use crate::clusters::dto::ClustersPageDto;
 use crate::components::{encode_query_value, ErrorNote, TableHead, TenantFilter};
+use crate::hydrated::{self, Hydrated};
 use crate::time::to_minute_utc;
 
 pub(super) fn query(key: &'static str) -> impl Fn() -> Option<String> + Copy + Send + Sync {
@@ -22,7 +23,7 @@ pub fn Clusters() -> impl IntoView {
         query("name"),
         query("offset"),
     );
-    let page = crate::hydrated::resource(
+    let page = hydrated::resource(
         move || {
             (
                 tenant(),
@@ -31,7 +32,7 @@ pub fn Clusters() -> impl IntoView {
                 offset().and_then(|o| o.parse().ok()),
             )
         },
-        |(t, s, n, o)| crate::clusters::sfn::clusters_page(t, s, n, o),
+        |(t, s, n, o)| hydrated::fetch(crate::clusters::sfn::clusters_page(t, s, n, o)),
     );
     view! {
         <Title text="Clusters" />
@@ -42,7 +43,7 @@ pub fn Clusters() -> impl IntoView {
         <Transition fallback=|| view! { <p class="muted">"Loading clusters…"</p> }>
             {move || Suspend::new(async move {
                 match page.await {
-                    Ok(p) => view! { <ClusterList page=p tenant=tenant() state=state() name=name() /> }.into_any(),
+                    Ok(Hydrated(p)) => view! { <ClusterList page=p tenant=tenant() state=state() name=name() /> }.into_any(),
                     Err(e) => view! { <ErrorNote error=e /> }.into_any(),
                 }
             })}

@@ -4,6 +4,7 @@ pub mod actions;
 pub mod dto;
 pub mod join;
 mod list;
+mod listed;
 pub(crate) mod request;
 pub mod sfn;
 mod view;

@@ -750,6 +750,13 @@ async fn cluster_pages_render_and_forms_work_without_javascript() {
     );
     let list = app.get_as(&amy, "/clusters").await.text().await.unwrap();
     assert!(list.contains("data-cluster=\"web\""));
+    // Its hydration script carries what the table shows, not the endpoint (app's
+    // `clusters/listed.rs`); the cluster page above shows it.
+    let data = crate::helpers::page_data(&list).concat();
+    assert!(
+        data.contains(r#""name":"web""#) && !data.contains("web.example.test"),
+        "{data}"
+    );
     // Delete through the form.
     let res = amy
         .post(format!("{}/sfn/delete_cluster", app.url))
