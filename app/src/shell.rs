@@ -146,11 +146,11 @@ fn NavLink(
 ) -> impl IntoView {
     let location = use_location();
     let section = section.unwrap_or(href);
+    // Read in place: twelve links on every page, each copying the path was a waste.
     let current = move || {
         location
             .pathname
-            .get()
-            .starts_with(section)
+            .with(|path| path.starts_with(section))
             .then_some("page")
     };
     view! { <a href=href aria-current=current>{label}</a> }
