@@ -2,7 +2,8 @@
 # Instructions per request of a built `kqueen` binary: a figure that, unlike times, does not
 # move with whatever else the machine runs (a shared 2-core VM's timings of one binary vary by
 # a fifth between runs, and these VMs have no hardware counters for `perf stat`). Seeds what
-# bench-pages.sh seeds (1,000 clusters in 50 tenants, SQLite) with the binary running
+# bench-pages.sh seeds (1,000 clusters in 50 tenants, SQLite, or as
+# scripts/lib/bench-seed.sh's variables say) with the binary running
 # natively, restarts it under valgrind's callgrind (which counts every instruction the process
 # executes, in every thread: the tokio workers and SQLite's connection threads alike), warms
 # each case up, then sends rounds of REQUESTS sequential keep-alive requests per case and
@@ -32,7 +33,7 @@ keep=${KQUEEN_BENCH_KEEP:-}
 source "$(dirname "$0")/lib/bench-seed.sh" valgrind callgrind_control
 start_seeded
 stop_server
-echo "; $(basename "$(dirname "$bin")")/$(basename "$bin") under callgrind, $requests requests per case"
+echo "; $(basename "$(dirname "$bin")")/$(basename "$bin") on $store under callgrind, $requests requests per case"
 
 # The same database, session and token, now counted. Start-up under valgrind takes a while.
 # Names written out in full in every dump (not compressed to ids): greppable as they are.

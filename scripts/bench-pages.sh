@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Page speed of a built `kqueen` binary, as a user of `make run` meets it: starts BINARY on a
-# fresh SQLite database (no workers, logs at warn), seeds what the cluster_list bench seeds
-# (an operator, 50 tenants, a `command` provider, a template, 1,000 clusters) through the
-# CLI and the REST API, then drives GET /healthz, /api/v1/clusters, /tokens, /clusters and /fleet
+# Page speed of a built `kqueen` binary, as a user of `make run` or of the image meets it:
+# starts BINARY on a fresh database (SQLite, or PostgreSQL with KQUEEN_BENCH_POSTGRES; no
+# workers, logs at warn), seeds what the cluster_list bench seeds (an operator, 50 tenants, a
+# `command` provider, a template, 1,000 clusters; KQUEEN_BENCH_TENANTS and _CLUSTERS, see
+# scripts/lib/bench-seed.sh) through the CLI and the REST API, then drives GET /healthz, /api/v1/clusters, /tokens, /clusters and /fleet
 # with wrk (64 keep-alive connections, 2 threads, SECONDS each) and prints p50/p99, req/s
 # and the server's own CPU time, minor page faults and thread context switches per request
 # (from /proc, without the load generator's).
@@ -21,7 +22,7 @@ only=${KQUEEN_BENCH_ONLY:-}
 # shellcheck source=scripts/lib/bench-seed.sh
 source "$(dirname "$0")/lib/bench-seed.sh" wrk
 start_seeded
-printf '; %s\n' "$(basename "$(dirname "$bin")")/$(basename "$bin"), $seconds s per case, 64 connections"
+printf '; %s\n' "$(basename "$(dirname "$bin")")/$(basename "$bin") on $store, $seconds s per case, 64 connections"
 
 counters() { # the server's CPU time (utime + stime, 1/100 s), minor page faults, and context
     # switches (voluntary and not) summed over its threads
