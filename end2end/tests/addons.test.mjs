@@ -308,6 +308,8 @@ for (const js of [false, true]) {
     await op.page.click('#confirm-addon-undefine-submit');
     await op.page.waitForURL((u) => u.pathname === '/addons' && !u.search.includes('confirm'), { timeout: 30_000 });
     await defined('1.1.0').waitFor();
+    // With JavaScript the URL changes before the catalog's data is read again: wait for it.
+    await defined('1.0.0').waitFor({ state: 'detached', timeout: 30_000 });
     assert.equal(await defined('1.0.0').count(), 0);
     assert.deepEqual(op.errors.filter((e) => e !== DOCUMENT_404), []);
     assert.deepEqual(errors.filter((e) => e !== DOCUMENT_404), []);
