@@ -3,10 +3,10 @@
 # starts BINARY on a fresh database (SQLite, or PostgreSQL with KQUEEN_BENCH_POSTGRES; no
 # workers, logs at warn), seeds what the cluster_list bench seeds (an operator, 50 tenants, a
 # `command` provider, a template, 1,000 clusters; KQUEEN_BENCH_TENANTS and _CLUSTERS, see
-# scripts/lib/bench-seed.sh) through the CLI and the REST API, then drives GET /healthz, /api/v1/clusters, /tokens, /clusters and /fleet
-# with wrk (64 keep-alive connections, 2 threads, SECONDS each) and prints p50/p99, req/s
-# and the server's own CPU time, minor page faults and thread context switches per request
-# (from /proc, without the load generator's).
+# scripts/lib/bench-seed.sh) through the CLI and the REST API, then drives GET /healthz,
+# /api/v1/clusters, /tokens, /clusters and /fleet with wrk (64 keep-alive connections, 2
+# threads, SECONDS each) and prints p50/p99, req/s and the server's own CPU time, minor page
+# faults and thread context switches per request (from /proc, without the load generator's).
 #
 #   scripts/bench-pages.sh target/run/kqueen [SECONDS]     (default 5 s per case)
 #   KQUEEN_BENCH_PORT=3901 (default)   KQUEEN_BENCH_ONLY=clusters (cases whose path has it)

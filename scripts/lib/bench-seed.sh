@@ -5,7 +5,7 @@
 #
 #   KQUEEN_BENCH_CLUSTERS=1000 KQUEEN_BENCH_TENANTS=50   the defaults; the issue's scale is
 #                              10000 and 500 (the cluster_list bench's variables)
-#   KQUEEN_BENCH_POSTGRES=postgres://127.0.0.1:5432      a fresh database there instead of
+#   KQUEEN_BENCH_POSTGRES=postgres://postgres@127.0.0.1:5432  a fresh database there instead of
 #                              SQLite (created for the run, dropped at exit; needs psql)
 #
 # Expects: bin (the binary), port, and the tools the bench needs as arguments of `source`.
@@ -18,6 +18,7 @@
 clusters=${KQUEEN_BENCH_CLUSTERS:-1000}
 tenants=${KQUEEN_BENCH_TENANTS:-50}
 postgres=${KQUEEN_BENCH_POSTGRES:-}
+postgres=${postgres%/} admin=${postgres%/}/postgres # the server; its maintenance database
 [[ $clusters =~ ^[1-9][0-9]{0,5}$ && $tenants =~ ^[1-9][0-9]{0,3}$ ]] ||
     { echo "$(basename "$0"): KQUEEN_BENCH_CLUSTERS (1-999999) and KQUEEN_BENCH_TENANTS (1-9999) are counts" >&2; exit 1; }
 for tool in curl jq bc ${postgres:+psql} "$@"; do
@@ -33,13 +34,14 @@ trap 'stop_server; drop_database; rm -rf "$dir"' EXIT
 mkdir -p "$dir/site/pkg"
 export KQUEEN_DATA_DIR=$dir/data KQUEEN_SITE_ROOT=$dir/site KQUEEN_LISTEN=127.0.0.1:$port
 export KQUEEN_WORKERS=0 RUST_LOG=warn
-store="SQLite, $clusters clusters in $tenants tenants"
+store="${postgres:+PostgreSQL}, $clusters clusters in $tenants tenants"
 if [[ -n $postgres ]]; then
     database=kqueen_bench_$$
-    psql -q "${postgres%/}/postgres" -c "CREATE DATABASE $database" ||
+    psql -q "$admin" -c "CREATE DATABASE $database" ||
         { database=; echo "bench: cannot create a database at $postgres" >&2; exit 1; }
-    export KQUEEN_DATABASE_URL=${postgres%/}/$database
-    store="PostgreSQL, $clusters clusters in $tenants tenants"
+    export KQUEEN_DATABASE_URL=$postgres/$database
+else
+    store=SQLite$store
 fi
 bench_password=bench-password-1234
 
@@ -67,7 +69,7 @@ start_server() {
 
 drop_database() {
     [[ -n $database ]] || return 0
-    psql -q "${postgres%/}/postgres" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null || true
+    psql -q "$admin" -c "DROP DATABASE IF EXISTS $database WITH (FORCE)" >/dev/null || true
     database=
 }
 
