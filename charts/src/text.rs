@@ -100,11 +100,19 @@ impl Scale {
     }
 
     /// A scaled value in words, e.g. "3.8 cores", "1 core", "8 GiB", "12".
+    /// The number and the suffix are joined in place: the fleet dashboard writes four of
+    /// these per row, and `format!` cost more than the number itself.
     pub(crate) fn words(&self, v: f64) -> String {
-        match (fmt_num(v), self.1) {
-            (n, "") => n,
-            (n, "cores") if n == "1" => "1 core".to_owned(),
-            (n, suffix) => format!("{n} {suffix}"),
+        let mut n = fmt_num(v);
+        match self.1 {
+            "" => n,
+            "cores" if n == "1" => "1 core".to_owned(),
+            suffix => {
+                n.reserve_exact(1 + suffix.len());
+                n.push(' ');
+                n.push_str(suffix);
+                n
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 pub struct ClustersPageDto {
     /// Whole in the server function's answer; in the page's hydration script only what the
     /// table shows (`listed.rs`).
-    #[serde(serialize_with = "crate::clusters::listed::serialize")]
+    #[serde(serialize_with = "crate::hydrated::rows")]
     pub clusters: Vec<Cluster>,
     pub total: u64,
     pub offset: u32,

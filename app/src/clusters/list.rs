@@ -1,6 +1,7 @@
 //! `/clusters`: the clusters the caller may see, filtered by tenant, state and name.
 
 use kqueen_dto::clusters::ClusterState;
+use leptos::either::Either;
 use leptos::prelude::*;
 use leptos_meta::Title;
 use leptos_router::hooks::use_query_map;
@@ -42,9 +43,11 @@ pub fn Clusters() -> impl IntoView {
         </div>
         <Transition fallback=|| view! { <p class="muted">"Loading clusters…"</p> }>
             {move || Suspend::new(async move {
+                // `Either`, not `into_any`: erasing the type copies the whole table into owned
+                // form first (`into_owned`, 6 % of the page's instructions in callgrind).
                 match page.await {
-                    Ok(Hydrated(p)) => view! { <ClusterList page=p tenant=tenant() state=state() name=name() /> }.into_any(),
-                    Err(e) => view! { <ErrorNote error=e /> }.into_any(),
+                    Ok(Hydrated(p)) => Either::Left(view! { <ClusterList page=p tenant=tenant() state=state() name=name() /> }),
+                    Err(e) => Either::Right(view! { <ErrorNote error=e /> }),
                 }
             })}
         </Transition>
@@ -95,16 +98,16 @@ fn ClusterList(
                 <button type="submit">"Filter"</button>
             </form>
             {if shown == 0 {
-                view! { <p class="empty">"No clusters yet. Request one from a template."</p> }.into_any()
+                Either::Left(view! { <p class="empty">"No clusters yet. Request one from a template."</p> })
             } else {
-                view! {
+                Either::Right(view! {
                     <table class="table" id="cluster-table">
                         <caption class="visually-hidden">"Clusters"</caption>
                         <TableHead cols=vec!["Name", "Tenant", "State", "Template", "Nodes", "Created", "Expires"] />
                         <tbody>
                             {page.clusters.into_iter().map(|c| view! {
                                 <tr data-cluster=c.name.clone()>
-                                    <td><a href=format!("/clusters/{}", c.id)>{c.name.clone()}</a></td>
+                                    <td><a href=["/clusters/", &c.id].concat()>{c.name.clone()}</a></td>
                                     <td>{c.tenant}</td>
                                     <td><StateBadge state=c.state /></td>
                                     <td>{c.template}" "<span class="muted">"("{c.kind.as_str()}")"</span></td>
@@ -115,7 +118,7 @@ fn ClusterList(
                             }).collect_view()}
                         </tbody>
                     </table>
-                }.into_any()
+                })
             }}
             <nav class="pager" aria-label="Pages">
                 {newer.map(|h| view! { <a href=h>"← Previous"</a> })}
@@ -127,5 +130,5 @@ fn ClusterList(
 
 #[component]
 pub(super) fn StateBadge(state: ClusterState) -> impl IntoView {
-    view! { <span class=format!("badge state-{state}") data-state=state.as_str()>{state.label()}</span> }
+    view! { <span class=["badge state-", state.as_str()].concat() data-state=state.as_str()>{state.label()}</span> }
 }

@@ -6,59 +6,59 @@
 //! ([`crate::hydrated`]), where every field of every row was serialised, base64-encoded and
 //! written again; the table shows nine of them. Callgrind of `/clusters`
 //! (`scripts/bench-instructions.sh`, 2026-11-29) put 27 % of the page's instructions in
-//! writing that script. While it is written, rows carry only the shown fields; `Cluster`'s
-//! decoder reads the others back as none (its `Option`s, `production`), and the two it
-//! requires are written empty.
+//! writing that script. While it is written, a row carries only the shown fields, as a
+//! [`ScriptRow`] (an array, without the keys); `Cluster`'s decoder reads the others back as
+//! none, empty or false.
 
 use std::collections::BTreeMap;
 
-use kqueen_dto::clusters::{Cluster, ClusterState};
-use kqueen_dto::kinds::ProviderKind;
-use serde::{Serialize, Serializer};
+use kqueen_dto::clusters::Cluster;
+use serde::Serialize;
 
-/// `serialize_with` for a list page's clusters: the rows as the table shows them while
-/// the hydration script is written, whole otherwise.
-pub(super) fn serialize<S: Serializer>(clusters: &[Cluster], s: S) -> Result<S::Ok, S::Error> {
-    if crate::hydrated::in_script(&clusters) {
-        s.collect_seq(clusters.iter().map(Listed::from))
-    } else {
-        clusters.serialize(s)
-    }
-}
+use crate::hydrated::ScriptRow;
 
-/// A cluster as the list shows it (`list.rs`' table), under `Cluster`'s field names.
-#[derive(Serialize)]
-struct Listed<'a> {
-    id: &'a str,
-    tenant: &'a str,
-    name: &'a str,
-    template: &'a str,
-    kind: ProviderKind,
-    state: ClusterState,
-    node_count: u32,
-    created_at: &'a str,
-    expires_at: Option<&'a str>,
-    /// Required by `Cluster`'s decoder, not shown: written empty.
-    parameters: BTreeMap<(), ()>,
-    /// Required by `Cluster`'s decoder, not shown: written empty.
-    created_by: &'static str,
-}
+/// Neither shown nor sent: read back as none.
+const NONE: Option<()> = None;
 
-impl<'a> From<&'a Cluster> for Listed<'a> {
-    fn from(c: &'a Cluster) -> Self {
-        Listed {
-            id: &c.id,
-            tenant: &c.tenant,
-            name: &c.name,
-            template: &c.template,
-            kind: c.kind,
-            state: c.state,
-            node_count: c.node_count,
-            created_at: &c.created_at,
-            expires_at: c.expires_at.as_deref(),
-            parameters: BTreeMap::new(),
-            created_by: "",
-        }
+impl ScriptRow for Cluster {
+    /// `Cluster`'s sixteen fields in order; what `list.rs`' table shows, and the rest empty.
+    fn script_form(&self) -> impl Serialize + '_ {
+        let Cluster {
+            id,
+            tenant,
+            name,
+            template,
+            kind,
+            state,
+            parameters: _,
+            node_count,
+            endpoint: _,
+            error: _,
+            expires_at,
+            production: _,
+            created_by: _,
+            created_at,
+            progress: _,
+            current_step: _,
+        } = self;
+        (
+            id,
+            tenant,
+            name,
+            template,
+            kind,
+            state,
+            BTreeMap::<(), ()>::new(),
+            node_count,
+            NONE,
+            NONE,
+            expires_at,
+            false,
+            "",
+            created_at,
+            NONE,
+            NONE,
+        )
     }
 }
 
@@ -67,6 +67,8 @@ impl<'a> From<&'a Cluster> for Listed<'a> {
 mod tests {
     use super::*;
     use crate::hydrated::{Hydrated, ScriptJson};
+    use kqueen_dto::clusters::ClusterState;
+    use kqueen_dto::kinds::ProviderKind;
     use leptos::server::codee::{Decoder, Encoder};
     use serde::Deserialize;
 
@@ -74,7 +76,7 @@ mod tests {
     /// `cluster_pages_render_and_forms_work_without_javascript` checks the real page).
     #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
     struct ClustersPageDto {
-        #[serde(serialize_with = "super::serialize")]
+        #[serde(serialize_with = "crate::hydrated::rows")]
         clusters: Vec<Cluster>,
         total: u64,
     }
@@ -118,6 +120,9 @@ mod tests {
             "secret",
             "someone",
             "waiting",
+            // Rows are arrays: no key of theirs is written.
+            "\"template\"",
+            "\"created_at\"",
         ] {
             assert!(!json.contains(hidden), "{hidden} in {json}");
         }

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::hydrated::ScriptRow;
+
 /// Filters of the fleet pages, as in their URLs. Empty fields filter nothing.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default)]
@@ -144,6 +146,53 @@ pub struct AttentionDto {
     pub reasons: Vec<String>,
 }
 
+impl ScriptRow for AttentionDto {
+    /// Every field, in order, the cluster's and its quantities' as arrays too.
+    fn script_form(&self) -> impl Serialize + '_ {
+        let AttentionDto { cluster, reasons } = self;
+        let FleetClusterDto {
+            id,
+            name,
+            tenant,
+            state,
+            state_label,
+            provider,
+            api_version,
+            nodes,
+            nodes_ready,
+            allocatable,
+            requested,
+            synced,
+            sync_error,
+            etcd,
+            etcd_read_only,
+        } = cluster;
+        fn pair(ResourcesDto { cpu, memory }: &ResourcesDto) -> (&String, &String) {
+            (cpu, memory)
+        }
+        (
+            (
+                id,
+                name,
+                tenant,
+                state,
+                state_label,
+                provider,
+                api_version,
+                nodes,
+                nodes_ready,
+                pair(allocatable),
+                pair(requested),
+                synced,
+                sync_error,
+                etcd,
+                etcd_read_only,
+            ),
+            reasons,
+        )
+    }
+}
+
 /// The fleet dashboard.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FleetPageDto {
@@ -170,11 +219,13 @@ pub struct FleetPageDto {
     #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub memory_chart: String,
     /// The first clusters needing attention, and how many do.
+    #[serde(serialize_with = "crate::hydrated::rows")]
     pub attention: Vec<AttentionDto>,
     pub attention_total: u64,
     /// Whether `rows` lists only the clusters needing attention.
     pub attention_only: bool,
     /// One page of the clusters, each with why it needs attention (empty: it does not).
+    #[serde(serialize_with = "crate::hydrated::rows")]
     pub rows: Vec<AttentionDto>,
     /// How many clusters the page is of.
     pub total: u64,
@@ -290,4 +341,101 @@ pub struct FindingsPageDto {
     pub counts: Vec<(String, String, u64)>,
     #[serde(default, skip_serializing_if = "crate::hydrated::in_script")]
     pub chart: String,
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use leptos::server::codee::{Decoder, Encoder};
+
+    use super::*;
+    use crate::hydrated::{Hydrated, ScriptJson};
+
+    /// Every field distinct, so that two swapped in the script form would not read back.
+    fn row(n: u32, reasons: &[&str]) -> AttentionDto {
+        AttentionDto {
+            cluster: FleetClusterDto {
+                id: format!("id-{n}"),
+                name: format!("name-{n}"),
+                tenant: format!("tenant-{n}"),
+                state: "ready".into(),
+                state_label: "Ready".into(),
+                provider: "lab".into(),
+                api_version: Some("v1.33.2".into()),
+                nodes: 3 + n,
+                nodes_ready: 2,
+                allocatable: ResourcesDto {
+                    cpu: "4 cores".into(),
+                    memory: "16 GiB".into(),
+                },
+                requested: ResourcesDto {
+                    cpu: "1 core".into(),
+                    memory: "2 GiB".into(),
+                },
+                synced: Some("2026-12-01 10:00 UTC".into()),
+                sync_error: Some("timed out".into()),
+                etcd: Some("215 keys, 1.2 MiB".into()),
+                etcd_read_only: n == 1,
+            },
+            reasons: reasons.iter().map(|r| (*r).to_owned()).collect(),
+        }
+    }
+
+    #[test]
+    fn fleet_rows_travel_as_arrays_and_read_back_whole() {
+        let rows = vec![row(1, &["never synced", "behind 1.34"]), row(2, &[])];
+        let mut page = empty_page();
+        page.attention = rows.clone();
+        page.rows = rows.clone();
+        let value: Result<Hydrated<FleetPageDto>, String> = Ok(Hydrated(page.clone()));
+        let bytes = <ScriptJson as Encoder<_>>::encode(&value).unwrap();
+        let json = String::from_utf8(bytes.clone()).unwrap();
+        // The page's own totals keep their keys (`"cpu"`); the rows' are gone.
+        for key in [
+            "\"state_label\"",
+            "\"etcd_read_only\"",
+            "\"reasons\"",
+            "\"cluster\"",
+        ] {
+            assert!(!json.contains(key), "{key} in {json}");
+        }
+        let back: Result<Hydrated<FleetPageDto>, String> =
+            <ScriptJson as Decoder<_>>::decode(&bytes).unwrap();
+        let back = back.unwrap().0;
+        assert_eq!((back.attention, back.rows), (rows.clone(), rows));
+        // The server function's answer keeps its keys.
+        let plain = serde_json::to_string(&page).unwrap();
+        assert!(plain.contains("\"state_label\":\"Ready\""), "{plain}");
+        assert_eq!(serde_json::from_str::<FleetPageDto>(&plain).unwrap(), page);
+    }
+
+    /// An empty dashboard.
+    fn empty_page() -> FleetPageDto {
+        let none = ResourcesDto::default();
+        FleetPageDto {
+            clusters: 2,
+            nodes: 0,
+            nodes_ready: 0,
+            capacity: none.clone(),
+            allocatable: none.clone(),
+            requested: none,
+            newest_running: None,
+            newest_offered: None,
+            state_chart: String::new(),
+            provider_chart: String::new(),
+            version_chart: String::new(),
+            cpu_chart: String::new(),
+            memory_chart: String::new(),
+            attention: Vec::new(),
+            attention_total: 1,
+            attention_only: false,
+            rows: Vec::new(),
+            total: 2,
+            offset: 0,
+            limit: 50,
+            tenants: None,
+            storage: Vec::new(),
+            storage_chart: None,
+        }
+    }
 }
