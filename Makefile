@@ -4,7 +4,7 @@ export RUSTUP_AUTO_INSTALL := 0
 WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
 
 .DEFAULT_GOAL := help
-.PHONY: help setup setup-test run site site-debug build image-offline soak fakes fmt fmt-check imports code-tour clippy test-rust e2e api-fuzz test clean
+.PHONY: help setup setup-test run site site-debug build test-bins image-offline soak fakes fmt fmt-check imports code-tour clippy test-rust e2e api-fuzz test clean
 
 help: ## List the recipes
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-11s %s\n", $$1, $$2}'
@@ -34,6 +34,14 @@ soak: ## 10 minutes of mixed traffic at a fixed rate on SQLite, then PostgreSQL 
 fakes: ## Build the helpers the browser tests start (fake Kubernetes API server, TLS etcd)
 	cargo build -p kqueen-testkit --example fake_kube --example tls_etcd --example kube_apiserver --example capi_lab
 
+# The browser tests and the API fuzzer start target/debug/kqueen and the test kit's examples.
+# `cargo test` builds both with the whole workspace's features (dev-dependencies included:
+# tokio's test-util, ...); `cargo build -p …` resolves fewer and recompiled tokio and all
+# that depends on it twice after `make test-rust` (6 minutes of CI). Built the tests' way,
+# they are the artifacts `make test-rust` left.
+test-bins: ## Build the debug server and the test kit's helpers as `make test-rust` builds them
+	cargo test --workspace --exclude kqueen-frontend --no-run
+
 run: site ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
 	cargo build -p kqueen-server --profile serve
 	target/serve/kqueen serve
@@ -57,7 +65,7 @@ clippy: setup ## Lint the server side (ssr) and the wasm side (hydrate), warning
 test-rust: ## Unit and integration tests (SQLite and Postgres at 127.0.0.1:5432)
 	cargo test --workspace --exclude kqueen-frontend
 
-e2e: setup-test site build fakes ## Browser tests, JavaScript off and on
+e2e: setup-test site test-bins ## Browser tests, JavaScript off and on
 	cd end2end && npm test
 
 api-fuzz: setup-test ## The API fuzzer (schemathesis, pinned, every check) over /api/v1/openapi.json

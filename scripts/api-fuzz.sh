@@ -22,8 +22,8 @@ if [[ ! -x "$venv/bin/schemathesis" ]]; then
   "$venv/bin/pip" install -q -c "$constraints" "schemathesis==$SCHEMATHESIS_VERSION"
 fi
 
-cargo build -q -p kqueen-server
-cargo build -q -p kqueen-testkit --example fake_kube
+# The server and the fake API server as `make test-rust` builds them (see `make test-bins`).
+make --no-print-directory -s test-bins
 bin=target/debug/kqueen
 
 work="$(mktemp -d)"
