@@ -2,6 +2,9 @@
 SHELL := /bin/bash
 export RUSTUP_AUTO_INSTALL := 0
 WASM_TC = $$(scripts/wasm-toolchain.sh | tail -1)
+# The host crates `make test-rust` tests; `make test-bins` must select exactly the same to
+# reuse that build (another selection resolves other features and recompiles).
+TEST_CRATES = --workspace --exclude kqueen-frontend
 
 .DEFAULT_GOAL := help
 .PHONY: help setup setup-test run site site-debug build test-bins image-offline soak fakes fmt fmt-check imports code-tour clippy test-rust e2e api-fuzz test clean
@@ -40,7 +43,7 @@ fakes: ## Build the helpers the browser tests start (fake Kubernetes API server,
 # that depends on it twice after `make test-rust` (6 minutes of CI). Built the tests' way,
 # they are the artifacts `make test-rust` left.
 test-bins: ## Build the debug server and the test kit's helpers as `make test-rust` builds them
-	cargo test --workspace --exclude kqueen-frontend --no-run
+	cargo test $(TEST_CRATES) --no-run
 
 run: site ## Install everything and run the portal on SQLite at http://127.0.0.1:3000
 	cargo build -p kqueen-server --profile serve
@@ -63,7 +66,7 @@ clippy: setup ## Lint the server side (ssr) and the wasm side (hydrate), warning
 	cargo +$(WASM_TC) clippy -p kqueen-frontend --target wasm32-unknown-unknown -- -D warnings
 
 test-rust: ## Unit and integration tests (SQLite and Postgres at 127.0.0.1:5432)
-	cargo test --workspace --exclude kqueen-frontend
+	cargo test $(TEST_CRATES)
 
 e2e: setup-test site test-bins ## Browser tests, JavaScript off and on
 	cd end2end && npm test
