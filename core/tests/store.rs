@@ -2029,3 +2029,69 @@ async fn unsupported_urls_are_refused_without_echoing_them() {
         assert!(!e.to_string().contains("secret"), "{e}");
     }
 }
+
+/// A write whose caller goes away while its transaction begins (a client that disconnects, an
+/// operation aborted when the engine stops) leaves no pooled connection inside a transaction:
+/// later writes neither wait out the busy timeout (SQLite's write lock) nor stay uncommitted.
+/// The write is dropped after 1 to 4 polls with pauses that let the driver move on in
+/// between; one of them lands between `BEGIN` and the driver's check of it.
+async fn cancelled_writes_leave_no_transaction_open(db: &TestDatabase) {
+    use kqueen_core::store::SessionStore;
+    use std::time::Duration;
+    let (s, other) = (db.connect().await, db.connect().await);
+    let now = kqueen_core::clock::now();
+    let expires = now + chrono::Duration::hours(1);
+    let mut n = 0;
+    for polls in 1..=4 {
+        for pause in [0, 200, 2_000] {
+            n += 1;
+            let t = tenant(&format!("dropped-{n}"), "Dropped");
+            let audit = created(&t);
+            {
+                let mut write = std::pin::pin!(s.create_tenant(&t, &audit));
+                for _ in 0..polls {
+                    if futures::poll!(write.as_mut()).is_ready() {
+                        break;
+                    }
+                    // The driver's thread (SQLite) or the server (Postgres) goes on meanwhile.
+                    std::thread::sleep(Duration::from_micros(pause));
+                }
+            }
+            let at = format!("after {polls} polls, {pause} µs apart");
+            for i in 0..4 {
+                let id = format!("after-{n}-{i}");
+                let saved = tokio::time::timeout(
+                    Duration::from_secs(20),
+                    s.session_save(&id, "{}", expires),
+                )
+                .await;
+                assert!(matches!(saved, Ok(Ok(()))), "write {i} {at}: {saved:?}");
+                let seen = other.session_load(&id, now).await.unwrap();
+                assert!(seen.is_some(), "write {i} {at} is not committed");
+            }
+            let kept = tenant(&format!("kept-{n}"), "Kept");
+            let audit = created(&kept);
+            let begun =
+                tokio::time::timeout(Duration::from_secs(20), s.create_tenant(&kept, &audit)).await;
+            assert!(matches!(begun, Ok(Ok(()))), "transaction {at}: {begun:?}");
+            other.tenant_by_slug(&kept.slug).await.unwrap();
+        }
+    }
+    Store::close(&s).await;
+    Store::close(&other).await;
+}
+
+mod cancelled_writes {
+    #[tokio::test]
+    async fn sqlite() {
+        super::cancelled_writes_leave_no_transaction_open(&super::TestDatabase::sqlite()).await;
+    }
+
+    #[tokio::test]
+    async fn postgres() {
+        let Some(db) = super::TestDatabase::postgres().await else {
+            return;
+        };
+        super::cancelled_writes_leave_no_transaction_open(&db).await;
+    }
+}

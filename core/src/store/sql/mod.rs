@@ -105,16 +105,18 @@ macro_rules! audit_insert {
 /// SQLite transactions begin IMMEDIATE, taking the write lock first (waiting up to the busy
 /// timeout). A deferred transaction that reads and then writes fails at once with
 /// SQLITE_BUSY when another connection committed in between, and the busy timeout does not
-/// retry that case: concurrent requests would get spurious internal errors.
+/// retry that case: concurrent requests would get spurious internal errors. Both begin on a
+/// task of their own, so that a caller dropped meanwhile cannot leave a connection inside a
+/// transaction (`begin.rs`).
 macro_rules! in_tx {
     ($store:expr, |$tx:ident| $body:block) => {
         match &$store.pool {
             Pool::Sqlite(p) => {
-                let mut $tx = p.begin_with("BEGIN IMMEDIATE").await?;
+                let mut $tx = $crate::store::sql::begin::sqlite(p).await?;
                 $body
             }
             Pool::Postgres(p) => {
-                let mut $tx = p.begin().await?;
+                let mut $tx = $crate::store::sql::begin::postgres(p).await?;
                 $body
             }
         }
@@ -140,6 +142,7 @@ mod approvals;
 mod audit;
 mod autoscaling;
 mod backups;
+mod begin;
 mod catalog;
 mod cluster_history;
 // Before `clusters`: their insert and admission macros are used there.
