@@ -10,6 +10,10 @@
 // computes their layouts; Leptos suggests raising it.
 #![recursion_limit = "256"]
 
+// First: the pages below use its macro.
+#[macro_use]
+mod loaded;
+
 pub mod account;
 pub mod addons;
 pub mod approvals;

@@ -41,16 +41,9 @@ pub fn Clusters() -> impl IntoView {
             <h1>"Clusters"</h1>
             <a class="button" href="/clusters/new" id="request-cluster">"Request a cluster"</a>
         </div>
-        <Transition fallback=|| view! { <p class="muted">"Loading clusters…"</p> }>
-            {move || Suspend::new(async move {
-                // `Either`, not `into_any`: erasing the type copies the whole table into owned
-                // form first (`into_owned`, 6 % of the page's instructions in callgrind).
-                match page.await {
-                    Ok(Hydrated(p)) => Either::Left(view! { <ClusterList page=p tenant=tenant() state=state() name=name() /> }),
-                    Err(e) => Either::Right(view! { <ErrorNote error=e /> }),
-                }
-            })}
-        </Transition>
+        {loaded!(page, "Loading clusters…", |Hydrated(p)| view! {
+            <ClusterList page=p tenant=tenant() state=state() name=name() />
+        })}
     }
 }
 
