@@ -13,6 +13,7 @@ pub mod error;
 pub mod escape;
 pub mod health;
 pub mod metrics;
+pub mod page_slots;
 pub mod routes;
 pub mod settings;
 pub mod startup;

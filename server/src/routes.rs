@@ -14,16 +14,16 @@ use tower_sessions::{Expiry, SessionManagerLayer};
 
 use crate::auth::session_store::DbSessionStore;
 use crate::state::AppState;
-use crate::{api, auth, csrf, download, health, metrics};
+use crate::{api, auth, csrf, download, health, metrics, page_slots};
 
 /// The whole HTTP surface: health endpoints, metrics, login and logout, the REST API, portal
 /// pages, server functions, static files. Every request passes (outermost first): tracing,
-/// timing (`/metrics`), session, identity resolution, same-origin check.
+/// timing (`/metrics`), session, identity resolution, same-origin check; page loads then
+/// wait for a page slot.
 /// The largest request body any route accepts (axum's default for its extractors).
 pub const BODY_LIMIT: usize = 2 * 1024 * 1024;
 
 pub fn router(state: AppState) -> Router {
-    let routes = generate_route_list(App);
     let kqueen = state.kqueen.clone();
     let public_url = kqueen_app::users::PublicUrl(state.auth.config.public_url.clone());
     let login_options = LoginOptions {
@@ -56,20 +56,7 @@ pub fn router(state: AppState) -> Router {
             "/backups/{backup}/archive",
             get(download::backup_archive_by_id),
         )
-        .leptos_routes_with_context(
-            &state,
-            routes,
-            move || {
-                provide_context(kqueen.clone());
-                provide_context(login_options);
-                provide_context(public_url.clone());
-                provide_context(kqueen_app::kept::RequestKept::default());
-            },
-            {
-                let options = state.leptos_options.clone();
-                move || shell(options.clone())
-            },
-        )
+        .merge(pages(&state, kqueen, login_options, public_url))
         .fallback(leptos_axum::file_and_error_handler::<AppState, _>(shell))
         // Server functions read their whole body themselves: bound it like axum's extractors
         // bound the API's.
@@ -84,4 +71,31 @@ pub fn router(state: AppState) -> Router {
         ))
         .layer(TraceLayer::new_for_http())
         .with_state(state)
+}
+
+/// The portal's pages and server functions; a page load renders once it holds one of the
+/// process's page slots ([`crate::page_slots`]).
+fn pages(
+    state: &AppState,
+    kqueen: kqueen_core::Kqueen,
+    login_options: LoginOptions,
+    public_url: kqueen_app::users::PublicUrl,
+) -> Router<AppState> {
+    let options = state.leptos_options.clone();
+    Router::new()
+        .leptos_routes_with_context(
+            state,
+            generate_route_list(App),
+            move || {
+                provide_context(kqueen.clone());
+                provide_context(login_options);
+                provide_context(public_url.clone());
+                provide_context(kqueen_app::kept::RequestKept::default());
+            },
+            move || shell(options.clone()),
+        )
+        .route_layer(from_fn_with_state(
+            state.page_slots.clone(),
+            page_slots::admit,
+        ))
 }

@@ -162,6 +162,11 @@ pub struct Settings {
     /// Cluster writes (any replica) and this process's syncs show at once regardless.
     #[serde(default = "default_dashboard_max_age")]
     pub fleet_dashboard_max_age_seconds: u64,
+    /// Portal pages this process renders at once; more wait for a slot in arrival order
+    /// (`KQUEEN_PAGE_RENDERS`). Default: 4 per CPU core. The API, server functions, downloads,
+    /// health and metrics are not bounded by it.
+    #[serde(default)]
+    pub page_renders: Option<usize>,
     /// Allowed image sources, comma-separated (`KQUEEN_ALLOWED_REGISTRIES`): a registry
     /// (`registry.k8s.io`), a registry and path (`ghcr.io/acme`) or a suffix
     /// (`*.corp.example`). Empty: the registry check is off.
@@ -302,6 +307,14 @@ impl Settings {
     pub fn public_url(&self) -> String {
         self.configured_public_url()
             .unwrap_or_else(|| format!("http://{}", self.listen))
+    }
+
+    /// The bound on concurrent page renders: the configured one (at least 1), else 4 per core.
+    pub fn page_slots(&self) -> crate::page_slots::PageSlots {
+        match self.page_renders {
+            Some(n) => crate::page_slots::PageSlots::new(n.min(65_536)),
+            None => crate::page_slots::PageSlots::per_core(),
+        }
     }
 
     /// The inventory settings, validated.

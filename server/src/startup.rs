@@ -128,6 +128,7 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
         http_metrics: crate::metrics::HttpMetrics::default(),
+        page_slots: settings.page_slots(),
     }))
 }
 

@@ -45,6 +45,12 @@ impl FromRef<AppState> for AuthState {
     }
 }
 
+impl FromRef<AppState> for crate::page_slots::PageSlots {
+    fn from_ref(state: &AppState) -> Self {
+        state.page_slots.clone()
+    }
+}
+
 impl FromRef<AppState> for crate::metrics::HttpMetrics {
     fn from_ref(state: &AppState) -> Self {
         state.http_metrics.clone()
@@ -61,4 +67,6 @@ pub struct SharedState {
     pub inventory_every: Option<std::time::Duration>,
     /// This process's request latencies (`/metrics`).
     pub http_metrics: crate::metrics::HttpMetrics,
+    /// How many pages render at once, and who waits.
+    pub page_slots: crate::page_slots::PageSlots,
 }

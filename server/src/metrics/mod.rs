@@ -17,6 +17,7 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::registry::Registry;
 
 use crate::error::{error_response, status_of};
+use crate::page_slots::PageSlots;
 
 pub use http::HttpMetrics;
 
@@ -28,11 +29,12 @@ type Labels = Vec<(&'static str, String)>;
 pub async fn metrics(
     State(kqueen): State<Kqueen>,
     State(http): State<HttpMetrics>,
+    State(pages): State<PageSlots>,
     Extension(actor): Extension<Actor>,
 ) -> Response {
     match kqueen.fleet().metrics(&actor).await {
         Ok(fleet) => {
-            let text = render(&fleet, &http);
+            let text = render(&fleet, &http, &pages);
             (StatusCode::OK, [(header::CONTENT_TYPE, CONTENT_TYPE)], text).into_response()
         }
         Err(e) => {
@@ -42,13 +44,30 @@ pub async fn metrics(
     }
 }
 
-/// The OpenMetrics text of `fleet` and `http`.
-pub fn render(fleet: &FleetMetrics, http: &HttpMetrics) -> String {
+/// The OpenMetrics text of `fleet`, `http` and `pages`.
+pub fn render(fleet: &FleetMetrics, http: &HttpMetrics, pages: &PageSlots) -> String {
     let mut registry = Registry::with_prefix("kqueen");
     registry.register(
         "http_request_duration_seconds",
         "Time to answer a request, by route pattern, method and status",
         http.durations.clone(),
+    );
+    registry.register(
+        "page_renders",
+        "Page loads of this replica rendering now (each holds a page slot)",
+        pages.rendering().clone(),
+    );
+    registry.register(
+        "page_renders_waiting",
+        "Page loads of this replica waiting for a page slot",
+        pages.waiting().clone(),
+    );
+    let slots = Gauge::<i64>::default();
+    slots.set(i64::try_from(pages.size()).unwrap_or(i64::MAX));
+    registry.register(
+        "page_render_slots",
+        "Page loads this replica renders at once (KQUEEN_PAGE_RENDERS)",
+        slots,
     );
     let gauge = |registry: &mut Registry, name: &str, help: &str| {
         let family = Family::<Labels, Gauge>::default();
@@ -183,7 +202,7 @@ mod tests {
     use kqueen_core::FleetMetrics;
     use prometheus_parse::Scrape;
 
-    use super::{render, HttpMetrics};
+    use super::{render, HttpMetrics, PageSlots};
 
     /// A hosted cluster whose inventory synced, and one whose sync fails.
     fn fleet() -> FleetMetrics {
@@ -233,7 +252,7 @@ mod tests {
     fn every_cluster_figure_is_rendered_per_cluster() {
         let http = HttpMetrics::default();
         http.observe("/api/v1/clusters", "GET", 200, 0.004);
-        let text = render(&fleet(), &http);
+        let text = render(&fleet(), &http, &PageSlots::new(8));
         assert!(text.ends_with("# EOF\n"), "{text}");
         for line in [
             r#"kqueen_clusters{state="ready",provider="lab"} 2"#,
@@ -247,6 +266,9 @@ mod tests {
             r#"kqueen_vault_operations_total{op="get",result="ok"} 12"#,
             r#"kqueen_vault_operations_total{op="put",result="failed"} 0"#,
             r#"kqueen_operations{kind="create",state="succeeded"} 2"#,
+            "kqueen_page_render_slots 8",
+            "kqueen_page_renders 0",
+            "kqueen_page_renders_waiting 0",
         ] {
             assert!(text.contains(line), "{line}\n{text}");
         }
@@ -261,7 +283,7 @@ mod tests {
     fn the_dashboard_reads_only_what_metrics_renders() {
         let http = HttpMetrics::default();
         http.observe("/api/v1/clusters", "GET", 200, 0.004);
-        let s = scrape(&render(&fleet(), &http));
+        let s = scrape(&render(&fleet(), &http, &PageSlots::new(8)));
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../deploy/grafana/kqueen.json");
         let dashboard: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();

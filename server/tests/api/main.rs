@@ -23,6 +23,7 @@ mod hosted_backups;
 mod metrics;
 mod oidc;
 mod openapi;
+mod page_slots;
 mod portal;
 mod provider;
 mod real_cluster;
