@@ -257,6 +257,42 @@ impl Lab {
             .unwrap();
     }
 
+    /// Waits (at most a minute) until the scheduler has said of `count` pods of `web` that
+    /// they cannot be placed: a turn before that would decide on part of the workload.
+    async fn unschedulable(&self, count: usize) {
+        let pods: Api<Pod> = Api::namespaced(self.client.clone(), "default");
+        let started = Instant::now();
+        loop {
+            let listed = pods
+                .list(&ListParams::default().labels("app=web"))
+                .await
+                .unwrap();
+            let waiting = listed
+                .items
+                .iter()
+                .filter(|p| {
+                    let conditions = p.status.as_ref().and_then(|s| s.conditions.as_ref());
+                    conditions.is_some_and(|cs| {
+                        cs.iter().any(|c| {
+                            c.type_ == "PodScheduled"
+                                && c.status == "False"
+                                && c.reason.as_deref() == Some("Unschedulable")
+                        })
+                    })
+                })
+                .count();
+            if waiting >= count {
+                return;
+            }
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "{waiting} of {} pods unschedulable, not {count}",
+                listed.items.len()
+            );
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+
     /// The scale command's runs so far, `count node` a line.
     fn scaled(&self) -> Vec<String> {
         std::fs::read_to_string(self.dir.path().join("scaled"))
@@ -292,12 +328,12 @@ impl Lab {
     }
 
     /// Waits (at most `limit`) until the last decision says `words`: the decision.
-    async fn decided(&self, words: &str, limit: Duration) -> String {
+    async fn decided(&self, words: &[&str], limit: Duration) -> String {
         let started = Instant::now();
         loop {
             let a = self.get(&self.tim).await;
             let said = a["last_decision"].as_str().unwrap_or_default().to_owned();
-            if said.contains(words) {
+            if words.iter().all(|w| said.contains(w)) {
                 return said;
             }
             assert!(
@@ -464,6 +500,10 @@ async fn pending_pods_grow_the_cluster_within_quota_and_idle_nodes_are_drained_a
     w.node("w-1").await;
     // Room for one more node.
     w.quota(2).await;
+    // Three pods, one per node: two wait. The quota allows one more node. Autoscaling comes
+    // on once the scheduler has said so of both (a turn in between would see one).
+    w.workload(3).await;
+    w.unschedulable(2).await;
     let (status, body) = w
         .put(
             &w.olga,
@@ -472,14 +512,16 @@ async fn pending_pods_grow_the_cluster_within_quota_and_idle_nodes_are_drained_a
         )
         .await;
     assert_eq!(status, StatusCode::OK, "{body}");
-    // Three pods, one per node: two wait. The quota allows one more node.
-    w.workload(3).await;
     let runs = w.scaled_to(1, 2, Duration::from_secs(60)).await;
     assert_eq!(runs, ["2"]);
     w.node("w-2").await;
     // Once the scheduler has placed a pod on it, one waits; the quota allows no more.
+    // (The words of the earlier decision are not enough: it may still be the last one.)
     let held = w
-        .decided("1 pod cannot be scheduled (web-", Duration::from_secs(30))
+        .decided(
+            &["1 pod cannot be scheduled (web-", "quota allows no more"],
+            Duration::from_secs(30),
+        )
         .await;
     assert!(
         held.ends_with("1 more node needed, but the tenant's node quota allows no more nodes"),
@@ -490,7 +532,7 @@ async fn pending_pods_grow_the_cluster_within_quota_and_idle_nodes_are_drained_a
     let runs = w.scaled_to(2, 3, Duration::from_secs(60)).await;
     assert_eq!(runs, ["2", "3"]);
     w.node("w-3").await;
-    w.decided("no pod waits", Duration::from_secs(30)).await;
+    w.decided(&["no pod waits"], Duration::from_secs(30)).await;
 
     // The maximum lowered: one node goes, its pod evicted first (1.20 serves only
     // policy/v1beta1), its name given to the scale command, its Node object deleted.
@@ -525,13 +567,13 @@ async fn pending_pods_grow_the_cluster_within_quota_and_idle_nodes_are_drained_a
     // No pods: the two nodes left are underused; after the delay they go, one at a time,
     // down to the minimum.
     w.workload(0).await;
-    w.decided("has been under 50% used for", Duration::from_secs(30))
+    w.decided(&["has been under 50% used for"], Duration::from_secs(30))
         .await;
     let runs = w.scaled_to(4, 1, Duration::from_secs(150)).await;
     assert_eq!(runs.len(), 4, "{runs:?}");
     assert!(runs[3].starts_with("1 w-"), "{runs:?}");
     assert_eq!(w.node_names().await.len(), 1);
-    w.decided("at its minimum of 1", Duration::from_secs(30))
+    w.decided(&["at its minimum of 1"], Duration::from_secs(30))
         .await;
 
     // Every decision is on the timeline, once; the node counts are charted.
