@@ -1,10 +1,11 @@
 //! How many portal pages render at once. A page (its data reads and its HTML, rendered
 //! whole on the server) is the portal's most expensive request. Under a burst, rendering every
 //! page at once shares the cores between all of them and they finish in no particular order:
-//! at 64 connections on 2 cores the slowest hundredth took 1.8–2.0× the median. Past the
-//! bound, pages wait for a slot in the order they came (tokio's semaphore is fair), which also
-//! bounds the memory that renders in progress hold. Only page loads (`GET` of a portal route)
-//! wait here: the API, server functions, downloads, health and metrics never do.
+//! at 64 connections on 2 cores the slowest hundredth took 1.75–2.05× the median (1.4–1.7×
+//! with 4 to 16 slots). Past the bound, pages wait for a slot in the order they came (tokio's
+//! semaphore is fair), which also bounds the memory that renders in progress hold. Only page
+//! loads (`GET` of a portal route) wait here: the API, server functions, downloads, health and
+//! metrics never do.
 //! Figures: README, "Page slots".
 
 use std::sync::Arc;

@@ -437,6 +437,24 @@ mod tests {
     }
 
     #[test]
+    fn page_renders_is_bounded_and_defaults_to_four_per_core() {
+        Jail::expect_with(|jail| {
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            let s = Settings::load(None).map_err(|e| *e)?;
+            assert_eq!(s.page_slots().size(), 4 * cores);
+            for (set, size) in [("3", 3), ("0", 1), ("1000000", 65_536)] {
+                jail.set_env("KQUEEN_PAGE_RENDERS", set);
+                let s = Settings::load(None).map_err(|e| *e)?;
+                assert_eq!(s.page_slots().size(), size, "KQUEEN_PAGE_RENDERS={set}");
+            }
+            jail.set_env("KQUEEN_PAGE_RENDERS", "many");
+            let e = Settings::load(None).unwrap_err().to_string().to_lowercase();
+            assert!(e.contains("page_renders"), "{e}");
+            Ok(())
+        });
+    }
+
+    #[test]
     fn bad_values_and_missing_files_are_clear_errors() {
         Jail::expect_with(|jail| {
             jail.set_env("KQUEEN_LISTEN", "not-an-address");
