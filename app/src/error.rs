@@ -52,7 +52,7 @@ impl FromServerFnError for AppError {
 /// read. A plain form post (no JavaScript, `Accept: text/html`) keeps the redirect back to
 /// its page that every failed write gets.
 fn refuse_malformed() {
-    let html = leptos::prelude::with_context::<http::request::Parts, _>(|parts| {
+    let html = crate::context::with::<http::request::Parts, _>(|parts| {
         parts
             .headers
             .get(http::header::ACCEPT)
@@ -61,7 +61,7 @@ fn refuse_malformed() {
     })
     .unwrap_or(false);
     if !html {
-        if let Some(response) = leptos::prelude::use_context::<leptos_axum::ResponseOptions>() {
+        if let Some(response) = crate::context::get::<leptos_axum::ResponseOptions>() {
             response.set_status(http::StatusCode::BAD_REQUEST);
         }
     }

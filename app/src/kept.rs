@@ -124,12 +124,9 @@ mod server {
         let Ok(k) = crate::ssr::kqueen() else {
             return false;
         };
-        let session = match leptos_axum::extract::<tower_sessions::Session>().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "no session to keep a refused form's values in");
-                return false;
-            }
+        let Some(session) = crate::context::session() else {
+            tracing::warn!("no session to keep a refused form's values in");
+            return false;
         };
         let Ok(json) = serde_json::to_vec(&kept) else {
             return false;
@@ -174,16 +171,14 @@ mod server {
 
     /// The refused form kept for this page, once per session (as often as this request asks).
     pub async fn take() -> Option<KeptForm> {
-        match leptos::prelude::use_context::<RequestKept>() {
+        match crate::context::get::<RequestKept>() {
             Some(cache) => cache.0.get_or_init(take_from_session).await.clone(),
             None => take_from_session().await,
         }
     }
 
     async fn take_from_session() -> Option<KeptForm> {
-        let session = leptos_axum::extract::<tower_sessions::Session>()
-            .await
-            .ok()?;
+        let session = crate::context::session()?;
         let sealed: String = session.remove(SESSION_KEY).await.ok().flatten()?;
         let k = crate::ssr::kqueen().ok()?;
         let opened = k.vault().open_transient(PURPOSE, &sealed).ok()?;

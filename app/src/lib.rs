@@ -23,6 +23,7 @@ pub mod autoscaling;
 pub mod backups;
 pub mod clusters;
 mod components;
+mod context;
 mod error;
 pub mod fleet;
 mod hydrated;

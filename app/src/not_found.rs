@@ -20,7 +20,7 @@ pub fn NotFound() -> impl IntoView {
 /// Answers the page with status 404 (on the server; nothing in the browser).
 fn set_not_found() {
     #[cfg(feature = "ssr")]
-    if let Some(response) = use_context::<leptos_axum::ResponseOptions>() {
+    if let Some(response) = crate::context::get::<leptos_axum::ResponseOptions>() {
         response.set_status(http::StatusCode::NOT_FOUND);
     }
 }

@@ -2,13 +2,12 @@
 //! formatting shared by the DTOs.
 
 use kqueen_core::{Actor, Kqueen};
-use leptos::prelude::use_context;
 
 use crate::AppError;
 
 /// The domain services, provided by the server for every request.
 pub fn kqueen() -> Result<Kqueen, AppError> {
-    use_context::<Kqueen>().ok_or_else(|| {
+    crate::context::get::<Kqueen>().ok_or_else(|| {
         tracing::error!("kqueen_core::Kqueen is missing from the request context");
         AppError::Internal
     })
@@ -25,10 +24,10 @@ pub fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error
 }
 
 /// Who is asking: resolved by the server's identity middleware for every request. Borrowed
-/// from the request's parts in the context (`use_context` would copy them whole: every
-/// header and extension, for each server function a page runs).
+/// from the request's parts in the context (copying them would copy every header and
+/// extension, for each server function a page runs).
 pub fn actor() -> Actor {
-    leptos::prelude::with_context::<http::request::Parts, _>(|parts| {
+    crate::context::with::<http::request::Parts, _>(|parts| {
         parts.extensions.get::<Actor>().cloned()
     })
     .flatten()

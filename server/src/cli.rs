@@ -105,7 +105,12 @@ pub fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(command, settings)) {
+    let result = runtime.block_on(run(command, settings));
+    // A task that never ends (a worker thread hung in a library) must not keep a stopping
+    // process alive: dropping the runtime would wait for it forever; this waits 10 s, well
+    // inside Kubernetes' default 30 s grace period.
+    runtime.shutdown_timeout(std::time::Duration::from_secs(10));
+    match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("error: {e:#}");

@@ -29,7 +29,7 @@ pub async fn me() -> Result<Option<MeDto>, AppError> {
 #[server(prefix = "/sfn", endpoint = "login_options")]
 pub async fn get_login_options() -> Result<LoginOptions, AppError> {
     Ok(
-        leptos::prelude::use_context::<LoginOptions>().unwrap_or(LoginOptions {
+        crate::context::get::<LoginOptions>().unwrap_or(LoginOptions {
             sso: false,
             local_accounts: false,
         }),
@@ -41,7 +41,7 @@ pub async fn get_login_options() -> Result<LoginOptions, AppError> {
 pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let tokens = k.tokens().list(&actor).await?;
-    let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
+    let session = crate::context::session();
     let new_secret = match session {
         Some(s) => s.remove::<String>(FLASH_SECRET).await.ok().flatten(),
         None => None,

@@ -20,20 +20,18 @@ fn unkept(what: &str) -> kqueen_core::Error {
     kqueen_core::Error::Backend(format!("cannot keep the previewed deploy: {what}"))
 }
 
-async fn session() -> Option<tower_sessions::Session> {
-    match leptos_axum::extract::<tower_sessions::Session>().await {
-        Ok(s) => Some(s),
-        Err(e) => {
-            tracing::warn!(error = %e, "no session for a previewed deploy");
-            None
-        }
+fn session() -> Option<tower_sessions::Session> {
+    let session = crate::context::session();
+    if session.is_none() {
+        tracing::warn!("no session for a previewed deploy");
     }
+    session
 }
 
 /// Keeps `pending` for the preview page and the deploy.
 pub async fn put(pending: &Pending) -> Result<(), kqueen_core::Error> {
     let k = crate::ssr::kqueen().map_err(|_| unkept("no domain"))?;
-    let session = session().await.ok_or_else(|| unkept("no session"))?;
+    let session = session().ok_or_else(|| unkept("no session"))?;
     let json = serde_json::to_vec(pending).map_err(|e| unkept(&e.to_string()))?;
     let sealed = k.vault().seal_transient(PURPOSE, &json)?;
     session
@@ -44,7 +42,7 @@ pub async fn put(pending: &Pending) -> Result<(), kqueen_core::Error> {
 
 /// The previewed deploy of cluster `cluster_id`, if the caller has one.
 pub async fn get(cluster_id: &str) -> Option<Pending> {
-    let sealed: String = session().await?.get(SESSION_KEY).await.ok().flatten()?;
+    let sealed: String = session()?.get(SESSION_KEY).await.ok().flatten()?;
     let k = crate::ssr::kqueen().ok()?;
     let opened = k.vault().open_transient(PURPOSE, &sealed).ok()?;
     serde_json::from_slice::<Pending>(opened.expose())
@@ -54,7 +52,7 @@ pub async fn get(cluster_id: &str) -> Option<Pending> {
 
 /// Forgets the previewed deploy (it was deployed).
 pub async fn clear() {
-    if let Some(s) = session().await {
+    if let Some(s) = session() {
         let _ = s.remove::<String>(SESSION_KEY).await;
     }
 }

@@ -144,7 +144,7 @@ pub async fn cluster_page(id: String) -> Result<ClusterPageDto, AppError> {
         )
         .await?,
         detail: d.into(),
-        public_url: leptos::prelude::use_context::<crate::users::PublicUrl>()
+        public_url: crate::context::get::<crate::users::PublicUrl>()
             .map(|u| u.0.trim_end_matches('/').to_owned())
             .unwrap_or_default(),
     };

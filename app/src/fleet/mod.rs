@@ -52,7 +52,7 @@ fn use_fleet_query() -> (
 #[component]
 pub(crate) fn FleetTabs() -> impl IntoView {
     let location = use_location();
-    let me = use_context::<Me>();
+    let me = crate::context::get::<Me>();
     let here = location.clone();
     let dashboard = move || {
         let location = here.clone();

@@ -63,7 +63,7 @@ pub fn NoTenantNote(operator: bool) -> impl IntoView {
 /// [`NoTenantNote`] for whoever is signed in (read from the app shell).
 #[component]
 pub fn NoTenantHelp() -> impl IntoView {
-    let me = use_context::<crate::shell::Me>();
+    let me = crate::context::get::<crate::shell::Me>();
     view! {
         <Suspense fallback=|| ()>
             {move || Suspend::new(async move {

@@ -13,12 +13,12 @@ pub const USERS_PAGE: &str = "/admin/users";
 async fn keep_for_display(issued: &kqueen_core::invite::IssuedInvite) -> kqueen_core::Result<()> {
     use kqueen_core::Error;
 
-    let base = use_context::<crate::users::PublicUrl>()
+    let base = crate::context::get::<crate::users::PublicUrl>()
         .map(|u| u.0)
         .unwrap_or_default();
     let url = format!("{}{}", base.trim_end_matches('/'), issued.path());
     let expires = issued.invite.expires_at.to_rfc3339();
-    let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
+    let session = crate::context::session();
     let Some(session) = session else {
         return Err(Error::Corrupt("session".into()));
     };

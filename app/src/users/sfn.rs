@@ -14,7 +14,7 @@ pub async fn users_page() -> Result<UsersPageDto, AppError> {
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let users = k.users().list(&actor).await?;
-    let session: Option<tower_sessions::Session> = leptos_axum::extract().await.ok();
+    let session = crate::context::session();
     let new_invite = match session {
         Some(s) => s
             .remove::<(String, String, String)>(FLASH_INVITE)
@@ -31,7 +31,7 @@ pub async fn users_page() -> Result<UsersPageDto, AppError> {
     Ok(UsersPageDto {
         users: users.into_iter().map(Into::into).collect(),
         new_invite,
-        local_accounts: use_context::<LoginOptions>().is_some_and(|o| o.local_accounts),
+        local_accounts: crate::context::get::<LoginOptions>().is_some_and(|o| o.local_accounts),
         kept: crate::kept::take().await,
     })
 }
