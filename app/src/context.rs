@@ -12,6 +12,8 @@
 //! Here every owner from the current one up to the root is held first and let go only after
 //! the walk, so the last handle of an owner is never dropped under a lock. Read the context
 //! only through this module: `clippy.toml` refuses Leptos' own readers elsewhere.
+//! (`leptos_axum::redirect` reads the context Leptos' way; the app calls it only from
+//! posted server functions and the page stream, which hold the request's root themselves.)
 
 #![allow(clippy::disallowed_methods)]
 
@@ -26,7 +28,9 @@ pub fn get<T: Clone + 'static>() -> Option<T> {
 }
 
 /// `f` applied to the context value of type `T`, borrowed where it is (nothing is cloned).
-/// Only the server reads the request's parts this way.
+/// Only the server reads the request's parts this way. `f` runs under the owners' read locks:
+/// it must not read the context itself (a cleanup waiting to write on another thread would
+/// make that second read wait behind it).
 #[cfg_attr(not(feature = "ssr"), allow(dead_code))]
 pub fn with<T: 'static, R>(f: impl FnOnce(&T) -> R) -> Option<R> {
     let held = ancestors();
@@ -81,8 +85,11 @@ mod tests {
     }
 
     /// Reads `DropsRoot` with `read` from a child of the root that provides it, on a thread of
-    /// its own: Some(found) when the read came back within `wait`, None when it hung.
-    fn read_while_root_ends(read: fn() -> Option<DropsRoot>, wait: Duration) -> Option<bool> {
+    /// its own: whether it found the value, or Timeout when it hung (Disconnected: it panicked).
+    fn read_while_root_ends(
+        read: fn() -> Option<DropsRoot>,
+        wait: Duration,
+    ) -> Result<bool, mpsc::RecvTimeoutError> {
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let root = Owner::new();
@@ -93,21 +100,25 @@ mod tests {
             let found = child.with(read).is_some();
             let _ = tx.send(found);
         });
-        rx.recv_timeout(wait).ok()
+        rx.recv_timeout(wait)
     }
 
     #[test]
     fn a_root_dropped_during_the_read_neither_hangs_nor_loses_the_value() {
         let got = read_while_root_ends(get::<DropsRoot>, Duration::from_secs(30));
-        assert_eq!(got, Some(true), "the read hung (None) or found nothing");
+        assert_eq!(
+            got,
+            Ok(true),
+            "the read hung (Timeout), panicked or found nothing"
+        );
         let borrowed = read_while_root_ends(
             || with::<DropsRoot, _>(Clone::clone),
             Duration::from_secs(30),
         );
         assert_eq!(
             borrowed,
-            Some(true),
-            "the borrowing read hung or found nothing"
+            Ok(true),
+            "the borrowing read hung (Timeout), panicked or found nothing"
         );
     }
 
@@ -120,7 +131,11 @@ mod tests {
             leptos::prelude::use_context::<DropsRoot>,
             Duration::from_secs(3),
         );
-        assert_eq!(got, None, "Leptos' use_context came back: {got:?}");
+        assert_eq!(
+            got,
+            Err(mpsc::RecvTimeoutError::Timeout),
+            "Leptos' use_context came back or panicked"
+        );
     }
 
     #[test]
