@@ -1,5 +1,7 @@
 //! The request's context (what the server provides to every request: the domain, the
 //! request's parts, the response options, ...), read without Leptos' owner-drop deadlock.
+//! `get` clones a value as Leptos' `use_context` does (which is its `with_context` and a
+//! clone); `with` borrows it.
 //!
 //! Leptos (reactive_graph 0.2) finds a context value by walking from the current owner up
 //! its parents, holding the current owner's read lock and a strong handle of each parent on
@@ -21,32 +23,18 @@ use leptos::prelude::Owner;
 
 /// The context value of type `T`, found as Leptos finds it (the nearest owner providing one).
 pub fn get<T: Clone + 'static>() -> Option<T> {
-    let held = ancestors();
-    let found = leptos::prelude::use_context::<T>();
-    drop(held);
-    found
+    with::<T, T>(T::clone)
 }
 
 /// `f` applied to the context value of type `T`, borrowed where it is (nothing is cloned).
-/// Only the server reads the request's parts this way. `f` runs under the owners' read locks:
+/// `f` runs under the owners' read locks:
 /// it must not read the context itself (a cleanup waiting to write on another thread would
 /// make that second read wait behind it).
-#[cfg_attr(not(feature = "ssr"), allow(dead_code))]
 pub fn with<T: 'static, R>(f: impl FnOnce(&T) -> R) -> Option<R> {
     let held = ancestors();
     let found = leptos::prelude::with_context::<T, R>(f);
     drop(held);
     found
-}
-
-/// The request's session (its cookie's), borrowed from the request's parts: `leptos_axum`'s
-/// extractor would copy the parts whole (every header and extension) to find it.
-#[cfg(feature = "ssr")]
-pub fn session() -> Option<tower_sessions::Session> {
-    with::<http::request::Parts, _>(|parts| {
-        parts.extensions.get::<tower_sessions::Session>().cloned()
-    })
-    .flatten()
 }
 
 /// Strong handles of the current owner and every ancestor it still has, held for as long as

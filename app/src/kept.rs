@@ -124,7 +124,7 @@ mod server {
         let Ok(k) = crate::ssr::kqueen() else {
             return false;
         };
-        let Some(session) = crate::context::session() else {
+        let Some(session) = crate::ssr::session() else {
             tracing::warn!("no session to keep a refused form's values in");
             return false;
         };
@@ -178,7 +178,7 @@ mod server {
     }
 
     async fn take_from_session() -> Option<KeptForm> {
-        let session = crate::context::session()?;
+        let session = crate::ssr::session()?;
         let sealed: String = session.remove(SESSION_KEY).await.ok().flatten()?;
         let k = crate::ssr::kqueen().ok()?;
         let opened = k.vault().open_transient(PURPOSE, &sealed).ok()?;

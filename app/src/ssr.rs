@@ -23,15 +23,22 @@ pub fn whole(field: &'static str, typed: &str) -> Result<u32, kqueen_core::Error
     })
 }
 
-/// Who is asking: resolved by the server's identity middleware for every request. Borrowed
-/// from the request's parts in the context (copying them would copy every header and
-/// extension, for each server function a page runs).
+/// Who is asking: resolved by the server's identity middleware for every request.
 pub fn actor() -> Actor {
-    crate::context::with::<http::request::Parts, _>(|parts| {
-        parts.extensions.get::<Actor>().cloned()
-    })
-    .flatten()
-    .unwrap_or_else(Actor::anonymous)
+    extension::<Actor>().unwrap_or_else(Actor::anonymous)
+}
+
+/// The request's session (its cookie's), put there by the session layer.
+pub fn session() -> Option<tower_sessions::Session> {
+    extension()
+}
+
+/// A value the server's layers put in the request's extensions, borrowed from the request's
+/// parts in the context: copying the parts (as `leptos_axum::extract` does) would copy every
+/// header and extension, for each server function a page runs.
+fn extension<T: Clone + Send + Sync + 'static>() -> Option<T> {
+    crate::context::with::<http::request::Parts, _>(|parts| parts.extensions.get::<T>().cloned())
+        .flatten()
 }
 
 /// `2026-11-24 08:05 UTC`, as chrono's `%Y-%m-%d %H:%M UTC` writes it. Every list row

@@ -23,7 +23,7 @@ pub async fn create_token(name: String, days: Option<String>) -> Result<(), AppE
         .filter(|d| !d.is_empty())
         .unwrap_or("90");
     // The session first: a token whose secret cannot be shown must not be created.
-    let session = crate::context::session();
+    let session = crate::ssr::session();
     let result = match (days.parse::<u32>(), session) {
         (Err(_), _) => Err(ValidationError::new("days", "must be a number").into()),
         (Ok(_), None) => Err(Error::Corrupt("session".into())),

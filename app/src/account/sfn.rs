@@ -41,7 +41,7 @@ pub async fn get_login_options() -> Result<LoginOptions, AppError> {
 pub async fn tokens_page() -> Result<TokensPageDto, AppError> {
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let tokens = k.tokens().list(&actor).await?;
-    let session = crate::context::session();
+    let session = crate::ssr::session();
     let new_secret = match session {
         Some(s) => s.remove::<String>(FLASH_SECRET).await.ok().flatten(),
         None => None,

@@ -7,7 +7,7 @@ const SESSION_KEY: &str = "kq.addon_bulk";
 
 /// Keeps `outcome` for the next read of `/fleet/addons`; false when there is no session.
 pub async fn put(outcome: &BulkOutcomeDto) -> bool {
-    let Some(session) = crate::context::session() else {
+    let Some(session) = crate::ssr::session() else {
         return false;
     };
     match session.insert(SESSION_KEY, outcome).await {
@@ -21,6 +21,6 @@ pub async fn put(outcome: &BulkOutcomeDto) -> bool {
 
 /// The results of the caller's last bulk upgrade, once.
 pub async fn take() -> Option<BulkOutcomeDto> {
-    let session = crate::context::session()?;
+    let session = crate::ssr::session()?;
     session.remove(SESSION_KEY).await.ok().flatten()
 }

@@ -21,7 +21,7 @@ fn unkept(what: &str) -> kqueen_core::Error {
 }
 
 fn session() -> Option<tower_sessions::Session> {
-    let session = crate::context::session();
+    let session = crate::ssr::session();
     if session.is_none() {
         tracing::warn!("no session for a previewed deploy");
     }

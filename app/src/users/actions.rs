@@ -18,7 +18,7 @@ async fn keep_for_display(issued: &kqueen_core::invite::IssuedInvite) -> kqueen_
         .unwrap_or_default();
     let url = format!("{}{}", base.trim_end_matches('/'), issued.path());
     let expires = issued.invite.expires_at.to_rfc3339();
-    let session = crate::context::session();
+    let session = crate::ssr::session();
     let Some(session) = session else {
         return Err(Error::Corrupt("session".into()));
     };

@@ -14,7 +14,7 @@ pub async fn users_page() -> Result<UsersPageDto, AppError> {
 
     let (k, actor) = (crate::ssr::kqueen()?, crate::ssr::actor());
     let users = k.users().list(&actor).await?;
-    let session = crate::context::session();
+    let session = crate::ssr::session();
     let new_invite = match session {
         Some(s) => s
             .remove::<(String, String, String)>(FLASH_INVITE)
