@@ -163,7 +163,8 @@ pub struct Settings {
     #[serde(default = "default_dashboard_max_age")]
     pub fleet_dashboard_max_age_seconds: u64,
     /// Portal pages this process renders at once; more wait for a slot in arrival order
-    /// (`KQUEEN_PAGE_RENDERS`). Default: 4 per CPU core. The API, server functions, downloads,
+    /// (`KQUEEN_PAGE_RENDERS`). Default: per CPU core, 4 on SQLite and 16 on PostgreSQL
+    /// ([`crate::page_slots::per_core`]). The API, server functions, downloads,
     /// health and metrics are not bounded by it.
     #[serde(default)]
     pub page_renders: Option<usize>,
@@ -309,11 +310,12 @@ impl Settings {
             .unwrap_or_else(|| format!("http://{}", self.listen))
     }
 
-    /// The bound on concurrent page renders: the configured one (at least 1), else 4 per core.
-    pub fn page_slots(&self) -> crate::page_slots::PageSlots {
+    /// The bound on concurrent page renders: the configured one (at least 1), else the
+    /// store's number per core.
+    pub fn page_slots(&self, store: kqueen_core::store::Backend) -> crate::page_slots::PageSlots {
         match self.page_renders {
             Some(n) => crate::page_slots::PageSlots::new(n.min(65_536)),
-            None => crate::page_slots::PageSlots::per_core(),
+            None => crate::page_slots::PageSlots::per_core(store),
         }
     }
 
@@ -437,15 +439,20 @@ mod tests {
     }
 
     #[test]
-    fn page_renders_is_bounded_and_defaults_to_four_per_core() {
+    fn page_renders_is_bounded_and_defaults_by_store() {
+        use kqueen_core::store::Backend;
         Jail::expect_with(|jail| {
             let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
             let s = Settings::load(None).map_err(|e| *e)?;
-            assert_eq!(s.page_slots().size(), 4 * cores);
+            assert_eq!(s.page_slots(Backend::Sqlite).size(), 4 * cores);
+            assert_eq!(s.page_slots(Backend::Postgres).size(), 16 * cores);
             for (set, size) in [("3", 3), ("0", 1), ("1000000", 65_536)] {
                 jail.set_env("KQUEEN_PAGE_RENDERS", set);
                 let s = Settings::load(None).map_err(|e| *e)?;
-                assert_eq!(s.page_slots().size(), size, "KQUEEN_PAGE_RENDERS={set}");
+                for store in [Backend::Sqlite, Backend::Postgres] {
+                    let got = s.page_slots(store).size();
+                    assert_eq!(got, size, "KQUEEN_PAGE_RENDERS={set} on {store:?}");
+                }
             }
             jail.set_env("KQUEEN_PAGE_RENDERS", "many");
             let e = Settings::load(None).unwrap_err().to_string().to_lowercase();

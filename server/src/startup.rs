@@ -121,6 +121,7 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
     if oidc.is_none() && !settings.local_accounts {
         tracing::warn!("neither single sign-on nor local accounts are enabled: nobody can log in");
     }
+    let page_slots = settings.page_slots(kqueen.store().backend());
     Ok(AppState::new(SharedState {
         leptos_options,
         auth: AuthState::new(kqueen.clone(), auth, oidc),
@@ -128,7 +129,7 @@ pub async fn build_state(settings: &Settings) -> anyhow::Result<AppState> {
         inventory_every: (settings.inventory_interval_seconds > 0)
             .then(|| std::time::Duration::from_secs(settings.inventory_interval_seconds.max(10))),
         http_metrics: crate::metrics::HttpMetrics::default(),
-        page_slots: settings.page_slots(),
+        page_slots,
     }))
 }
 

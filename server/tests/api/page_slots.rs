@@ -83,3 +83,24 @@ async fn a_page_past_the_bound_waits_while_the_rest_is_answered() {
     assert_eq!((slots.rendering().get(), slots.waiting().get()), (0, 0));
     app.stop().await;
 }
+
+#[tokio::test]
+async fn the_default_bound_follows_the_store() {
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let app = TestApp::sqlite().await;
+    assert_eq!(app.state.page_slots.size(), 4 * cores, "SQLite");
+    drop(app);
+    let Some(app) = TestApp::postgres().await else {
+        eprintln!("skipped the PostgreSQL half: no PostgreSQL to test against");
+        return;
+    };
+    assert_eq!(app.state.page_slots.size(), 16 * cores, "PostgreSQL");
+    let op = app.user("root", true, &[]).await;
+    let res = app.get_as(&op, "/metrics").await;
+    let text = res.text().await.unwrap();
+    assert_eq!(
+        gauge(&text, "kqueen_page_render_slots"),
+        Some((16 * cores) as f64),
+        "{text}"
+    );
+}
