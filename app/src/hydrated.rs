@@ -57,7 +57,10 @@ impl<T: DeserializeOwned> Decoder<T> for ScriptJson {
 pub type PageResource<T> = Resource<T, ScriptJson>;
 
 /// A page resource (as `Resource::new`, with the [`ScriptJson`] codec): `fetcher` loads it
-/// for the value of `source`, again whenever that changes.
+/// for the value of `source`, again whenever that changes. The fetcher's future is boxed
+/// where it is made: on the server it is the whole server function's state (the domain
+/// call's and every store read's nested inside it, tens of KB for the fleet dashboard), which
+/// Leptos otherwise moves by copying several times per page load before it first polls it.
 #[track_caller]
 pub fn resource<S, T, Fut>(
     source: impl Fn() -> S + Send + Sync + 'static,
@@ -68,7 +71,7 @@ where
     T: Serialize + DeserializeOwned + Send + Sync + 'static,
     Fut: Future<Output = T> + Send + 'static,
 {
-    Resource::new_with_options(source, fetcher, false)
+    Resource::new_with_options(source, move |s| Box::pin(fetcher(s)), false)
 }
 
 thread_local! {
