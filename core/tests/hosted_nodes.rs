@@ -355,9 +355,9 @@ async fn a_real_node_joins_a_hosted_cluster_with_kubeadm_and_runs_its_pods() {
                 .unwrap();
             let reasons: Vec<String> = overview
                 .attention
-                .into_iter()
+                .iter()
                 .filter(|a| a.cluster.id.to_string() == *id)
-                .flat_map(|a| a.reasons)
+                .flat_map(|a| a.reasons.clone())
                 .collect();
             (node, reasons)
         }

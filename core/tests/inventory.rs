@@ -659,6 +659,12 @@ async fn dashboard_reuse(f: &Fleet, prod: &str, kubeconfig: &str) {
     });
     let (before, clusters) = reasons(f.k.clone()).await;
     assert!(!before.contains("boom"), "{before}");
+    // Requests that reuse an answer share it: nothing of it is copied per request.
+    let (fleet, all) = (f.k.fleet(), FleetFilter::default());
+    let first = fleet.fleet_overview(&f.ops, &all, false, Page::default());
+    let first = first.await.unwrap();
+    let second = fleet.fleet_overview(&f.ops, &all, false, Page::default());
+    assert!(std::sync::Arc::ptr_eq(&first, &second.await.unwrap()));
     // Another replica's sync (written to the store behind this process's back): this
     // process keeps its answer for a few seconds; the database has the failure.
     let id = uuid::Uuid::parse_str(prod).unwrap();

@@ -50,21 +50,21 @@ pub(crate) mod map {
         }
     }
 
-    pub fn fleet_cluster(c: FleetCluster) -> FleetClusterDto {
+    pub fn fleet_cluster(c: &FleetCluster) -> FleetClusterDto {
         FleetClusterDto {
             id: c.id.to_string(),
-            name: c.name,
-            tenant: c.tenant,
+            name: c.name.clone(),
+            tenant: c.tenant.clone(),
             state: c.state.to_string(),
             state_label: c.state.label().to_owned(),
-            provider: c.provider,
-            api_version: c.api_version,
+            provider: c.provider.clone(),
+            api_version: c.api_version.clone(),
             nodes: c.nodes,
             nodes_ready: c.nodes_ready,
             allocatable: resources(c.allocatable),
             requested: resources(c.requested),
             synced: c.synced_at.map(time),
-            sync_error: c.sync_error,
+            sync_error: c.sync_error.clone(),
             etcd: c
                 .shared_storage
                 .map(|s| format!("{} keys, {}", s.usage.keys, format_size(s.usage.bytes))),
@@ -194,9 +194,9 @@ pub async fn fleet_page(
         .fleet()
         .fleet_overview(&actor, &filter, attention, page)
         .await?;
-    let explain = |a: kqueen_core::Attention| AttentionDto {
-        cluster: map::fleet_cluster(a.cluster),
-        reasons: a.reasons,
+    let explain = |a: &kqueen_core::Attention| AttentionDto {
+        cluster: map::fleet_cluster(&a.cluster),
+        reasons: a.reasons.clone(),
     };
     let t = &o.totals;
     Ok(FleetPageDto {
@@ -219,10 +219,10 @@ pub async fn fleet_page(
             t.used,
             Measure::Memory,
         ),
-        attention: o.attention.into_iter().map(explain).collect(),
+        attention: o.attention.iter().map(explain).collect(),
         attention_total: o.attention_total,
         attention_only: attention,
-        rows: o.clusters.into_iter().map(explain).collect(),
+        rows: o.clusters.iter().map(explain).collect(),
         total: o.clusters_total,
         offset: page.offset(),
         limit: page.limit(),

@@ -21,14 +21,15 @@ impl Fleet {
     /// The fleet dashboard: operators see every cluster, tenant admins their tenants'. The
     /// counts and totals cover every cluster of the filter; `clusters` is one page of them
     /// (of those needing attention with `attention_only`), by tenant and name. An answer is
-    /// reused for a few seconds (see [`super::dashboard_cache`]).
+    /// reused for a few seconds (see [`super::dashboard_cache`]) and shared, not copied, by the
+    /// requests it answers: callers map what they show from it.
     pub async fn fleet_overview(
         &self,
         actor: &Actor,
         filter: &FleetFilter,
         attention_only: bool,
         page: Page,
-    ) -> Result<FleetOverview> {
+    ) -> Result<std::sync::Arc<FleetOverview>> {
         let mut scope = self.fleet_scope(actor, Role::Admin, "fleet").await?;
         if let Some(tenants) = scope.as_mut() {
             tenants.sort_unstable();
@@ -47,7 +48,7 @@ impl Fleet {
                 self.read_overview(scope.as_deref(), operator, filter, attention_only, page)
             })
             .await?;
-        Ok(std::sync::Arc::unwrap_or_clone(answer))
+        Ok(answer)
     }
 
     /// The dashboard as the database holds it now.

@@ -37,17 +37,17 @@ pub struct FleetClusterOut {
     pub shared_storage: Option<SharedStorageOut>,
 }
 
-impl From<FleetCluster> for FleetClusterOut {
-    fn from(c: FleetCluster) -> Self {
+impl From<&FleetCluster> for FleetClusterOut {
+    fn from(c: &FleetCluster) -> Self {
         Self {
             id: c.id.to_string(),
-            name: c.name,
-            tenant: c.tenant,
+            name: c.name.clone(),
+            tenant: c.tenant.clone(),
             state: c.state.as_str().to_owned(),
-            provider: c.provider,
-            api_version: c.api_version,
+            provider: c.provider.clone(),
+            api_version: c.api_version.clone(),
             synced_at: time(c.synced_at),
-            sync_error: c.sync_error,
+            sync_error: c.sync_error.clone(),
             nodes: c.nodes,
             nodes_ready: c.nodes_ready,
             capacity: c.capacity.into(),
@@ -65,9 +65,12 @@ pub struct CountOut {
     pub count: u64,
 }
 
-fn counts(t: Vec<(String, u64)>) -> Vec<CountOut> {
-    t.into_iter()
-        .map(|(label, count)| CountOut { label, count })
+fn counts(t: &[(String, u64)]) -> Vec<CountOut> {
+    t.iter()
+        .map(|(label, count)| CountOut {
+            label: label.clone(),
+            count: *count,
+        })
         .collect()
 }
 
@@ -86,20 +89,20 @@ pub struct FleetItemOut {
     pub reasons: Vec<String>,
 }
 
-impl From<Attention> for FleetItemOut {
-    fn from(a: Attention) -> Self {
+impl From<&Attention> for FleetItemOut {
+    fn from(a: &Attention) -> Self {
         Self {
-            cluster: a.cluster.into(),
-            reasons: a.reasons,
+            cluster: (&a.cluster).into(),
+            reasons: a.reasons.clone(),
         }
     }
 }
 
-impl From<Attention> for AttentionOut {
-    fn from(a: Attention) -> Self {
+impl From<&Attention> for AttentionOut {
+    fn from(a: &Attention) -> Self {
         Self {
-            cluster: a.cluster.into(),
-            reasons: a.reasons,
+            cluster: (&a.cluster).into(),
+            reasons: a.reasons.clone(),
         }
     }
 }
@@ -145,7 +148,7 @@ pub struct FleetOut {
 }
 
 impl FleetOut {
-    fn new(o: FleetOverview, page: Page) -> Self {
+    fn new(o: &FleetOverview, page: Page) -> Self {
         Self {
             clusters: o.totals.clusters,
             nodes: o.totals.nodes,
@@ -154,14 +157,14 @@ impl FleetOut {
             allocatable: o.totals.allocatable.into(),
             requested: o.totals.requested.into(),
             used: o.totals.used.map(Into::into),
-            by_state: counts(o.by_state),
-            by_provider: counts(o.by_provider),
-            by_version: counts(o.by_version),
-            newest_running: o.newest_running,
-            newest_offered: o.newest_offered,
-            attention: o.attention.into_iter().map(Into::into).collect(),
+            by_state: counts(&o.by_state),
+            by_provider: counts(&o.by_provider),
+            by_version: counts(&o.by_version),
+            newest_running: o.newest_running.clone(),
+            newest_offered: o.newest_offered.clone(),
+            attention: o.attention.iter().map(Into::into).collect(),
             attention_total: o.attention_total,
-            items: o.clusters.into_iter().map(Into::into).collect(),
+            items: o.clusters.iter().map(Into::into).collect(),
             total: o.clusters_total,
             limit: page.limit(),
             offset: page.offset(),
@@ -189,5 +192,5 @@ pub async fn overview(
         .fleet()
         .fleet_overview(&actor, &filter, attention, page)
         .await?;
-    Ok(Json(FleetOut::new(o, page)))
+    Ok(Json(FleetOut::new(&o, page)))
 }
