@@ -59,7 +59,7 @@ pub type PageResource<T> = Resource<T, ScriptJson>;
 /// A page resource (as `Resource::new`, with the [`ScriptJson`] codec): `fetcher` loads it
 /// for the value of `source`, again whenever that changes. The fetcher's future is boxed
 /// where it is made: on the server it is the whole server function's state (the domain
-/// call's and every store read's nested inside it, tens of KB for the fleet dashboard), which
+/// call's and every store read's nested inside it, up to 17 KB for the fleet dashboard), which
 /// Leptos otherwise moves by copying several times per page load before it first polls it.
 #[track_caller]
 pub fn resource<S, T, Fut>(

@@ -19,12 +19,13 @@ use prometheus_client::metrics::gauge::Gauge;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 /// Slots per CPU core when the setting leaves it open, by store. On SQLite (in the process)
-/// a page waits little for its reads: 4 per core keep the cores busy (4 to 16 measured the
-/// same, 2 left cores idle). On PostgreSQL a page holds its slot while the database's own
-/// processes, sharing the cores, answer it: with 4 per core the slots were full while the
-/// cores idled, and 16 per core gave 10–33 % more pages per second and a lower p99 in both
-/// alternated pairs (README, "Page slots").
-pub fn per_core(backend: Backend) -> usize {
+/// a page waits little for its reads: on 2 cores 4 to 16 slots in all (2 to 8 per core)
+/// measured the same and 2 left cores idle, so 4 per core. On PostgreSQL a page holds its
+/// slot while the database's own processes, sharing the cores, answer it: 8 slots on 2 cores
+/// were full while the cores idled, and 32 (16 per core) served 10–38 % more pages per
+/// second in both alternated pairs, at less CPU per page, with a lower p99 in three of the
+/// four page cases (README, "Page slots").
+pub fn slots_per_core(backend: Backend) -> usize {
     match backend {
         Backend::Sqlite => 4,
         Backend::Postgres => 16,
@@ -52,10 +53,10 @@ impl PageSlots {
         }
     }
 
-    /// [`per_core`] slots for the store, for each core this process may use.
+    /// [`slots_per_core`] slots for the store, for each core this process may use.
     pub fn per_core(backend: Backend) -> Self {
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self::new(cores * per_core(backend))
+        Self::new(cores * slots_per_core(backend))
     }
 
     pub fn size(&self) -> usize {
@@ -176,8 +177,8 @@ mod tests {
     fn a_bound_of_zero_still_renders_one_page_at_a_time() {
         assert_eq!(PageSlots::new(0).size(), 1);
         for backend in [Backend::Sqlite, Backend::Postgres] {
-            assert!(PageSlots::per_core(backend).size() >= per_core(backend));
+            assert!(PageSlots::per_core(backend).size() >= slots_per_core(backend));
         }
-        assert!(per_core(Backend::Postgres) > per_core(Backend::Sqlite));
+        assert!(slots_per_core(Backend::Postgres) > slots_per_core(Backend::Sqlite));
     }
 }

@@ -164,7 +164,7 @@ pub struct Settings {
     pub fleet_dashboard_max_age_seconds: u64,
     /// Portal pages this process renders at once; more wait for a slot in arrival order
     /// (`KQUEEN_PAGE_RENDERS`). Default: per CPU core, 4 on SQLite and 16 on PostgreSQL
-    /// ([`crate::page_slots::per_core`]). The API, server functions, downloads,
+    /// ([`crate::page_slots::slots_per_core`]). The API, server functions, downloads,
     /// health and metrics are not bounded by it.
     #[serde(default)]
     pub page_renders: Option<usize>,
@@ -312,10 +312,10 @@ impl Settings {
 
     /// The bound on concurrent page renders: the configured one (at least 1), else the
     /// store's number per core.
-    pub fn page_slots(&self, store: kqueen_core::store::Backend) -> crate::page_slots::PageSlots {
+    pub fn page_slots(&self, backend: kqueen_core::store::Backend) -> crate::page_slots::PageSlots {
         match self.page_renders {
             Some(n) => crate::page_slots::PageSlots::new(n.min(65_536)),
-            None => crate::page_slots::PageSlots::per_core(store),
+            None => crate::page_slots::PageSlots::per_core(backend),
         }
     }
 
@@ -449,9 +449,9 @@ mod tests {
             for (set, size) in [("3", 3), ("0", 1), ("1000000", 65_536)] {
                 jail.set_env("KQUEEN_PAGE_RENDERS", set);
                 let s = Settings::load(None).map_err(|e| *e)?;
-                for store in [Backend::Sqlite, Backend::Postgres] {
-                    let got = s.page_slots(store).size();
-                    assert_eq!(got, size, "KQUEEN_PAGE_RENDERS={set} on {store:?}");
+                for backend in [Backend::Sqlite, Backend::Postgres] {
+                    let got = s.page_slots(backend).size();
+                    assert_eq!(got, size, "KQUEEN_PAGE_RENDERS={set} on {backend:?}");
                 }
             }
             jail.set_env("KQUEEN_PAGE_RENDERS", "many");

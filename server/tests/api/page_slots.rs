@@ -89,9 +89,9 @@ async fn the_default_bound_follows_the_store() {
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let app = TestApp::sqlite().await;
     assert_eq!(app.state.page_slots.size(), 4 * cores, "SQLite");
-    drop(app);
+    app.stop().await;
     let Some(app) = TestApp::postgres().await else {
-        eprintln!("skipped the PostgreSQL half: no PostgreSQL to test against");
+        eprintln!("skipped the PostgreSQL half: KQUEEN_TEST_SKIP_POSTGRES is set");
         return;
     };
     assert_eq!(app.state.page_slots.size(), 16 * cores, "PostgreSQL");
@@ -103,4 +103,5 @@ async fn the_default_bound_follows_the_store() {
         Some((16 * cores) as f64),
         "{text}"
     );
+    app.stop().await;
 }
